@@ -1,0 +1,77 @@
+"""``check(ANSWER, grade_id)``: the student's self-check, called from the notebook.
+
+It says right / wrong / malformed (with a hint) for one part, or for every part when
+no grade_id is given; it never prints the expected value.  Manually graded parts are
+only listed.  Function answers are called here on the same inputs the grader uses.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from .labs import find_part, load_lab
+from .parts import Part, Verdict, compare
+
+__all__ = ["check", "check_part"]
+
+_SYMBOL = {"right": "✔ 正确", "wrong": "✘ 错误", "malformed": "⚠ 格式不对", "missing": "… 尚未作答",
+           "manual": "✎ 人工批改", "error": "✘ 出错"}
+
+
+def _normalise(value: Any) -> Any:
+    from .runner import _safe  # the same conversion the grader applies to sandboxed answers
+
+    return _safe(value)
+
+
+def _function_outputs(part: Part, fn: Any) -> Any:
+    if not callable(fn):
+        return {"not_callable": True, "type": type(fn).__name__}
+    outs = []
+    for args in part.probes:
+        try:
+            outs.append({"ok": True, "value": _normalise(fn(*args))})
+        except Exception as exc:
+            outs.append({"ok": False, "error": f"{type(exc).__name__}: {str(exc)[:200]}"})
+    return outs
+
+
+def check_part(answers: dict, part: Part) -> Verdict:
+    if not part.auto:
+        return Verdict("manual", "graded by hand")
+    if not isinstance(answers, dict) or part.grade_id not in answers:
+        return Verdict("missing", f'ANSWER["{part.grade_id}"] is not assigned yet')
+    raw = answers[part.grade_id]
+    if part.kind == "function":
+        ans = _function_outputs(part, raw)
+    else:
+        if callable(raw):
+            return Verdict("malformed", "expected data, got a function")
+        ans = _normalise(raw)
+    try:
+        ref = part.reference()
+    except Exception as exc:  # pragma: no cover - the course environment is broken
+        return Verdict("error", f"cannot compute the check ({type(exc).__name__}); is the course env active?")
+    v = compare(part, ans, ref)
+    v.detail = ""  # never shown here
+    return v
+
+
+def check(answers: dict, grade_id: str | None = None, lab: str | None = None) -> dict[str, str]:
+    """Print and return the verdict of one part (or of every part of the lab)."""
+    if grade_id is None:
+        labname = lab or "lab02"
+        spec, _ = load_lab(labname)
+        parts = list(spec.parts)
+    else:
+        if lab:
+            spec, _ = load_lab(lab)
+            parts = [spec.part(grade_id)]
+        else:
+            parts = [find_part(grade_id)[1]]
+    out = {}
+    for p in parts:
+        v = check_part(answers, p)
+        out[p.grade_id] = v.status
+        msg = "" if v.status in ("right", "manual") else f" — {v.message}"
+        print(f"{p.grade_id}: {_SYMBOL.get(v.status, v.status)}{msg}")
+    return out

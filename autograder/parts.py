@@ -1,0 +1,331 @@
+"""The grading spec of a lab (parts, points, kinds, tolerances) and the comparison of
+one answer with its reference.
+
+A lab's ``spec.py`` builds a :class:`LabSpec` of :class:`Part` objects.  Each part
+has a ``reference`` callable computing the expected answer *in the grader's process*
+(for lab 02 by calling ``ledger``); it is never written to a file the student sees
+and never sent to the sandbox.  Function parts also carry ``probes``: the inputs the
+grader sends to the sandbox, where the student's function is called on them.
+
+Answer kinds (what the student assigns to ``ANSWER[grade_id]``):
+
+``quantity``  ``{"value": 42.2, "unit": "FLOP/B"}``; relative tolerance after unit conversion
+``number``    a plain number; relative (and optional absolute) tolerance
+``choice``    one string out of ``options``; exact after normalisation
+``set``       a list/set of strings out of ``options`` (or free strings); exact set equality
+``table``     ``{row: value}`` (values numbers, strings or nested dicts); every cell must match
+``mapping``   a dict compared exactly after normalisation (strings, numbers)
+``function``  a function; called on ``probes``, each output ``{field: number}`` compared
+``manual``    free text in a markdown cell, graded by hand (never auto-scored)
+"""
+from __future__ import annotations
+
+import math
+import numbers
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from .units import DIMENSION_NAMES, UnitError, parse_unit
+
+__all__ = ["Part", "LabSpec", "Verdict", "compare", "KINDS", "SpecError"]
+
+KINDS = ("quantity", "number", "choice", "set", "table", "mapping", "function", "manual")
+
+RIGHT, WRONG, MALFORMED, MISSING = "right", "wrong", "malformed", "missing"
+
+
+class SpecError(ValueError):
+    """A lab spec that is inconsistent (unknown kind, duplicate grade_id ...)."""
+
+
+@dataclass(frozen=True)
+class Part:
+    grade_id: str
+    exercise: str  # "E3"
+    points: float
+    kind: str
+    prompt: str  # one line (Chinese) shown in feedback and the notebook
+    reference: Callable[[], Any] | None = None  # computed at grading time
+    unit: str = ""  # quantity: the unit the reference is computed in
+    rel_tol: float = 0.01
+    abs_tol: float = 0.0
+    options: tuple[str, ...] = ()
+    probes: tuple[tuple, ...] = ()  # function: argument tuples sent to the sandbox
+    fields: tuple[str, ...] = ()  # function: output fields compared
+    stub: str = ""  # the line the released notebook shows in place of the solution
+    hint: str = ""  # shown when wrong (never the expected value)
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise SpecError(f"part {self.grade_id}: unknown kind {self.kind!r}")
+        if not re.fullmatch(r"[a-z0-9_]+", self.grade_id):
+            raise SpecError(f"grade_id {self.grade_id!r}: use lower-case letters, digits, '_'")
+        if self.kind != "manual" and self.reference is None:
+            raise SpecError(f"part {self.grade_id}: auto-graded part without a reference")
+        if self.kind == "function" and not self.probes:
+            raise SpecError(f"part {self.grade_id}: function part without probes")
+        if self.kind == "quantity":
+            parse_unit(self.unit)
+        if self.points <= 0:
+            raise SpecError(f"part {self.grade_id}: points must be positive")
+
+    @property
+    def auto(self) -> bool:
+        return self.kind != "manual"
+
+
+@dataclass(frozen=True)
+class LabSpec:
+    name: str
+    title: str
+    parts: tuple[Part, ...]
+    cell_timeout: float = 10.0
+    notebook_timeout: float = 60.0
+    memory_mb: int = 1024
+
+    def __post_init__(self) -> None:
+        seen: set[str] = set()
+        for p in self.parts:
+            if p.grade_id in seen:
+                raise SpecError(f"duplicate grade_id {p.grade_id}")
+            seen.add(p.grade_id)
+
+    def part(self, grade_id: str) -> Part:
+        for p in self.parts:
+            if p.grade_id == grade_id:
+                return p
+        raise KeyError(grade_id)
+
+    @property
+    def exercises(self) -> list[str]:
+        out: list[str] = []
+        for p in self.parts:
+            if p.exercise not in out:
+                out.append(p.exercise)
+        return out
+
+    @property
+    def auto_points(self) -> float:
+        return sum(p.points for p in self.parts if p.auto)
+
+    def probes(self) -> dict[str, list[list]]:
+        """What the sandbox needs: function parts and their inputs (no references)."""
+        return {p.grade_id: [list(a) for a in p.probes] for p in self.parts if p.kind == "function"}
+
+
+@dataclass
+class Verdict:
+    status: str  # right / wrong / malformed / missing / timeout / error / manual
+    message: str  # shown to the student: never contains the expected value
+    detail: str = ""  # instructor only: expected value, raw answer
+    score: float = 0.0
+
+    def to_json(self) -> dict:
+        return {"status": self.status, "message": self.message, "detail": self.detail,
+                "score": self.score}
+
+
+# --------------------------------------------------------------------------- helpers
+def _is_number(x: Any) -> bool:
+    return isinstance(x, numbers.Real) and not isinstance(x, bool) and math.isfinite(float(x))
+
+
+def _close(got: float, want: float, rel: float, abs_: float) -> bool:
+    return abs(got - want) <= max(abs_, rel * abs(want))
+
+
+def _norm(s: Any) -> str:
+    return re.sub(r"\s+", " ", str(s)).strip().lower()
+
+
+def _fmt(x: Any) -> str:
+    if isinstance(x, float):
+        return f"{x:.6g}"
+    return repr(x)
+
+
+class _Bad(Exception):
+    def __init__(self, status: str, message: str):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def _as_number(x: Any, what: str) -> float:
+    if isinstance(x, str):
+        try:
+            x = float(x.replace(",", ""))
+        except ValueError:
+            raise _Bad(MALFORMED, f"{what}: expected a number, got the text {x[:40]!r}") from None
+    if not _is_number(x):
+        raise _Bad(MALFORMED, f"{what}: expected a finite number, got {type(x).__name__}")
+    return float(x)
+
+
+def _quantity(part: Part, answer: Any, want: float) -> bool:
+    if not isinstance(answer, dict) or "value" not in answer or "unit" not in answer:
+        raise _Bad(MALFORMED, 'expected {"value": <number>, "unit": "<unit>"}')
+    if answer["value"] is None:
+        raise _Bad(MISSING, "not answered yet (value is None)")
+    got = _as_number(answer["value"], "value")
+    try:
+        dim, factor = parse_unit(answer["unit"])
+    except UnitError as exc:
+        raise _Bad(MALFORMED, f"{exc}; write the unit as e.g. {part.unit!r}") from None
+    want_dim, want_factor = parse_unit(part.unit)
+    if dim != want_dim:
+        raise _Bad(MALFORMED, f"wrong unit: {answer['unit']!r} is {DIMENSION_NAMES[dim]}, "
+                              f"this part asks for {DIMENSION_NAMES[want_dim]}")
+    return _close(got * factor, want * want_factor, part.rel_tol, part.abs_tol * want_factor)
+
+
+def _choice(part: Part, answer: Any, want: str) -> bool:
+    if answer is None:
+        raise _Bad(MISSING, "not answered yet")
+    if not isinstance(answer, str):
+        raise _Bad(MALFORMED, f"expected one string, got {type(answer).__name__}")
+    if part.options and _norm(answer) not in {_norm(o) for o in part.options}:
+        raise _Bad(MALFORMED, f"{answer[:40]!r} is not one of the options {list(part.options)}")
+    return _norm(answer) == _norm(want)
+
+
+def _set(part: Part, answer: Any, want: Sequence[str]) -> bool:
+    if answer is None:
+        raise _Bad(MISSING, "not answered yet")
+    if isinstance(answer, str) or not isinstance(answer, (list, tuple, set, frozenset)):
+        raise _Bad(MALFORMED, f"expected a list or set of strings, got {type(answer).__name__}")
+    if not all(isinstance(a, str) for a in answer):
+        raise _Bad(MALFORMED, "every element of the set must be a string")
+    got = {_norm(a) for a in answer}
+    if part.options:
+        allowed = {_norm(o) for o in part.options}
+        extra = sorted(got - allowed)
+        if extra:
+            raise _Bad(MALFORMED, f"not among the options: {extra[:5]}")
+    return got == {_norm(w) for w in want}
+
+
+def _cell_equal(part: Part, got: Any, want: Any, where: str) -> bool:
+    if isinstance(want, dict):
+        if not isinstance(got, dict):
+            raise _Bad(MALFORMED, f"{where}: expected a dict, got {type(got).__name__}")
+        return all([_cell_equal(part, _lookup(got, k), v, f"{where}[{k!r}]")
+                    for k, v in want.items()])
+    if got is _MISSING_CELL:
+        raise _Bad(MALFORMED, f"{where}: missing entry")
+    if isinstance(want, bool) or isinstance(want, str):
+        if not isinstance(got, (str, bool)):
+            raise _Bad(MALFORMED, f"{where}: expected a string, got {type(got).__name__}")
+        if part.options and isinstance(got, str) and _norm(got) not in {_norm(o) for o in part.options}:
+            raise _Bad(MALFORMED, f"{where}: {got[:40]!r} is not one of {list(part.options)}")
+        return _norm(got) == _norm(want)
+    if isinstance(want, (list, tuple, set, frozenset)):
+        if not isinstance(got, (list, tuple, set, frozenset)):
+            raise _Bad(MALFORMED, f"{where}: expected a list, got {type(got).__name__}")
+        return sorted(_norm(g) for g in got) == sorted(_norm(w) for w in want)
+    if want is None:
+        return got is None
+    g = _as_number(got, where)
+    return _close(g, float(want), part.rel_tol, part.abs_tol)
+
+
+class _MissingCell:
+    pass
+
+
+_MISSING_CELL = _MissingCell()
+
+
+def _lookup(d: dict, k: Any) -> Any:
+    if k in d:
+        return d[k]
+    return d.get(str(k), _MISSING_CELL)
+
+
+def _table(part: Part, answer: Any, want: dict) -> tuple[bool, list[str]]:
+    if answer is None:
+        raise _Bad(MISSING, "not answered yet")
+    if not isinstance(answer, dict):
+        raise _Bad(MALFORMED, f"expected a dict {{row: value}}, got {type(answer).__name__}")
+    wrong: list[str] = []
+    for row, w in want.items():
+        got = _lookup(answer, row)
+        if got is _MISSING_CELL:
+            raise _Bad(MALFORMED, f"row {row!r} is missing (rows: {list(want)})")
+        if isinstance(w, dict):
+            if not isinstance(got, dict):
+                raise _Bad(MALFORMED, f"row {row!r}: expected a dict, got {type(got).__name__}")
+            for col, wv in w.items():
+                gv = _lookup(got, col)
+                if gv is _MISSING_CELL:
+                    raise _Bad(MALFORMED, f"row {row!r}: column {col!r} is missing")
+                if not _cell_equal(part, gv, wv, f"[{row!r}][{col!r}]"):
+                    wrong.append(f"{row}/{col}")
+        elif not _cell_equal(part, got, w, f"[{row!r}]"):
+            wrong.append(str(row))
+    return (not wrong), wrong
+
+
+def _function_outputs(part: Part, outputs: Any, want: list[dict]) -> tuple[bool, list[str]]:
+    """``outputs`` is what the sandbox sent back: list of {"ok":..., "value"|"error":...}."""
+    if outputs is None:
+        raise _Bad(MISSING, "no function was assigned to this part")
+    if isinstance(outputs, dict) and outputs.get("not_callable"):
+        raise _Bad(MALFORMED, f"expected a function, got {outputs.get('type', '?')}")
+    if not isinstance(outputs, list) or len(outputs) != len(want):
+        raise _Bad(MALFORMED, "the function could not be evaluated")
+    if all(isinstance(o, dict) and o.get("ok") and o.get("value") is None for o in outputs):
+        raise _Bad(MISSING, "the function returns None: not written yet")
+    wrong: list[str] = []
+    for i, (out, w) in enumerate(zip(outputs, want)):
+        args = ", ".join(_fmt(a) for a in part.probes[i])
+        if not isinstance(out, dict) or not out.get("ok"):
+            err = (out or {}).get("error", "?") if isinstance(out, dict) else "?"
+            raise _Bad(MALFORMED, f"calling it with ({args}) raised {err}")
+        got = out.get("value")
+        if not isinstance(got, dict):
+            raise _Bad(MALFORMED, f"with ({args}) it returned {type(got).__name__}; "
+                                  f"return a dict with keys {list(part.fields)}")
+        for f in part.fields:
+            if f not in got:
+                raise _Bad(MALFORMED, f"with ({args}) the result has no key {f!r}")
+            g = _as_number(got[f], f"({args}) -> {f}")
+            if not _close(g, float(w[f]), part.rel_tol, part.abs_tol):
+                wrong.append(f"{f} at ({args})")
+    return (not wrong), wrong
+
+
+def compare(part: Part, answer: Any, reference: Any) -> Verdict:
+    """Compare one extracted answer with the reference computed by the grader."""
+    if part.kind == "manual":
+        return Verdict("manual", "graded by hand", "")
+    try:
+        if part.kind == "quantity":
+            ok, where = _quantity(part, answer, float(reference)), []
+        elif part.kind == "number":
+            if answer is None:
+                raise _Bad(MISSING, "not answered yet")
+            ok, where = _close(_as_number(answer, "answer"), float(reference),
+                               part.rel_tol, part.abs_tol), []
+        elif part.kind == "choice":
+            ok, where = _choice(part, answer, reference), []
+        elif part.kind == "set":
+            ok, where = _set(part, answer, reference), []
+        elif part.kind in ("table", "mapping"):
+            ok, where = _table(part, answer, reference)
+        elif part.kind == "function":
+            ok, where = _function_outputs(part, answer, reference)
+        else:  # pragma: no cover - guarded by Part
+            raise SpecError(part.kind)
+    except _Bad as bad:
+        return Verdict(bad.status, bad.message, f"expected {_fmt(reference)}; got {_fmt(answer)[:300]}")
+    detail = f"expected {_fmt(reference)}; got {_fmt(answer)[:300]}"
+    if ok:
+        return Verdict(RIGHT, "correct", detail, part.points)
+    msg = "wrong"
+    if where:
+        msg += ": check " + ", ".join(where[:6]) + (" …" if len(where) > 6 else "")
+    if part.hint:
+        msg += f". Hint: {part.hint}"
+    return Verdict(WRONG, msg, detail)

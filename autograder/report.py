@@ -1,0 +1,207 @@
+"""Turn grading records into the outputs: grades.csv, feedback, log, plot.
+
+``out/records/*.json``  one instructor record per student (written by :mod:`grade`)
+``out/grades.csv``      a row per student, a column per part, auto total, manual parts blank
+``out/feedback/<id>.md|.html``   the student's copy: what passed, what failed and why
+``out/instructor/<id>.md``       the same with expected values, raw answers, cell errors
+``out/log.json``        run summary (shards, timings, peak memory) and per-student status
+``out/scores_by_exercise.png``   score distribution per exercise (instructor)
+"""
+from __future__ import annotations
+
+import csv
+import html
+import io
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from .labs import load_lab
+from .parts import LabSpec
+
+__all__ = ["merge", "student_markdown", "load_records"]
+
+_ICON = {"right": "✅", "wrong": "❌", "malformed": "⚠️", "missing": "⬜", "timeout": "⏱️",
+         "error": "💥", "manual": "📝"}
+_WORD = {"right": "正确", "wrong": "错误", "malformed": "格式不对", "missing": "未作答", "timeout": "超时",
+         "error": "运行出错", "manual": "待人工批改"}
+
+
+def _atomic_write(path: Path, text: str | bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    with os.fdopen(fd, "wb") as f:
+        f.write(text.encode("utf-8") if isinstance(text, str) else text)
+    os.replace(tmp, path)
+
+
+def load_records(dirs: list[Path]) -> list[dict]:
+    recs: dict[str, dict] = {}
+    for d in dirs:
+        rd = d / "records"
+        if not rd.is_dir():
+            raise FileNotFoundError(f"{d}: no records/ folder (was it graded with --out {d}?)")
+        for f in sorted(rd.glob("*.json")):
+            try:
+                rec = json.loads(f.read_text(encoding="utf-8"))
+            except ValueError:
+                continue
+            recs[rec.get("student", f.stem)] = rec
+    return [recs[k] for k in sorted(recs)]
+
+
+def student_markdown(rec: dict, spec: LabSpec, instructor: bool = False) -> str:
+    total, amax = rec.get("auto_score", 0.0), spec.auto_points
+    lines = [f"# {spec.title} · {rec['student']}", "",
+             f"自动判分：**{total:g} / {amax:g}**（另有 {sum(p.points for p in spec.parts if not p.auto):g} "
+             f"分由助教人工批改）", ""]
+    if rec.get("problems"):
+        lines += ["**注意**", ""] + [f"- {p}" for p in rec["problems"]] + [""]
+    for ex in spec.exercises:
+        lines += [f"## {ex}", "", "| 小问 | 分数 | 结果 | 说明 |", "|---|---|---|---|"]
+        for p in (q for q in spec.parts if q.exercise == ex):
+            v = rec.get("parts", {}).get(p.grade_id, {"status": "missing", "message": "not graded", "score": 0})
+            st = v.get("status", "missing")
+            msg = str(v.get("message", "")).replace("|", "\\|").replace("\n", " ")
+            if instructor and v.get("detail"):
+                msg += " — *" + str(v["detail"]).replace("|", "\\|").replace("\n", " ")[:400] + "*"
+            pts = "—" if st == "manual" else f"{v.get('score', 0):g}/{p.points:g}"
+            lines.append(f"| `{p.grade_id}` {p.prompt} | {pts} | {_ICON.get(st, '')} {_WORD.get(st, st)} | {msg} |")
+        lines.append("")
+    if instructor:
+        lines += ["## 评分过程（仅教师可见）", "", "```json",
+                  json.dumps({k: rec.get(k) for k in ("file", "sha256", "sandbox", "cells", "stray_output")},
+                             ensure_ascii=False, indent=1)[:20000], "```", ""]
+    return "\n".join(lines)
+
+
+def _markdown_table_html(md: str) -> str:
+    """Minimal Markdown -> HTML for our own feedback (headings, lists, tables, code)."""
+    out, in_table, in_code = [], False, False
+    for ln in md.splitlines():
+        if ln.startswith("```"):
+            out.append("</pre>" if in_code else "<pre>")
+            in_code = not in_code
+            continue
+        if in_code:
+            out.append(html.escape(ln))
+            continue
+        if ln.startswith("|"):
+            cells = [c.strip() for c in ln.strip("|").split(" | ")]
+            if set(ln.replace("|", "").strip()) <= {"-"}:
+                continue
+            if not in_table:
+                out.append("<table>")
+                in_table = True
+                out.append("<tr>" + "".join(f"<th>{_inline(c)}</th>" for c in cells) + "</tr>")
+            else:
+                out.append("<tr>" + "".join(f"<td>{_inline(c)}</td>" for c in cells) + "</tr>")
+            continue
+        if in_table:
+            out.append("</table>")
+            in_table = False
+        if ln.startswith("## "):
+            out.append(f"<h2>{_inline(ln[3:])}</h2>")
+        elif ln.startswith("# "):
+            out.append(f"<h1>{_inline(ln[2:])}</h1>")
+        elif ln.startswith("- "):
+            out.append(f"<p>• {_inline(ln[2:])}</p>")
+        elif ln.strip():
+            out.append(f"<p>{_inline(ln)}</p>")
+    if in_table:
+        out.append("</table>")
+    style = ("body{font-family:sans-serif;max-width:60em;margin:2em auto}table{border-collapse:collapse}"
+             "td,th{border:1px solid #ccc;padding:4px 8px;vertical-align:top}code{background:#f4f4f4}")
+    return ("<!DOCTYPE html><html lang=\"zh\"><head><meta charset=\"utf-8\"><title>feedback</title>"
+            f"<style>{style}</style></head><body>\n" + "\n".join(out) + "\n</body></html>\n")
+
+
+def _inline(s: str) -> str:
+    import re
+
+    s = html.escape(s.replace("\\|", "|"))
+    s = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", s)
+    s = re.sub(r"`(.+?)`", r"<code>\1</code>", s)
+    s = re.sub(r"(?<![\w*])\*(.+?)\*(?![\w*])", r"<i>\1</i>", s)
+    return s
+
+
+def _plot(recs: list[dict], spec: LabSpec, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    exs = spec.exercises
+    data = []
+    for ex in exs:
+        parts = [p for p in spec.parts if p.exercise == ex and p.auto]
+        mx = sum(p.points for p in parts)
+        vals = []
+        for r in recs:
+            if mx and r.get("parts"):
+                vals.append(100 * sum(r["parts"].get(p.grade_id, {}).get("score", 0) for p in parts) / mx)
+        data.append(vals)
+    fig, ax = plt.subplots(figsize=(10, 4), dpi=110)
+    shown = [(ex, d) for ex, d in zip(exs, data) if d]
+    if shown:
+        ax.boxplot([d for _, d in shown], showmeans=True)
+        ax.set_xticks(range(1, len(shown) + 1), [ex for ex, _ in shown])
+        for k, (_, d) in enumerate(shown, start=1):
+            jitter = [k + ((j * 37) % 21 - 10) / 60 for j in range(len(d))]
+            ax.scatter(jitter, d, s=6, alpha=0.35)
+    ax.set_ylim(-5, 105)
+    ax.set_ylabel("score (% of auto-graded points)")
+    ax.set_title(f"{spec.name}: score distribution per exercise ({len(recs)} submissions)")
+    buf = io.BytesIO()
+    fig.tight_layout()
+    fig.savefig(buf, format="png")
+    plt.close(fig)
+    _atomic_write(path, buf.getvalue())
+
+
+def merge(dirs: list[Path], out: Path, lab: str | None = None, plot: bool = True) -> dict:
+    """Join records (of one or more shard folders) into the outputs under ``out``."""
+    recs = load_records(dirs)
+    if not recs:
+        raise FileNotFoundError("no graded records found")
+    lab = lab or recs[0].get("lab") or ""
+    spec, _ = load_lab(lab)
+    if len(dirs) > 1 or dirs[0].resolve() != out.resolve():
+        for r in recs:  # gather the shards' records into out/records
+            from .grade import write_json_atomic
+
+            write_json_atomic(out / "records" / f"{r['student']}.json", r)
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(["student", "status", "auto_score", "auto_max"] + [p.grade_id for p in spec.parts])
+    for r in recs:
+        row = [r["student"], r.get("status", ""), f"{r.get('auto_score', 0):g}", f"{spec.auto_points:g}"]
+        for p in spec.parts:
+            v = r.get("parts", {}).get(p.grade_id)
+            row.append("" if (not p.auto or v is None) else f"{v.get('score', 0):g}")
+        w.writerow(row)
+    _atomic_write(out / "grades.csv", buf.getvalue())
+    for r in recs:
+        md = student_markdown(r, spec)
+        _atomic_write(out / "feedback" / f"{r['student']}.md", md)
+        _atomic_write(out / "feedback" / f"{r['student']}.html", _markdown_table_html(md))
+        imd = student_markdown(r, spec, instructor=True)
+        _atomic_write(out / "instructor" / f"{r['student']}.md", imd)
+        _atomic_write(out / "instructor" / f"{r['student']}.html", _markdown_table_html(imd))
+    shards = []
+    for d in dirs:
+        for f in sorted((d / "shards").glob("*.json")) if (d / "shards").is_dir() else []:
+            try:
+                shards.append(json.loads(f.read_text(encoding="utf-8")))
+            except ValueError:
+                pass
+    log = {"lab": lab, "students": len(recs), "auto_max": spec.auto_points, "shards": shards,
+           "submissions": [{"student": r["student"], "status": r.get("status"),
+                            "auto_score": r.get("auto_score"), "problems": r.get("problems", []),
+                            "sandbox": r.get("sandbox", {})} for r in recs]}
+    _atomic_write(out / "log.json", json.dumps(log, ensure_ascii=False, indent=1))
+    if plot:
+        _plot(recs, spec, out / "scores_by_exercise.png")
+    return log

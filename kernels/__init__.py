@@ -1,0 +1,1 @@
+"""kernels: TileLang kernels, PyTorch references, one harness, one runner."""

@@ -1,0 +1,4 @@
+from kernels.runner import main
+import sys
+
+sys.exit(main())

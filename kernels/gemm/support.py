@@ -1,0 +1,182 @@
+"""What tilelang 0.1.15 lowers for Hopper (sm_90a): an audit of the low-precision GEMM paths.
+
+Each probe builds the smallest kernel that uses a construct and compiles it for
+sm_90a; :func:`audit` returns, per probe, whether it compiled, the first line of
+the error when it did not, and the instruction path when it did. The CPU tests
+pin these results, so a tilelang upgrade that changes them shows up as a test
+failure (and the book's sentence about it gets revisited).
+
+Probes:
+
+* ``int8_gemm``    -- int8 x int8 -> int32 through ``T.gemm`` (Hopper has s8 wgmma);
+* ``int4_gemm``    -- ``T.int4`` operands straight into ``T.gemm`` (Hopper has no
+  int4 tensor-core instruction: sm_90 dropped the sub-byte mma of sm_80);
+* ``fp8_gemm``     -- e4m3 x e4m3 -> fp32 (Hopper's fp8 wgmma);
+* ``mx_blockscaled`` -- ``T.gemm_blockscaled`` with e8m0 scales per 32 K (MX), a
+  Blackwell (tcgen05) instruction family;
+* ``wgmma_n24``    -- the fp16 rung-4 body with ``block_N = 24`` (= 8 mod 16), the
+  shape class behind the 0.1.x wgmma issue; the library refuses it
+  (:func:`kernels.gemm.common.check_wgmma_n`), the probe shows what the compiler
+  would emit.
+"""
+
+from typing import Any, Callable
+
+import tilelang
+import tilelang.language as T
+
+from kernels.gemm.common import TARGET, instruction_path, wgmma_shapes
+
+
+@tilelang.jit(target=TARGET)
+def probe_int8(M: int = 256, N: int = 256, K: int = 256, block_M: int = 128, block_N: int = 128, block_K: int = 64):
+    @T.prim_func
+    def main(A: T.Tensor((M, K), T.int8), B: T.Tensor((N, K), T.int8), C: T.Tensor((M, N), T.int32)):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=128) as (bx, by):
+            A_s = T.alloc_shared((block_M, block_K), T.int8)
+            B_s = T.alloc_shared((block_N, block_K), T.int8)
+            acc = T.alloc_fragment((block_M, block_N), T.int32)
+            T.clear(acc)
+            for ko in T.Pipelined(T.ceildiv(K, block_K), num_stages=2):
+                T.copy(A[by * block_M, ko * block_K], A_s)
+                T.copy(B[bx * block_N, ko * block_K], B_s)
+                T.gemm(A_s, B_s, acc, transpose_B=True)
+            T.copy(acc, C[by * block_M, bx * block_N])
+
+    return main
+
+
+@tilelang.jit(target=TARGET)
+def probe_int4(M: int = 256, N: int = 256, K: int = 256, block_M: int = 128, block_N: int = 128, block_K: int = 128):
+    @T.prim_func
+    def main(A: T.Tensor((M, K), T.int4), B: T.Tensor((N, K), T.int4), C: T.Tensor((M, N), T.int32)):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=128) as (bx, by):
+            A_s = T.alloc_shared((block_M, block_K), T.int4)
+            B_s = T.alloc_shared((block_N, block_K), T.int4)
+            acc = T.alloc_fragment((block_M, block_N), T.int32)
+            T.clear(acc)
+            for ko in T.Pipelined(T.ceildiv(K, block_K), num_stages=2):
+                T.copy(A[by * block_M, ko * block_K], A_s)
+                T.copy(B[bx * block_N, ko * block_K], B_s)
+                T.gemm(A_s, B_s, acc, transpose_B=True)
+            T.copy(acc, C[by * block_M, bx * block_N])
+
+    return main
+
+
+@tilelang.jit(target=TARGET)
+def probe_mx(M: int = 256, N: int = 256, K: int = 256, block_M: int = 128, block_N: int = 128, block_K: int = 128, sf: int = 32):
+    @T.prim_func
+    def main(
+        A: T.Tensor((M, K), T.float8_e4m3fn),
+        B: T.Tensor((N, K), T.float8_e4m3fn),
+        SFA: T.Tensor((M, K // sf), T.float8_e8m0fnu),
+        SFB: T.Tensor((N, K // sf), T.float8_e8m0fnu),
+        C: T.Tensor((M, N), T.float32),
+    ):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=128) as (bx, by):
+            A_s = T.alloc_shared((block_M, block_K), T.float8_e4m3fn)
+            B_s = T.alloc_shared((block_N, block_K), T.float8_e4m3fn)
+            SFA_s = T.alloc_shared((block_M, block_K // sf), T.float8_e8m0fnu)
+            SFB_s = T.alloc_shared((block_N, block_K // sf), T.float8_e8m0fnu)
+            acc = T.alloc_fragment((block_M, block_N), T.float32)
+            T.clear(acc)
+            for ko in T.serial(T.ceildiv(K, block_K)):
+                T.copy(A[by * block_M, ko * block_K], A_s)
+                T.copy(B[bx * block_N, ko * block_K], B_s)
+                T.copy(SFA[by * block_M, ko * (block_K // sf)], SFA_s)
+                T.copy(SFB[bx * block_N, ko * (block_K // sf)], SFB_s)
+                T.gemm_blockscaled(
+                    A_s, B_s, acc, SFA_s, SFB_s, transpose_B=True,
+                    k_start=ko * block_K, sf_a_granularity_k=sf, sf_b_granularity_k=sf,
+                )
+            T.copy(acc, C[by * block_M, bx * block_N])
+
+    return main
+
+
+def _fp8() -> Any:
+    from kernels.gemm.lowp import fp8_gemm
+
+    return fp8_gemm(256, 512, 512)
+
+
+def _n24() -> Any:
+    from kernels.gemm.ladder import rung4_annotated
+
+    return rung4_annotated(256, 240, 256, block_M=128, block_N=24, block_K=64, stages=2, threads=128, panel=0)
+
+
+PROBES: dict[str, Callable[[], Any]] = {
+    "int8_gemm": lambda: probe_int8(),
+    "int4_gemm": lambda: probe_int4(),
+    "fp8_gemm": _fp8,
+    "mx_blockscaled": lambda: probe_mx(),
+    "wgmma_n24": _n24,
+}
+
+
+def _reason(exc: BaseException) -> str:
+    """The informative line of a compiler error (the check that failed, or the stated requirement)."""
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    for key in ("Check failed", "requires", "Error:", "error:"):
+        for ln in lines:
+            if key in ln:
+                return ln.split("Fatal: ", 1)[-1]
+    return lines[-1] if lines else ""
+
+
+def probe(name: str) -> dict[str, Any]:
+    """Compile one probe for sm_90a; returns {supported, error, path, wgmma_shapes}."""
+    try:
+        kern = PROBES[name]()
+        src = kern.get_kernel_source()
+    except Exception as exc:  # the finding is the exception itself
+        return dict(name=name, supported=False, error=f"{type(exc).__name__}: {_reason(exc)}"[:500], path={}, wgmma_shapes=[])
+    return dict(name=name, supported=True, error=None, path=instruction_path(src), wgmma_shapes=sorted(set(wgmma_shapes(src))))
+
+
+def audit(names: list[str] | None = None) -> dict[str, dict[str, Any]]:
+    """Run every probe (or ``names``)."""
+    return {n: probe(n) for n in (names or list(PROBES))}
+
+
+if __name__ == "__main__":
+    import json
+
+    print(json.dumps(audit(), indent=1))
+
+
+# ------------------------------------------------------------------ GPU suite
+
+
+def gpu_suite(h: Any) -> None:
+    """Record the sm_90a audit, and run the two probes that compile: int8 GEMM and the block_N=24 wgmma case."""
+    import torch
+
+    from kernels.gemm.common import rel_fro_err
+    from kernels.gemm.ladder import gemm_ref
+
+    res = audit()
+    h.note("hopper lowp audit", "; ".join(f"{k}: {'ok' if v['supported'] else v['error']}" for k, v in res.items()),
+           audit=res)
+    # int8 -> int32 must be exact
+    M = N = K = 256
+    a = torch.randint(-128, 128, (M, K), dtype=torch.int8, device="cuda")
+    b = torch.randint(-128, 128, (N, K), dtype=torch.int8, device="cuda")
+    c = h.poisoned((M, N), torch.int32)
+    probe_int8(M, N, K)(a, b, c)
+    ref = (a.to(torch.float64) @ b.to(torch.float64).t())
+    h.check("int8 wgmma 256^3 (exact)", c, ref)
+    # block_N = 24: the shape class of the 0.1.x wgmma bug -- is the result right?
+    M, N, K = 256, 240, 256
+    from kernels.gemm.ladder import rung4_annotated
+
+    kern = rung4_annotated(M, N, K, block_M=128, block_N=24, block_K=64, stages=2, threads=128, panel=0)
+    a = h.rand((M, K), torch.float16)
+    b = h.rand((N, K), torch.float16)
+    c = h.poisoned((M, N), torch.float16)
+    kern(a, b, c)
+    ref = gemm_ref(a, b)
+    err = rel_fro_err(c, ref)
+    h.check("wgmma block_N=24 (8 mod 16)", c, ref, rel_fro_err=err, wgmma_shapes=wgmma_shapes(kern.get_kernel_source()))

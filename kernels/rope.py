@@ -1,0 +1,246 @@
+"""Chapter 13: rotary position embedding (RoPE), both pairing conventions.
+
+``x (S, H, D)`` (tokens, heads, head_dim) in fp16/bf16; ``cos, sin (S, R // 2)`` fp32
+with ``R = rope_dim <= D``.  Only the last ``R`` channels of each head are rotated
+(``start = D - R``; the first ``start`` pass through).  With ``r = j - start``:
+
+* NeoX / half-split: pair ``(p, p + R/2)``, ``y_p = x_p c_p - x_{p+R/2} s_p``,
+  ``y_{p+R/2} = x_{p+R/2} c_p + x_p s_p``;
+* interleaved (RoFormer / GPT-J): pair ``(2p, 2p+1)``, same rotation.
+
+Everything is computed in fp32 and cast once.  The kernels write every element
+as ``y_j = x_j c + sign_j x_partner(j) s``; indices are clamped so that the
+pass-through channels never form an out-of-range partner.
+
+* ``rope_naive``   -- one token per block, x and the tables read straight from global;
+* ``rope_blocked`` -- ``blk_s`` tokens per block, x and cos/sin staged in shared memory,
+  the output built in a register fragment and written with one ``T.copy``.
+  Layout inference needs ``blk_s * H * D`` to be a multiple of the thread count;
+  the launcher picks the largest of 256/128/64/32 that divides it.
+"""
+import tilelang
+import tilelang.language as T
+
+from kernels.harness import ledger_cost, validate_tensor
+
+TARGET = {"kind": "cuda", "arch": "sm_90a"}
+ACC = "float32"
+STYLES = ("neox", "interleaved")
+
+
+# ----------------------------------------------------------------- reference
+def ref_rope(x, cos, sin, rope_dim: int, style: str = "neox"):
+    """PyTorch reference: rotate the last rope_dim channels, fp32 math, one cast."""
+    import torch
+
+    D = x.shape[-1]
+    start = D - rope_dim
+    xf = x.float()
+    head, tail = xf[..., :start], xf[..., start:]
+    c = cos.float()[:, None, :]
+    s = sin.float()[:, None, :]
+    if style == "neox":
+        a, b = tail[..., : rope_dim // 2], tail[..., rope_dim // 2:]
+        rot = torch.cat([a * c - b * s, b * c + a * s], dim=-1)
+    else:
+        a, b = tail[..., 0::2], tail[..., 1::2]
+        rot = torch.stack([a * c - b * s, b * c + a * s], dim=-1).flatten(-2)
+    return torch.cat([head, rot], dim=-1).to(x.dtype)
+
+
+def rope_tables(S: int, rope_dim: int, base: float = 10000.0, device="cpu"):
+    """cos/sin (S, rope_dim/2) fp32 for positions 0..S-1 (the kernel does not care how)."""
+    import torch
+
+    inv = base ** (-torch.arange(0, rope_dim, 2, dtype=torch.float64, device=device) / rope_dim)
+    ang = torch.arange(S, dtype=torch.float64, device=device)[:, None] * inv[None, :]
+    return ang.cos().float(), ang.sin().float()
+
+
+def _pair(j, start, half, style):
+    """(p, partner channel, sign) of channel j; indices clamped for pass-through channels."""
+    r = T.max(j - start, 0)
+    if style == "neox":
+        p = r % half
+        partner = start + T.if_then_else(r < half, r + half, r - half)
+        sign = T.if_then_else(r < half, -1.0, 1.0)
+    else:
+        p = r // 2
+        partner = start + r + 1 - 2 * (r % 2)
+        sign = T.if_then_else(r % 2 == 0, -1.0, 1.0)
+    return p, partner, sign
+
+
+# ------------------------------------------------------------ kernel factories
+@tilelang.jit(target=TARGET)
+def rope_naive(S: int, H: int, D: int, rope_dim: int, style: str = "neox", dtype: str = "float16",
+               threads: int = 256):
+    """One token per block; every element reads its partner and the tables from global."""
+    start, half = D - rope_dim, rope_dim // 2
+
+    @T.prim_func
+    def main(X: T.Tensor((S, H, D), dtype), C: T.Tensor((S, half), ACC), Sn: T.Tensor((S, half), ACC),
+             Y: T.Tensor((S, H, D), dtype)):
+        with T.Kernel(S, threads=threads) as s:
+            for h, j in T.Parallel(H, D):
+                p, partner, sign = _pair(j, start, half, style)
+                xv = T.cast(X[s, h, j], ACC)
+                rot = xv * C[s, p] + sign * T.cast(X[s, h, partner], ACC) * Sn[s, p]
+                Y[s, h, j] = T.cast(T.if_then_else(j >= start, rot, xv), dtype)
+
+    return main
+
+
+@tilelang.jit(target=TARGET)
+def rope_blocked(S: int, H: int, D: int, rope_dim: int, style: str = "neox", dtype: str = "float16",
+                 blk_s: int = 2, threads: int = 256):
+    """blk_s tokens per block; x, cos and sin staged in shared, the output built in a fragment."""
+    start, half = D - rope_dim, rope_dim // 2
+
+    @T.prim_func
+    def main(X: T.Tensor((S, H, D), dtype), C: T.Tensor((S, half), ACC), Sn: T.Tensor((S, half), ACC),
+             Y: T.Tensor((S, H, D), dtype)):
+        with T.Kernel(T.ceildiv(S, blk_s), threads=threads) as bs:
+            xs = T.alloc_shared((blk_s, H, D), dtype)
+            cs = T.alloc_shared((blk_s, half), ACC)
+            ss = T.alloc_shared((blk_s, half), ACC)
+            y = T.alloc_fragment((blk_s, H, D), dtype)
+            T.copy(X[bs * blk_s, 0, 0], xs)
+            T.copy(C[bs * blk_s, 0], cs)
+            T.copy(Sn[bs * blk_s, 0], ss)
+            for i, h, j in T.Parallel(blk_s, H, D):
+                p, partner, sign = _pair(j, start, half, style)
+                xv = T.cast(xs[i, h, j], ACC)
+                rot = xv * cs[i, p] + sign * T.cast(xs[i, h, partner], ACC) * ss[i, p]
+                y[i, h, j] = T.cast(T.if_then_else(j >= start, rot, xv), dtype)
+            T.copy(y, Y[bs * blk_s, 0, 0])
+
+    return main
+
+
+# -------------------------------------------------------------- input checks
+def check_inputs(x, cos, sin, rope_dim: int, style: str = "neox", out=None) -> None:
+    import torch
+
+    if style not in STYLES:
+        raise ValueError(f"style must be one of {STYLES}, got {style!r}")
+    validate_tensor("x", x, dtype=(torch.float16, torch.bfloat16), ndim=3, device=None)
+    S, H, D = x.shape
+    if S == 0 or H == 0 or D == 0:
+        raise ValueError(f"x: needs S, H, D > 0, got {tuple(x.shape)}")
+    if D % 2:
+        raise ValueError(f"head_dim D must be even, got {D}")
+    if not (2 <= rope_dim <= D) or rope_dim % 2:
+        raise ValueError(f"rope_dim must be even and in [2, D={D}], got {rope_dim}")
+    validate_tensor("cos", cos, dtype=(torch.float32,), shape=(S, rope_dim // 2), device=None)
+    validate_tensor("sin", sin, dtype=(torch.float32,), shape=(S, rope_dim // 2), device=None)
+    if out is not None:
+        validate_tensor("out", out, dtype=x.dtype, shape=(S, H, D), device=None)
+    if x.numel() >= 2**31:
+        raise ValueError(f"x: fewer than 2**31 elements (int32 indexing), got {x.numel()}")
+    for name, t in (("x", x), ("cos", cos), ("sin", sin), ("out", out)):
+        if t is not None:
+            validate_tensor(name, t)
+
+
+def _threads_for(n_tile: int, threads=None) -> int:
+    """Thread count for a blocked tile of n_tile elements (layout inference needs a divisor)."""
+    if threads is not None:
+        if n_tile % threads:
+            raise ValueError(f"blk_s*H*D={n_tile} must be a multiple of threads={threads}")
+        return threads
+    for t in (256, 128, 64, 32):
+        if n_tile % t == 0:
+            return t
+    raise ValueError(f"blk_s*H*D={n_tile} must be a multiple of 32 (threads); change blk_s")
+
+
+def rope(x, cos, sin, rope_dim: int | None = None, style: str = "neox", out=None, *,
+         blocked: bool = True, blk_s: int = 2, threads: int | None = None):
+    import torch
+
+    rope_dim = x.shape[-1] if rope_dim is None else rope_dim
+    check_inputs(x, cos, sin, rope_dim, style, out)
+    S, H, D = x.shape
+    if blocked:
+        threads = _threads_for(blk_s * H * D, threads)
+        if blk_s * H * D * x.element_size() > 96 * 1024:
+            raise ValueError(f"blk_s*H*D*itemsize must fit 96 KiB of shared memory, got "
+                             f"{blk_s * H * D * x.element_size()} B; lower blk_s")
+        if blk_s * H * D // threads > 128:
+            raise ValueError(f"blk_s*H*D/threads must be <= 128 elements per thread, got "
+                             f"{blk_s * H * D // threads}; lower blk_s")
+    threads = threads or 256
+    out = torch.empty_like(x) if out is None else out
+    dt = str(x.dtype).replace("torch.", "")
+    if blocked:
+        k = rope_blocked(S, H, D, rope_dim, style, dt, blk_s, threads)
+    else:
+        k = rope_naive(S, H, D, rope_dim, style, dt, threads)
+    k(x, cos, sin, out)
+    return out
+
+
+# ------------------------------------------------------------------ GPU suite
+def _ref64(x, cos, sin, rope_dim, style):
+    import torch
+
+    D = x.shape[-1]
+    start = D - rope_dim
+    xd = x.double()
+    c, s = cos.double()[:, None, :], sin.double()[:, None, :]
+    tail = xd[..., start:]
+    if style == "neox":
+        a, b = tail[..., : rope_dim // 2], tail[..., rope_dim // 2:]
+        rot = torch.cat([a * c - b * s, b * c + a * s], -1)
+    else:
+        a, b = tail[..., 0::2], tail[..., 1::2]
+        rot = torch.stack([a * c - b * s, b * c + a * s], -1).flatten(-2)
+    return torch.cat([xd[..., :start], rot], -1)
+
+
+def gpu_suite(h) -> None:
+    import torch
+
+    f16, bf16 = torch.float16, torch.bfloat16
+    cases = [  # S, H, D, rope_dim, dtype, blk_s
+        (64, 8, 128, 128, f16, 2),
+        (37, 4, 128, 64, bf16, 2),   # partial rope, ragged S
+        (9, 3, 96, 32, f16, 4),      # ragged S and heads, D not a power of two
+    ]
+    for S, H, D, R, dt, bs in cases:
+        cos, sin = rope_tables(S, R, device=h.device)
+        for style in STYLES:
+            for blocked in (False, True):
+                x = h.rand((S, H, D), dt)
+                y = h.poisoned((S, H, D), dt)
+                rope(x, cos, sin, R, style, y, blocked=blocked, blk_s=bs)
+                h.check(f"rope[{style},{'blocked' if blocked else 'naive'}]", y, _ref64(x, cos, sin, R, style))
+    # self-checks the chapter names: c=1, s=0 is the identity; c=0, s=1 tells the conventions apart
+    S, H, D, R = 16, 2, 64, 64
+    x = h.rand((S, H, D), f16)
+    one, zero = torch.ones(S, R // 2, device=h.device), torch.zeros(S, R // 2, device=h.device)
+    y = h.poisoned((S, H, D), f16)
+    rope(x, one, zero, R, "neox", y)
+    h.check("rope identity (c=1, s=0)", y, x.double())
+    yn, yi = rope(x, zero, one, R, "neox"), rope(x, zero, one, R, "interleaved")
+    h.note("rope conventions differ at c=0, s=1", str(bool((yn != yi).any().item())))
+
+    S, H, D, R = (1024, 32, 128, 128) if h.quick else (16384, 32, 128, 128)
+    x = h.rand((S, H, D), f16)
+    y = torch.empty_like(x)
+    cos, sin = rope_tables(S, R, device=h.device)
+    by, fl, src = ledger_cost("fusion.rope_cost", tokens=S, heads=H, head_dim=D, rope_dim=R, dtype="float16")
+    for style in STYLES:
+        ks = {bs: rope_blocked(S, H, D, R, style, "float16", bs, 256) for bs in (1, 2, 4)}
+        best, _ = h.search(f"rope_blocked[{style}] blk_s", {f"blk_s={b}": (lambda b=b: ks[b](x, cos, sin, y)) for b in ks})
+        bs = int(best.split("=")[1])
+        kn = rope_naive(S, H, D, R, style, "float16", 256)
+        eager = lambda style=style: ref_rope(x, cos, sin, R, style)  # noqa: E731
+        comp = h.warm_compiled(h.torch_compile(lambda a, c, s, style=style: ref_rope(a, c, s, R, style), f"rope {style}"),
+                               x, cos, sin, name=f"rope {style}")
+        h.bench(f"rope[{style},blocked] fp16 {S}x{H}x{D}", lambda: ks[bs](x, cos, sin, y), bytes=by, flops=fl,
+                ledger_source=src, baselines={"eager": eager, "torch.compile": comp},
+                targets={"frac_copy_bw": 0.85}, config={"blk_s": bs, "threads": 256, "rope_dim": R})
+        h.bench(f"rope[{style},naive] fp16 {S}x{H}x{D}", lambda: kn(x, cos, sin, y), bytes=by, flops=fl,
+                ledger_source=src, config={"threads": 256, "rope_dim": R})

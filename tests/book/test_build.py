@@ -1,0 +1,69 @@
+"""The strict build passes and its HTML is offline, Chinese and relocatable."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+EXTERNAL = re.compile(r"""<(?:script|link|img|iframe)\b[^>]*?\b(?:src|href)\s*=\s*["'](?:https?:)?//""", re.I)
+
+
+def _pages(html: Path) -> list[Path]:
+    return [p for p in html.rglob("*.html") if "_static" not in p.parts]
+
+
+def test_build_produces_every_toc_page(built_book):
+    import yaml
+
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    files = [toc["root"]] + [c["file"] for part in toc["parts"] for c in part["chapters"]]
+    for f in files:
+        assert (built_book / f"{f}.html").is_file(), f"{f}.html not built"
+
+
+def test_no_resource_loaded_from_the_network(built_book):
+    offenders = []
+    for page in _pages(built_book):
+        for m in EXTERNAL.finditer(page.read_text(encoding="utf-8")):
+            offenders.append(f"{page.relative_to(built_book)}: {m.group(0)[:120]}")
+    assert not offenders, "pages load resources from the network:\n" + "\n".join(offenders)
+
+
+def test_mathjax_is_local(built_book):
+    assert (built_book / "_static" / "mathjax" / "tex-chtml.js").is_file()
+    fonts = list((built_book / "_static" / "mathjax" / "output" / "chtml" / "fonts" / "woff-v2").glob("*.woff"))
+    assert len(fonts) > 10, "MathJax CHTML fonts were not copied"
+    page = (built_book / "book" / "intro.html").read_text(encoding="utf-8")
+    assert "cdn.jsdelivr" not in page and "mathjax/tex-chtml.js" in page
+
+
+def test_links_are_relative(built_book):
+    for page in _pages(built_book):
+        text = page.read_text(encoding="utf-8")
+        bad = re.findall(r"""(?:src|href)\s*=\s*["'](/(?!/)[^"']*)""", text)
+        assert not bad, f"{page.relative_to(built_book)} uses root-absolute URLs: {bad[:3]}"
+
+
+def test_html_declares_chinese(built_book):
+    text = (built_book / "book" / "intro.html").read_text(encoding="utf-8")
+    assert re.search(r'<html[^>]*lang="zh[-_]CN"', text)
+
+
+def test_search_index_has_whole_chinese_words(built_book):
+    index = (built_book / "searchindex.js").read_text(encoding="utf-8")
+    # jieba segments 峰值带宽 into words; a two-character word must be a term.
+    assert '"\\u5e26\\u5bbd"' in index or '"带宽"' in index, "带宽 is not a search term"
+
+
+def test_no_hard_coded_chapter_numbers(repo_root):
+    pattern = re.compile(r"第\s*[0-9一二三四五六七八九十]+\s*章")
+    hits = []
+    for page in (repo_root / "book").rglob("*.md"):
+        for i, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
+            if pattern.search(line) and "草稿" not in line:
+                hits.append(f"{page.relative_to(repo_root)}:{i}: {line.strip()[:80]}")
+    assert not hits, "cross-reference chapters by label, not by number:\n" + "\n".join(hits)

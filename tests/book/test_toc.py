@@ -1,0 +1,74 @@
+"""_toc.yml and book/ agree both ways; every page is a MyST notebook or Markdown page."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _toc_files(node) -> list[str]:
+    out: list[str] = []
+    if isinstance(node, dict):
+        for key in ("root", "file"):
+            if key in node:
+                out.append(node[key])
+        for value in node.values():
+            if isinstance(value, (list, dict)):
+                out.extend(_toc_files(value))
+    elif isinstance(node, list):
+        for item in node:
+            out.extend(_toc_files(item))
+    return out
+
+
+def _toc() -> dict:
+    return yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
+
+
+def test_toc_format():
+    toc = _toc()
+    assert toc["format"] == "jb-book"
+    assert toc["root"] == "book/intro"
+
+
+def test_every_toc_entry_exists():
+    missing = [f for f in _toc_files(_toc()) if not (ROOT / f"{f}.md").is_file() and not (ROOT / f"{f}.ipynb").is_file()]
+    assert not missing, f"_toc.yml names pages that do not exist: {missing}"
+
+
+def test_every_page_is_in_toc():
+    listed = {str(Path(f)) for f in _toc_files(_toc())}
+    pages = {
+        str(p.relative_to(ROOT).with_suffix(""))
+        for p in (ROOT / "book").rglob("*")
+        if p.suffix in {".md", ".ipynb"} and "_build" not in p.parts and not p.name.startswith(("_", "."))
+    }
+    orphans = sorted(pages - listed)
+    assert not orphans, f"pages under book/ missing from _toc.yml: {orphans}"
+
+
+def test_no_duplicate_entries():
+    files = _toc_files(_toc())
+    assert len(files) == len(set(files)), "a page is listed twice in _toc.yml"
+
+
+def test_four_chapters_numbered_and_labelled():
+    toc = _toc()
+    main = toc["parts"][0]
+    assert main.get("numbered") is True
+    chapters = [c["file"] for c in main["chapters"]]
+    assert len(chapters) >= 4
+    labels = {"ch-pytorch-to-kernel", "ch-elementwise-norm-rope", "ch-gemm", "ch-perf-model"}
+    text = "".join((ROOT / f"{c}.md").read_text(encoding="utf-8") for c in chapters if (ROOT / f"{c}.md").exists())
+    for lab in labels:
+        assert f"({lab})=" in text, f"chapter label {lab} missing"
+
+
+def test_chapters_execute_code():
+    toc = _toc()
+    for c in toc["parts"][0]["chapters"]:
+        text = (ROOT / f"{c['file']}.md").read_text(encoding="utf-8")
+        assert "```{code-cell}" in text, f"{c['file']} has no executed code cell"
+        assert "kernelspec:" in text, f"{c['file']} is not a MyST notebook"

@@ -1,0 +1,146 @@
+"""CPU checks of chapter 14's ladder: every rung lowers and compiles for sm_90a, reaches the
+instruction path the chapter claims, and allocates the shared memory the ledger predicts."""
+
+import pytest
+
+torch = pytest.importorskip("torch")
+tilelang = pytest.importorskip("tilelang")
+
+from kernels.gemm import ladder  # noqa: E402
+from kernels.gemm.common import TARGET_SM90, instruction_path, launch_info, wgmma_shapes  # noqa: E402
+
+SHAPE = (1024, 1024, 1024)
+TUNED = [ladder.TUNE_CANDIDATES[0], ladder.TUNE_CANDIDATES[3]]  # 128x256 and 256x128, 2 consumer warpgroups
+
+
+@pytest.fixture(scope="module")
+def rungs():
+    out = {}
+    for name in ladder.RUNGS:
+        k = ladder.build(name, *SHAPE)
+        out[name] = (k, k.get_kernel_source(), launch_info(k))
+    return out
+
+
+@pytest.fixture(scope="module")
+def tuned():
+    out = []
+    for cfg in TUNED:
+        k = ladder.rung4_annotated(4096, 4096, 4096, **cfg)
+        out.append((cfg, k.get_kernel_source(), launch_info(k)))
+    return out
+
+
+def test_rung1_has_no_shared_memory_and_no_tensor_cores(rungs):
+    _, src, info = rungs["rung1_naive"]
+    p = instruction_path(src)
+    assert info.smem_bytes == 0 and not p["shared_memory"]
+    assert not (p["wgmma"] or p["mma_sync"] or p["ldmatrix"])
+    # every thread walks K straight from global memory
+    assert "for (int k = 0; k < 1024; ++k)" in src
+
+
+def test_rung2_uses_shared_memory_and_tensor_cores_without_a_pipeline(rungs):
+    _, src, info = rungs["rung2_shared"]
+    p = instruction_path(src)
+    assert p["shared_memory"] and p["wgmma"]
+    assert not (p["tma_load"] or p["mbarrier"] or p["warp_specialized"] or p["cp_async"])
+    assert info.threads == 128
+
+
+@pytest.mark.parametrize("name", ["rung3_pipelined", "rung4_annotated"])
+def test_rungs_3_and_4_reach_tma_wgmma_and_warp_specialization(rungs, name):
+    _, src, info = rungs[name]
+    p = instruction_path(src)
+    assert p["wgmma"] and p["tma_load"] and p["mbarrier"] and p["warp_specialized"]
+    assert not p["mma_sync"]
+    # one producer warpgroup is added to the 128 consumer threads asked for
+    assert info.threads == 128 + 128
+    assert set(wgmma_shapes(src)) == {(64, 128, 16)}
+
+
+def test_rung4_adds_rasterization_and_a_staged_epilogue(rungs):
+    p3 = instruction_path(rungs["rung3_pipelined"][1])
+    p4 = instruction_path(rungs["rung4_annotated"][1])
+    assert p4["rasterization"] and not p3["rasterization"]
+    assert p4["stmatrix"] and not p3["stmatrix"]
+
+
+def test_rung5_is_explicit_mma_sync_with_ldmatrix(rungs):
+    _, src, info = rungs["rung5_mma"]
+    p = instruction_path(src)
+    assert p["mma_sync"] and p["ldmatrix"] and p["cp_async"]
+    assert not (p["wgmma"] or p["tma_load"] or p["warp_specialized"])
+    assert "16, 8, 16" in src  # m16n8k16
+    assert info.threads == 128
+
+
+@pytest.mark.parametrize("name", ["rung2_shared", "rung3_pipelined", "rung4_annotated", "rung5_mma"])
+def test_shared_memory_matches_the_ledger(rungs, name):
+    _, _, info = rungs[name]
+    cfg = dict(ladder.RUNGS[name][1])
+    bm, bn, bk = ladder.tile_of(name, cfg)
+    budget = ladder.smem_budget(dict(block_M=bm, block_N=bn, block_K=bk, stages=cfg.get("stages", 1)))
+    assert info.dyn_smem_bytes == budget
+    assert info.smem_bytes <= 232448  # 227 KB per block on H200
+
+
+def test_tuned_candidates_match_the_ledger_and_use_two_consumer_warpgroups(tuned):
+    for cfg, src, info in tuned:
+        assert info.dyn_smem_bytes == ladder.smem_budget(cfg)
+        assert info.threads == cfg["threads"] + 128
+        p = instruction_path(src)
+        assert p["wgmma"] and p["tma_load"] and p["warp_specialized"] and p["rasterization"]
+        # each warpgroup owns a 64-row slab of the tile, N up to 256 per instruction
+        ms = {m for (m, n, k) in wgmma_shapes(src)}
+        assert ms == {64}
+
+
+def test_every_tuned_candidate_fits_shared_memory():
+    for cfg in ladder.TUNE_CANDIDATES:
+        assert ladder.smem_budget(cfg) <= 232448, ladder.label(cfg)
+        assert cfg["block_N"] % 16 == 0
+
+
+def test_plain_sm90_cannot_take_the_warp_specialized_rung():
+    """Without the 'a' suffix nvcc rejects setmaxnreg, which warp specialization emits."""
+    fn, cfg = ladder.RUNGS["rung3_pipelined"]
+    pf = fn.get_tir(*SHAPE, **cfg)
+    with pytest.raises(Exception, match="CTA register reconfiguration"):
+        tilelang.compile(pf, target=TARGET_SM90)
+
+
+def test_rung5_compiles_for_plain_sm90():
+    fn, cfg = ladder.RUNGS["rung5_mma"]
+    k = tilelang.compile(fn.get_tir(*SHAPE, **cfg), target=TARGET_SM90)
+    assert instruction_path(k.get_kernel_source())["mma_sync"]
+
+
+def test_block_n_8_mod_16_is_refused_before_compiling():
+    with pytest.raises(ValueError, match="multiple of 16"):
+        ladder.build("rung4_annotated", 256, 240, 256, block_N=24)
+
+
+def _t(shape, dtype=torch.float16):
+    return torch.zeros(shape, dtype=dtype)
+
+
+@pytest.mark.parametrize(
+    "a,b,name,match",
+    [
+        (_t((128, 64)), _t((128, 32)), "rung4_annotated", "K must agree"),
+        (_t((128, 64), torch.float32), _t((128, 64)), "rung4_annotated", "float16"),
+        (_t((128, 60)), _t((128, 60)), "rung4_annotated", "multiple of 8"),
+        (_t((100, 64)), _t((128, 64)), "rung2_shared", "multiple of the tile"),
+        (_t((128, 64)), _t((128, 64)), "rung9", "unknown rung"),
+        (_t((128, 64)).t(), _t((128, 64)), "rung4_annotated", "contiguous"),
+    ],
+)
+def test_check_inputs_names_the_constraint(a, b, name, match):
+    with pytest.raises(ValueError, match=match):
+        ladder.check_inputs(a, b, name)
+
+
+def test_check_inputs_requires_cuda_tensors():
+    with pytest.raises(ValueError, match="CUDA"):
+        ladder.check_inputs(_t((128, 64)), _t((128, 64)), "rung4_annotated")
