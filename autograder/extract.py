@@ -28,6 +28,7 @@ class Submission:
     cells: list[dict] = field(default_factory=list)  # code cells: index, source, grade_id
     markdown: dict[str, str] = field(default_factory=dict)  # grade_id -> text (manual parts)
     meta_points: dict[str, object] = field(default_factory=dict)  # what the file claims (ignored)
+    meta_ids: list[str] = field(default_factory=list)  # every grade_id in the file's metadata
 
     def cells_for(self, grade_id: str) -> list[int]:
         """Code cells that assign ANSWER[grade_id] or carry its answer-cell metadata."""
@@ -87,6 +88,8 @@ def read_submission(path: str | Path, sha256: str) -> Submission:
         meta = cell.get("metadata") if isinstance(cell.get("metadata"), dict) else {}
         nbg = meta.get("nbgrader") if isinstance(meta.get("nbgrader"), dict) else {}
         gid = nbg.get("grade_id") if isinstance(nbg.get("grade_id"), str) else None
+        if gid:
+            sub.meta_ids.append(gid)
         if gid and "points" in nbg:
             sub.meta_points[gid] = nbg.get("points")
         src = _source(cell)

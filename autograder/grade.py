@@ -83,6 +83,22 @@ def _charge(spec: LabSpec, sub, run: RunResult, gid: str) -> Verdict | None:
     return None
 
 
+_IDS: dict[str, set] = {}
+
+
+def _instructor_ids(lab: str) -> set:
+    """Every grade_id of the instructor notebook (and of the spec)."""
+    if lab not in _IDS:
+        spec, source = load_lab(lab)
+        ids = {p.grade_id for p in spec.parts} | {f"{p.grade_id}_answer" for p in spec.parts}
+        try:
+            ids |= set(read_submission(source, "").meta_ids)
+        except (NotebookError, OSError):
+            pass
+        _IDS[lab] = ids
+    return _IDS[lab]
+
+
 def grade_notebook(path: Path, lab: str, refs: dict, limits: Limits, read_paths: list[str],
                    student: str | None = None) -> dict:
     """Grade one notebook; returns the instructor's record (details included)."""
@@ -108,6 +124,10 @@ def grade_notebook(path: Path, lab: str, refs: dict, limits: Limits, read_paths:
     if tampered:
         rec["problems"].append("nbgrader metadata changed (points ignored; the grader's spec decides): "
                                + ", ".join(f"{g}={v!r}" for g, v in sorted(tampered.items())))
+    strangers = sorted(set(sub.meta_ids) - _instructor_ids(lab))
+    if strangers:
+        rec["problems"].append("nbgrader metadata names grade_ids this lab does not have (ignored): "
+                               + ", ".join(strangers[:10]))
     run = run_cells([{"index": c["index"], "source": c["source"]} for c in sub.cells],
                     spec.probes(), limits, read_paths)
     rec["sandbox"] = {"confinement": run.confinement, "network": run.network, "restarts": run.restarts,

@@ -248,6 +248,12 @@ def _table(part: Part, answer: Any, want: dict) -> tuple[bool, list[str]]:
         raise _Bad(MISSING, "not answered yet")
     if not isinstance(answer, dict):
         raise _Bad(MALFORMED, f"expected a dict {{row: value}}, got {type(answer).__name__}")
+    leaves = [v for row in want for v in ((_lookup(answer, row).values() if isinstance(_lookup(answer, row), dict)
+                                           else [_lookup(answer, row)]))]
+    if leaves and all(v is None for v in leaves):
+        raise _Bad(MISSING, "not answered yet (every entry is None)")
+    if any(v is None for v in leaves):
+        raise _Bad(MALFORMED, "some entries are still None: fill in every row")
     wrong: list[str] = []
     for row, w in want.items():
         got = _lookup(answer, row)

@@ -355,10 +355,13 @@ def main():
             __import__(name)
         except Exception:
             pass
+    own_proc = [os.path.realpath("/proc/self"), "/proc/cpuinfo", "/proc/meminfo", "/proc/stat"]
+    job["read_paths"] = [p for p in job.get("read_paths", []) if p != "/proc"] + own_proc
     confinement = _landlock(job.get("read_paths", []), [scratch]) + "; " + _seccomp_no_processes()
     _install_audit(job.get("read_paths", []), scratch)
     _stub_autograder()
     signal.signal(signal.SIGALRM, _on_alarm)
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past RLIMIT_FSIZE fails (EFBIG) instead of killing
     out = _Capped(cap)
     sys.stdout = sys.stderr = out
     _send({"event": "hello", "confinement": confinement, "network": network, "pid": os.getpid()})
@@ -436,7 +439,13 @@ def main():
             except BaseException as exc:
                 outputs.append({"ok": False, "error": f"{type(exc).__name__}: {str(exc)[:200]}"})
         _send({"event": "probe", "grade_id": gid, "outputs": outputs})
-    _send({"event": "done"})
+    hwm = 0
+    try:  # peak resident memory of this process since exec (wait4's ru_maxrss includes the fork)
+        with open("/proc/self/status") as f:
+            hwm = next((int(ln.split()[1]) for ln in f if ln.startswith("VmHWM:")), 0)
+    except (OSError, ValueError, PermissionError):
+        pass
+    _send({"event": "done", "vmhwm_kb": hwm})
     os._exit(0)
 
 

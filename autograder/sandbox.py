@@ -72,7 +72,8 @@ def default_read_paths() -> list[str]:
         p = sysconfig.get_paths().get(key)
         if p:
             paths.add(p)
-    for p in ("/usr", "/lib", "/lib64", "/bin", "/etc", "/proc", "/dev", "/sys"):
+    # /proc is not listed: the runner adds its own /proc/self (other processes stay hidden)
+    for p in ("/usr", "/lib", "/lib64", "/bin", "/etc", "/dev", "/sys"):
         paths.add(p)
     try:  # the course's ledger package (students may import it), nothing else of the repo
         import ledger  # noqa: F401
@@ -137,10 +138,10 @@ def _describe_exit(status: int) -> str:
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
         name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
-        why = {"SIGKILL": "killed (SIGKILL: the process was killed, e.g. by itself or for memory)",
-               "SIGXCPU": "killed for using more CPU time than allowed",
-               "SIGXFSZ": "killed for writing more output than allowed",
-               "SIGSEGV": "crashed (segmentation fault)"}.get(name, f"killed by {name}")
+        why = {"SIGKILL": "was killed (SIGKILL: by the code itself, or for running out of memory)",
+               "SIGXCPU": "was killed for using more CPU time than allowed",
+               "SIGXFSZ": "was killed for writing more output than allowed",
+               "SIGSEGV": "crashed (segmentation fault)"}.get(name, f"was killed by {name}")
         return why
     return f"exited with status {os.WEXITSTATUS(status)}"
 
@@ -226,6 +227,9 @@ def _one_run(cells, probes, limits, read_paths, skip, deadline, python, result, 
                     result.probes[ev.get("grade_id")] = ev.get("outputs")
                 elif kind == "done":
                     state = "done"
+                    hwm = ev.get("vmhwm_kb")
+                    if isinstance(hwm, int) and hwm > 0:
+                        result.peak_rss_kb = max(result.peak_rss_kb, hwm)
                     break
             if state == "done":
                 break
@@ -237,7 +241,8 @@ def _one_run(cells, probes, limits, read_paths, skip, deadline, python, result, 
             _kill_tree_if_alive(proc.pid)
         _, status, usage = os.wait4(proc.pid, 0)
         proc.returncode = status
-        result.peak_rss_kb = max(result.peak_rss_kb, int(usage.ru_maxrss))
+        if state != "done":  # no self-report: fall back to the kernel's (includes the forked parent)
+            result.peak_rss_kb = max(result.peak_rss_kb, int(usage.ru_maxrss))
         try:
             with open(out_path, "rb") as f:
                 stray = f.read(limits.output_cap)

@@ -8,7 +8,8 @@ GPU results of :mod:`kernels.runner`; nothing is typed here.
 Figures: :func:`training_step_map`, :func:`inference_request_map`,
 :func:`stack_diagram`, :func:`roofline_h200`, :func:`step_budget_bars`,
 :func:`step_share_sweep`, :func:`fusion_ledger_bars`, :func:`decision_flow`.
-Tables: :func:`measured_table`, :func:`kernel_names_table`.
+Tables: :func:`measured_table`, :func:`kernel_names_table`; :func:`glued_keys` lists the
+figure keys a page glues (for the page's "where each number comes from" table).
 """
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ __all__ = [
     "decision_flow",
     "measured_table",
     "kernel_names_table",
+    "glued_keys",
     "NO_RESULT",
 ]
 
@@ -37,8 +39,23 @@ _C = style.COLORS
 _NETWORK = _C["accent"]
 
 
+def _show_in_notebooks() -> None:
+    """Let IPython render a bare Figure (no pyplot) as PNG when a cell returns one."""
+    try:
+        from IPython import get_ipython
+
+        if get_ipython() is None:
+            return
+        from matplotlib_inline.backend_inline import set_matplotlib_formats
+
+        set_matplotlib_formats("png")
+    except Exception:  # outside IPython, or an IPython without matplotlib_inline
+        pass
+
+
 def _figure(w: float = 7.2, h: float = 4.2):
     style.apply()
+    _show_in_notebooks()
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(w, h))
@@ -333,7 +350,7 @@ def step_share_sweep(seq_lens: Iterable[int] | None = None):
     ax.set_ylim(0, 100)
     ax.set_xlabel("序列长度（token，对数）")
     ax.set_ylabel("占训练一步下界时间 (%)")
-    ax.set_title("序列越短，与序列长度无关的优化器与通信占比越大", pad=16)
+    ax.set_title("序列变短时，优化器与通信在一步里的份额迅速上升", pad=16)
     ax.legend(loc="center right", fontsize=8.5)
     fig.tight_layout()
     return fig
@@ -410,7 +427,7 @@ def measured_table(prefix: str, device: str = "nvidia-h200") -> str:
         why = "" if not skips else "（记录里只有跳过或出错的条目：" + "；".join(
             f"{r['name']}: {r.get('reason') or r.get('error', '')}" for r in skips) + "）"
         return (f"**{NO_RESULT}**{why}\n\n这个单元在构建时读取 `kernels/results/{device}.json`。"
-                "课程维护者在 H200 上运行 `python -m kernels.runner --suites ch02` 之后，"
+                "课程维护者在 H200 上运行 `python -m kernels.runner --suite ch02` 之后，"
                 "这里会出现实测时间、有效带宽与账本下界的对照；在此之前不显示任何数字。")
     lines = [
         f"*{_provenance_line(results)}*",
@@ -462,3 +479,14 @@ def kernel_names_table(device: str = "nvidia-h200", top: int = 12) -> str:
     if sc:
         lines += ["", "单独编译 `torch.sin(torch.cos(x))` 得到的 kernel：" + "、".join(f"`{g}`" for g in sc) + "。"]
     return "\n".join(lines)
+
+
+# ------------------------------------------------------------------ the numbers table
+def glued_keys(page: str = "ch_pytorch_to_kernel.md") -> list[str]:
+    """Figure keys glued by ``{glue:text}`key``` in ``book/<page>``, in order of first use."""
+    import re
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "book" / page
+    keys = re.findall(r"\{glue:text\}`([^`]+)`", path.read_text(encoding="utf-8"))
+    return list(dict.fromkeys(keys))

@@ -220,19 +220,19 @@ def analyzer_capture(arch, M: int = SHAPE[0], N: int = SHAPE[1], K: int = SHAPE[
     buf = io.StringIO()
     handler = logging.StreamHandler(buf)
     handler.setLevel(logging.DEBUG)
-    loggers = [logging.getLogger("tilelang.tools.Analyzer"), logging.getLogger("tilelang")]
-    old = [(lg, lg.level) for lg in loggers]
-    for lg in loggers:
-        lg.addHandler(handler)
-        lg.setLevel(logging.INFO)
+    lg = logging.getLogger(Analyzer.__module__)  # "tilelang.tools.Analyzer"
+    old = (lg.level, lg.propagate)
+    lg.addHandler(handler)
+    lg.setLevel(logging.INFO)
+    lg.propagate = False  # keep the message here, not on the console
     out, err = io.StringIO(), io.StringIO()
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             res = Analyzer.analysis(tir, arch)
     finally:
-        for lg, lvl in old:
-            lg.removeHandler(handler)
-            lg.setLevel(lvl)
+        lg.removeHandler(handler)
+        lg.setLevel(old[0])
+        lg.propagate = old[1]
     flops = int(res.total_flops)
     gbytes = int(res.total_global_bytes)
     return {

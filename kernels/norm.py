@@ -284,6 +284,9 @@ def gpu_suite(h) -> None:
         y = (xd - mu) * ((xd - mu).pow(2).mean(-1, keepdim=True) + eps).rsqrt()
         return y * (w.double() if w is not None else 1.0) + (b.double() if b is not None else 0.0)
 
+    M, N = (2048, 4096) if h.quick else (16384, 4096)
+    Ms, Ns = (M // 8, N * 8)
+    cfgs = ((2, 256), (4, 256), (4, 512))
     cases = [  # (schedule, dtype, M, N, weight, extra kwargs)
         ("rows", f16, 256, 4096, True, {"blk_m": 4}),
         ("rows", bf16, 37, 4000, True, {"blk_m": 4}),
@@ -293,29 +296,45 @@ def gpu_suite(h) -> None:
         ("splitk", f16, 9, 16384, True, {"blk_m": 1, "blk_k": 2048}),
         ("splitk", bf16, 5, 10000, False, {"blk_m": 1, "blk_k": 2048}),
     ]
-    for sched, dt, M, N, has_w, kw in cases:
-        x = h.rand((M, N), dt, scale=2.0, offset=0.3)
-        w = h.rand(N, dt) if has_w else None
-        y = h.poisoned((M, N), dt)
+    ln_cases = [(f16, 128, 4096, True, {"blk_m": 4}), (bf16, 29, 4000, True, {"blk_m": 2}),
+                (f16, 3, 1000, False, {"blk_m": 1})]
+    name = lambda dt: str(dt).replace("torch.", "")  # noqa: E731
+    jobs = []
+    for sched, dt, m, n, _w, kw in cases:
+        kw2 = {"blk_m": 4, "threads": 256, "blk_k": 2048, **kw}
+        if sched == "rows":
+            jobs.append((rmsnorm_rows, (m, n, name(dt), kw2["blk_m"], 256, 1e-6)))
+        elif sched == "shared":
+            jobs.append((rmsnorm_shared, (m, n, name(dt), 256, 1e-6)))
+        else:
+            jobs.append((rmsnorm_splitk, (m, n, name(dt), kw2["blk_m"], kw2["blk_k"], 256, 1e-6)))
+    jobs += [(layernorm_rows, (m, n, name(dt), kw["blk_m"], 256, 1e-5)) for dt, m, n, _w, kw in ln_cases]
+    jobs += [(rmsnorm_rows, (M, N, "float16", bm, th, 1e-6)) for bm, th in cfgs]
+    jobs += [(layernorm_rows, (M, N, "float16", bm, th, 1e-5)) for bm, th in cfgs]
+    jobs += [(rmsnorm_shared, (M, N, "float16", 256, 1e-6)), (rmsnorm_splitk, (Ms, Ns, "float16", 1, 2048, 256, 1e-6))]
+    h.precompile(jobs)
+
+    for sched, dt, m, n, has_w, kw in cases:
+        x = h.rand((m, n), dt, scale=2.0, offset=0.3)
+        w = h.rand(n, dt) if has_w else None
+        y = h.poisoned((m, n), dt)
         rmsnorm(x, w, 1e-6, y, schedule=sched, **kw)
         h.check(f"rmsnorm[{sched}]", y, r64(x, w, 1e-6), schedule=sched)
-    for dt, M, N, has_w, kw in [(f16, 128, 4096, True, {"blk_m": 4}), (bf16, 29, 4000, True, {"blk_m": 2}),
-                                (f16, 3, 1000, False, {"blk_m": 1})]:
-        x = h.rand((M, N), dt, scale=2.0, offset=1.5)  # offset: a mean far from zero
-        w = h.rand(N, dt) if has_w else None
-        b = h.rand(N, dt) if has_w else None
-        y = h.poisoned((M, N), dt)
+    for dt, m, n, has_w, kw in ln_cases:
+        x = h.rand((m, n), dt, scale=2.0, offset=1.5)  # offset: a mean far from zero
+        w = h.rand(n, dt) if has_w else None
+        b = h.rand(n, dt) if has_w else None
+        y = h.poisoned((m, n), dt)
         layernorm(x, w, b, 1e-5, y, **kw)
         h.check("layernorm[rows]", y, ln64(x, w, b, 1e-5))
 
-    # --- performance: 16384 x 4096 fp16, best of a small config search
-    M, N = (2048, 4096) if h.quick else (16384, 4096)
+    # --- performance: 16384 x 4096 fp16, best of (blk_m, threads) in cfgs
     x = h.rand((M, N), f16)
     w = h.rand(N, f16)
     b = h.rand(N, f16)
     y = torch.empty_like(x)
     by, fl, src = ledger_cost("fusion.rmsnorm_cost", m=M, n=N, dtype="float16")
-    configs = {(bm, th): rmsnorm_rows(M, N, "float16", bm, th, 1e-6) for bm, th in ((2, 256), (4, 256), (4, 512))}
+    configs = {(bm, th): rmsnorm_rows(M, N, "float16", bm, th, 1e-6) for bm, th in cfgs}
     best, _ = h.search("rmsnorm rows (blk_m, threads)", {f"blk_m={k[0]},threads={k[1]}": (lambda k=k: configs[k](x, w, y))
                                                          for k in configs})
     bm, th = (int(s.split("=")[1]) for s in best.split(","))
@@ -335,7 +354,6 @@ def gpu_suite(h) -> None:
     ksh = rmsnorm_shared(M, N, "float16", 256, 1e-6)
     h.bench(f"rmsnorm[shared] fp16 {M}x{N}", lambda: ksh(x, w, y), bytes=by, flops=fl, ledger_source=src,
             targets={"frac_copy_bw": 0.85}, config={"schedule": "shared", "threads": 256})
-    Ms, Ns = (M // 8, N * 8)
     xl = x.view(Ms, Ns)
     wl = h.rand(Ns, f16)
     yl = y.view(Ms, Ns)
@@ -347,7 +365,7 @@ def gpu_suite(h) -> None:
             note="reads x twice; the ledger counts one read, so the fraction shows the split-K cost")
 
     by, fl, src = ledger_cost("fusion.layernorm_cost", m=M, n=N, dtype="float16")
-    lconf = {(bm, th): layernorm_rows(M, N, "float16", bm, th, 1e-5) for bm, th in ((2, 256), (4, 256), (4, 512))}
+    lconf = {(bm, th): layernorm_rows(M, N, "float16", bm, th, 1e-5) for bm, th in cfgs}
     best, _ = h.search("layernorm rows (blk_m, threads)", {f"blk_m={k[0]},threads={k[1]}": (lambda k=k: lconf[k](x, w, b, y))
                                                            for k in lconf})
     bm, th = (int(s.split("=")[1]) for s in best.split(","))

@@ -114,15 +114,18 @@ def gpu_suite(h) -> None:
     import torch
 
     f16, bf16 = torch.float16, torch.bfloat16
-    for dt, M, N, group, bm in [(f16, 64, 4096, 128, 4), (bf16, 37, 4096, 128, 4), (bf16, 5, 1024, 1024, 1),
-                                (f16, 3, 384, 128, 2)]:
+    cases = [(f16, 64, 4096, 128, 4), (bf16, 37, 4096, 128, 4), (bf16, 5, 1024, 1024, 1), (f16, 3, 384, 128, 2)]
+    Mp, Np = (2048, 4096) if h.quick else (16384, 4096)
+    h.precompile([(quant_fp8, (M, N, g, str(dt).replace("torch.", ""), bm, 256)) for dt, M, N, g, bm in cases]
+                 + [(quant_fp8, (Mp, Np, 128, "bfloat16", bm, 256)) for bm in (1, 2, 4)])
+    for dt, M, N, group, bm in cases:
         x = h.rand((M, N), dt, scale=3.0)
         q = h.poisoned((M, N), torch.float8_e4m3fn)
         s = h.poisoned((M, N // group), torch.float32)
         quantize_fp8(x, group, q, s, blk_m=bm)
         check_quant(h, f"quant_fp8[group={group}]", x, q, s, group)
 
-    M, N = (2048, 4096) if h.quick else (16384, 4096)
+    M, N = Mp, Np
     x = h.rand((M, N), bf16)
     q = torch.empty((M, N), dtype=torch.float8_e4m3fn, device=x.device)
     s = torch.empty((M, N // 128), dtype=torch.float32, device=x.device)

@@ -119,7 +119,7 @@ def rope_blocked(S: int, H: int, D: int, rope_dim: int, style: str = "neox", dty
 
 
 # -------------------------------------------------------------- input checks
-def check_inputs(x, cos, sin, rope_dim: int, style: str = "neox", out=None) -> None:
+def check_inputs(x, cos, sin, rope_dim: int, style: str = "neox", out=None, *, device: bool = True) -> None:
     import torch
 
     if style not in STYLES:
@@ -138,6 +138,11 @@ def check_inputs(x, cos, sin, rope_dim: int, style: str = "neox", out=None) -> N
         validate_tensor("out", out, dtype=x.dtype, shape=(S, H, D), device=None)
     if x.numel() >= 2**31:
         raise ValueError(f"x: fewer than 2**31 elements (int32 indexing), got {x.numel()}")
+    if device:
+        _check_device(x, cos, sin, out)
+
+
+def _check_device(x, cos, sin, out):
     for name, t in (("x", x), ("cos", cos), ("sin", sin), ("out", out)):
         if t is not None:
             validate_tensor(name, t)
@@ -160,7 +165,7 @@ def rope(x, cos, sin, rope_dim: int | None = None, style: str = "neox", out=None
     import torch
 
     rope_dim = x.shape[-1] if rope_dim is None else rope_dim
-    check_inputs(x, cos, sin, rope_dim, style, out)
+    check_inputs(x, cos, sin, rope_dim, style, out, device=False)
     S, H, D = x.shape
     if blocked:
         threads = _threads_for(blk_s * H * D, threads)
@@ -171,6 +176,7 @@ def rope(x, cos, sin, rope_dim: int | None = None, style: str = "neox", out=None
             raise ValueError(f"blk_s*H*D/threads must be <= 128 elements per thread, got "
                              f"{blk_s * H * D // threads}; lower blk_s")
     threads = threads or 256
+    _check_device(x, cos, sin, out)
     out = torch.empty_like(x) if out is None else out
     dt = str(x.dtype).replace("torch.", "")
     if blocked:
@@ -208,6 +214,17 @@ def gpu_suite(h) -> None:
         (37, 4, 128, 64, bf16, 2),   # partial rope, ragged S
         (9, 3, 96, 32, f16, 4),      # ragged S and heads, D not a power of two
     ]
+    Sp, Hp, Dp, Rp = (1024, 32, 128, 128) if h.quick else (16384, 32, 128, 128)
+    jobs = []
+    for S, H, D, R, dt, bs in cases + [(16, 2, 64, 64, f16, 2)]:
+        dn = str(dt).replace("torch.", "")
+        for style in STYLES:
+            jobs.append((rope_naive, (S, H, D, R, style, dn, 256)))
+            jobs.append((rope_blocked, (S, H, D, R, style, dn, bs, _threads_for(bs * H * D))))
+    for style in STYLES:
+        jobs += [(rope_blocked, (Sp, Hp, Dp, Rp, style, "float16", b, 256)) for b in (1, 2, 4)]
+        jobs.append((rope_naive, (Sp, Hp, Dp, Rp, style, "float16", 256)))
+    h.precompile(jobs)
     for S, H, D, R, dt, bs in cases:
         cos, sin = rope_tables(S, R, device=h.device)
         for style in STYLES:
@@ -226,7 +243,7 @@ def gpu_suite(h) -> None:
     yn, yi = rope(x, zero, one, R, "neox"), rope(x, zero, one, R, "interleaved")
     h.note("rope conventions differ at c=0, s=1", str(bool((yn != yi).any().item())))
 
-    S, H, D, R = (1024, 32, 128, 128) if h.quick else (16384, 32, 128, 128)
+    S, H, D, R = Sp, Hp, Dp, Rp
     x = h.rand((S, H, D), f16)
     y = torch.empty_like(x)
     cos, sin = rope_tables(S, R, device=h.device)

@@ -239,7 +239,8 @@ def profile_from_dict(data: Mapping[str, Any], path: str = "<dict>") -> Machine:
     for k, v in res_in.items():
         if not isinstance(k, str) or not _NAME_RE.match(k):
             raise MachineError(f"{path}: resources: bad name {k!r}")
-        resources[k] = _number(f"{path}: resources.{k}", v)
+        num = _number(f"{path}: resources.{k}", v)
+        resources[k] = int(num) if num.is_integer() else num
     return Machine(
         resources=resources,
         name=name,
@@ -371,7 +372,7 @@ def figures() -> list:
         fig("machines.h200.cal.conditions", "2048 MB working set, 5 runs x 200 reps, memory clock 3201 MHz, "
             "tensor cores under the 700 W cap", "", source="TileOPs src/tileops/perf/profiles/h200.yaml",
             conditions="measurement conditions written in the profile's comments",
-            text="2048 MB working set、5 次 × 200 轮、显存 3201 MHz、算力受 700 W 限制"),
+            text="2048 MB working set, 5 runs x 200 reps, memory clock 3201 MHz, 700 W power cap"),
         fig("machines.h200.sustained.tflops", sus.peak_flops / 1e12, "TFLOP/s", digits=1, source=src,
             conditions=f"h200-sustained: {sus.conditions}"),
         fig("machines.h200.cal.copy_gbs", cal.memory_rate("hbm.copy") / 1e9, "GB/s", digits=1, source=src,

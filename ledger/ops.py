@@ -41,6 +41,8 @@ __all__ = [
     "attention_prefill",
     "attention_decode",
     "attention_io_ratio",
+    "attention_scores_bytes",
+    "adamw_bytes_per_param",
     "adamw",
     "ring_allreduce",
     "silu",
@@ -56,15 +58,15 @@ __all__ = [
     "ROPE_FLOPS_PER_ELEM",
 ]
 
-#: LayerNorm, ledger FLOPs per element: mean (1 add), centre (1 sub), square (1 mul),
-#: variance (1 add), normalise (1 mul by rstd), affine (1 mul, 1 add), plus 1 for the
-#: share of the per-row work spread over the row: 8.  The chapter's convention.
+#: LayerNorm, ledger FLOPs per element: mean 1 (accumulate), variance 3 (centre,
+#: square, accumulate), normalise 2 (centre, x rstd), affine 2 (x gamma, + beta) = 8.
+#: The per-row scalars (divide by H, + eps, rsqrt) are O(rows) and not counted.
 LAYERNORM_FLOPS_PER_ELEM = 8
 #: AdamW, ledger FLOPs per parameter: m update 3 (2 mul, 1 add), v update 4 (3 mul,
 #: 1 add), two bias corrections 2, sqrt 1, + eps 1, divide 1, x lr 1, decoupled weight
 #: decay theta x (1 - lr*wd) 1, subtract the update 1 = 15.
 ADAMW_FLOPS_PER_PARAM = 15
-#: Attention, ledger FLOPs per score for scale + max + sub + exp + sum: 5.
+#: Attention, ledger FLOPs per score (TileOPs convention) for scale, max, subtract, exp, sum: 5.
 SOFTMAX_FLOPS_PER_SCORE = 5
 #: SiLU x*sigmoid(x): neg 1, exp 1, add 1, reciprocal 1 (sigmoid = 4), times x 1 = 5.
 SILU_FLOPS_PER_ELEM = 5
@@ -177,10 +179,18 @@ def attention_prefill(batch: int = 1, heads: int = 32, seq: int = 4096, head_dim
     b = dtype_bytes(dtype)
     flops = batch * heads * (2 * FLOP_MAC * seq * seq * head_dim + SOFTMAX_FLOPS_PER_SCORE * seq * seq)
     io = 4 * batch * heads * seq * head_dim * b
-    scores = score_passes * batch * heads * seq * seq * b if materialize_scores else 0
+    scores = attention_scores_bytes(batch, heads, seq, dtype, score_passes) if materialize_scores else 0
     kind = f"S x S scores x{score_passes}" if materialize_scores else "flash-style"
     return Cost(flops, io + scores, f"attention prefill S={seq}, {kind}",
                 f"B={batch}, H={heads}, d={head_dim}, {dtype}; Q/K/V/O once")
+
+
+def attention_scores_bytes(batch: int = 1, heads: int = 32, seq: int = 4096, dtype: str = "fp16",
+                           score_passes: int = 6) -> float:
+    """Bytes the S x S score matrix adds to a prefill that keeps it in memory."""
+    batch, heads, seq = check_size("batch", batch), check_size("heads", heads), check_size("seq", seq)
+    score_passes = check_size("score_passes", score_passes)
+    return score_passes * batch * heads * seq * seq * dtype_bytes(dtype)
 
 
 def attention_io_ratio(seq: int, head_dim: int = 128, score_passes: int = 6) -> float:
@@ -219,6 +229,11 @@ def adamw(params: float, grad_dtype: str = "bf16", state_dtype: str = "fp32",
     per = g + 3 * s + 3 * s
     return Cost(flops_per_param * p, per * p, f"AdamW ({p / 1e9:.2f}B params)",
                 f"{per:g} B/param: grad {grad_dtype} read; param, m, v ({state_dtype}) read and written")
+
+
+def adamw_bytes_per_param(grad_dtype: str = "bf16", state_dtype: str = "fp32") -> float:
+    """Bytes AdamW moves per parameter: grad read, param/m/v read and written (26 for bf16 + fp32)."""
+    return adamw(1, grad_dtype, state_dtype).bytes
 
 
 def ring_allreduce(params: float, world: int = 8, dtype: str = "bf16") -> Cost:
@@ -370,6 +385,11 @@ def figures() -> list:
     add("ch02.ex4.decode_gflop", dec.flops / 1e9, "GFLOP", 2, "ledger.ops.attention_decode", cD)
     add("ch02.ex4.decode_mb", dec.bytes / 1e6, "MB", 0, "ledger.ops.attention_decode", cD)
     add("ch02.ex4.decode_ai", dec.intensity, "FLOP/B", 2, "Cost.intensity", cD)
+
+    add("ch02.e2.prefill_mac_per_byte", pf.intensity / FLOP_MAC, "MAC/B", 0, "Cost.intensity",
+        cA + "; flash-style; multiply-adds per byte = AI / 2")
+    add("ch02.e2.decode_mac_per_byte", dec.intensity / FLOP_MAC, "MAC/B", 1, "Cost.intensity",
+        cD + "; multiply-adds per byte = AI / 2")
 
     # -- optimizer, all-reduce (section 1.1) -------------------------------------------
     a7 = adamw(ADAMW_EXAMPLE_PARAMS)

@@ -141,7 +141,7 @@ class StepBudget:
     def table(self) -> str:
         lines = [
             f"model: {self.model.layers} layers, hidden {self.model.hidden}, ffn {self.model.ffn}, "
-            f"{self.model.heads}/{self.model.kv_heads} heads, params {self.model.params:.3g}; "
+            f"{self.model.heads}/{self.model.kv_heads} heads; params {self.model.params:.3g} (seen by optimizer and all-reduce); "
             f"seq {self.seq}, batch {self.batch}, world {self.world}",
             f"machine: {self.machine.summary()}",
             "",

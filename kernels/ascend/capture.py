@@ -174,6 +174,20 @@ def kernel_kind(source: str) -> str:
 
 
 # ---------------------------------------------------------------- capture
+@contextlib.contextmanager
+def quiet_tilelang():
+    """Hold tilelang's INFO chatter ("begins to compile kernel") for the duration."""
+    import logging
+
+    lg = logging.getLogger("tilelang")
+    old = lg.level
+    lg.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        lg.setLevel(old)
+
+
 def _make_tool(store: dict[str, Any]):
     from tilelang.instrumentation import PassInstrumentationTool
     from tvm.ir.instrument import pass_instrument
@@ -228,7 +242,7 @@ def capture(name: str, func, shape: dict[str, Any] | None = None) -> AscendCaptu
     register_pass_instrumentation_tool(tool_name, _make_tool(store))
     stopped = ""
     try:
-        with _intercept_bisheng(store):
+        with _intercept_bisheng(store), quiet_tilelang():
             try:
                 tilelang.compile(func, target="ascend")
             except Exception as exc:  # the FFI layer may re-wrap our exception

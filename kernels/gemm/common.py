@@ -38,14 +38,22 @@ def require(cond: bool, message: str) -> None:
 
 
 def check_matrix(x: Any, name: str, shape: tuple[int, ...], dtype: Any) -> None:
-    """Check one operand: a contiguous CUDA tensor of exact shape and dtype."""
+    """Check one operand: a contiguous tensor of exact shape and dtype (device: :func:`check_cuda`)."""
     import torch
 
     require(isinstance(x, torch.Tensor), f"{name} must be a torch.Tensor")
     require(tuple(x.shape) == tuple(shape), f"{name} must have shape {tuple(shape)}, got {tuple(x.shape)}")
     require(x.dtype == dtype, f"{name} must be {dtype}, got {x.dtype}")
     require(x.is_contiguous(), f"{name} must be contiguous (row-major)")
-    require(x.is_cuda, f"{name} must live on a CUDA device")
+
+
+def check_cuda(**tensors: Any) -> None:
+    """Every tensor on one CUDA device (checked last, so shape errors are reported first)."""
+    devs = set()
+    for name, t in tensors.items():
+        require(t.is_cuda, f"{name} must live on a CUDA device")
+        devs.add(t.device)
+    require(len(devs) <= 1, f"all operands must be on one device, got {sorted(map(str, devs))}")
 
 
 def check_tiles(**dims_and_tiles: tuple[int, int]) -> None:
@@ -95,7 +103,13 @@ _SIZES = {"uint64_t": 8, "float": 4, "half_t": 2, "int": 4, "uint": 4, "signed c
 
 def launch_info(kernel: Any) -> LaunchInfo:
     """Read grid/block/shared memory of the (first) device function of a compiled kernel."""
-    dev = kernel.artifact.device_mod
+    artifact = getattr(kernel, "artifact", None)
+    if artifact is None or artifact.device_mod is None:
+        raise RuntimeError(
+            "this kernel came from tilelang's disk cache and carries no device module; "
+            "compile it with tilelang.disable_cache() to inspect its launch configuration"
+        )
+    dev = artifact.device_mod
     (gvar, func), *_ = list(dev.functions.items())
     attrs = func.attrs
     grid = [1, 1, 1]
@@ -123,6 +137,7 @@ def instruction_path(src: str) -> dict[str, bool]:
         "ldmatrix": ("ldmatrix" in src) or ("ptx_ldmatrix" in src),
         "stmatrix": ("stmatrix" in src) or ("ptx_stmatrix" in src),
         "tma_load": "tma_load" in src,
+        "tma_store": "tma_store" in src,
         "cp_async": ("cp_async" in src) or ("cp.async" in src),
         "mbarrier": "mbarrier" in src,
         "warp_specialized": "warpgroup_reg_alloc" in src or "warpgroup_reg_dealloc" in src,
@@ -176,6 +191,16 @@ def fp32_tolerance(K: int) -> tuple[float, float]:
     return (1e-5 * K, 1e-4)
 
 
+def gemm_tolerance(K: int, rtol: float = 2e-3) -> dict[str, float]:
+    """``h.check`` tolerances for a low-precision-output GEMM with unit-variance inputs.
+
+    Two correct fp32 accumulations of K products differ by roughly sqrt(K) fp16 ulps
+    of 1 in entries near zero, where the relative part of the tolerance gives nothing;
+    a wrong tile is off by O(sqrt(K)) itself, 2^11 times more.
+    """
+    return dict(atol=float(2.0 ** -11 * K ** 0.5), rtol=rtol)
+
+
 def record_bench(h: Any, name: str, fn: Any, *, repeat: int | None = None, **kw: Any) -> dict[str, Any]:
     """``h.bench`` when ``repeat`` is None; otherwise time with ``h.time(fn, repeat=repeat)`` (slow kernels)
     and append a bench record of the same shape (baselines timed the same way)."""
@@ -190,6 +215,9 @@ def record_bench(h: Any, name: str, fn: Any, *, repeat: int | None = None, **kw:
         rec["gbps"] = kw["bytes"] / (ms * 1e-3) / 1e9
     rec["baselines"], rec["speedup"] = {}, {}
     for label, bfn in (kw.get("baselines") or {}).items():
+        if bfn is None:
+            rec["baselines"][label] = None
+            continue
         bms = h.time(bfn)
         rec["baselines"][label] = bms
         rec["speedup"][label] = bms / ms

@@ -22,7 +22,7 @@ from typing import Any, Sequence
 import tilelang
 import tilelang.language as T
 
-from kernels.gemm.common import TARGET, check_matrix, check_wgmma_n, require
+from kernels.gemm.common import TARGET, check_cuda, check_matrix, check_wgmma_n, require
 
 
 def grouped_ref(a_list: Sequence[Any], b: Any) -> list[Any]:
@@ -154,6 +154,7 @@ def check_inputs(a_cat: Any, b: Any, sizes: Sequence[int], block_N: int = 128) -
     require(K % 8 == 0, f"K={K} must be a multiple of 8 (16-byte rows for TMA)")
     require(N % block_N == 0, f"N={N} must be a multiple of block_N={block_N}")
     check_wgmma_n(block_N)
+    check_cuda(a_cat=a_cat, b=b)
     return total, N, K, G
 
 
@@ -196,6 +197,7 @@ def make_ptr_runner(a_list: Sequence[Any], b_list: Sequence[Any], c_list: Sequen
     require(max_M % cfg["block_M"] == 0, f"max_M={max_M} must be a multiple of block_M={cfg['block_M']} (padded storage)")
     require(N % cfg["block_N"] == 0, f"N={N} must be a multiple of block_N={cfg['block_N']}")
     require(K % cfg["block_K"] == 0, f"K={K} must be a multiple of block_K={cfg['block_K']}")
+    check_cuda(**{f"a_list[{g}]": t for g, t in enumerate(a_list)}, **{f"b_list[{g}]": t for g, t in enumerate(b_list)})
     _, _, toff, ntiles = tables(sizes, cfg["block_M"])
     kern = grouped_ptr(max_M, N, K, G, ntiles, **cfg)
     dev = a_list[0].device
@@ -220,7 +222,7 @@ def gpu_suite(h: Any) -> None:
     """Grouped GEMM (both forms) on uneven expert sizes vs a loop of ``torch.matmul`` per expert."""
     import torch
 
-    from kernels.gemm.common import gemm_cost, par_build, rel_fro_err, record_bench
+    from kernels.gemm.common import gemm_cost, gemm_tolerance, par_build, rel_fro_err, record_bench
 
     torch.backends.cuda.matmul.allow_tf32 = False
     sizes = (100, 7, 260, 33) if h.quick else MOE_SIZES
@@ -258,7 +260,7 @@ def gpu_suite(h: Any) -> None:
         c = h.poisoned((total, N), torch.float16)
         fn(c)
         err = rel_fro_err(c, ref_cat)
-        h.check(f"grouped concat G={G}", c, ref_cat, rel_fro_err=err, **meta)
+        h.check(f"grouped concat G={G}", c, ref_cat, rel_fro_err=err, **gemm_tolerance(K), **meta)
         record_bench(h, f"grouped concat G={G} N={N} K={K}", lambda: fn(c), flops=flops, bytes=nbytes, ledger_source=src,
                      baselines={"torch.matmul loop": torch_loop}, rel_fro_err=err, **meta)
     if built["ptr"]["kernel"] is None:
@@ -273,6 +275,9 @@ def gpu_suite(h: Any) -> None:
     fn()
     got = torch.cat([c_list[g][:s] for g, s in enumerate(sizes)], dim=0)
     err = rel_fro_err(got, ref_cat)
-    h.check(f"grouped ptr G={G}", got, ref_cat, rel_fro_err=err, **meta)
+    try:
+        h.check(f"grouped ptr G={G}", got, ref_cat, rel_fro_err=err, **gemm_tolerance(K), **meta)
+    except Exception as exc:  # e.g. an all-poison output
+        h.error(f"grouped ptr G={G} check (rel_fro_err={err:.3g})", exc)
     record_bench(h, f"grouped ptr G={G} N={N} K={K}", fn, flops=flops, bytes=nbytes, ledger_source=src,
                  baselines={"torch.matmul loop": torch_loop}, rel_fro_err=err, **meta)

@@ -17,8 +17,10 @@ Rungs (each factory is a ``tilelang.jit`` kernel compiled for sm_90a):
 5. :func:`rung5_mma`        -- explicit ``ldmatrix`` / ``mma.sync`` / ``stmatrix``
    through ``TensorCoreIntrinEmitter`` (the pre-Hopper instruction path).
 
-The tuned rung 4 is :func:`tune_rung4`: a fixed, explicit list of candidates
-(:data:`TUNE_CANDIDATES`) compiled in parallel and timed on the GPU.
+The tuned rung 4 is a fixed, explicit list of candidates (:data:`TUNE_CANDIDATES`,
+block shapes x stages x raster panel, all with two consumer warpgroups) compiled in
+parallel and timed one by one on the GPU inside :func:`gpu_suite`; every candidate's
+time, the winner and the compile times are recorded.
 """
 
 
@@ -30,7 +32,7 @@ import tilelang
 import tilelang.language as T
 from tilelang.layout import make_swizzled_layout
 
-from kernels.gemm.common import TARGET, check_matrix, check_tiles, check_wgmma_n, rel_fro_err, require
+from kernels.gemm.common import TARGET, check_cuda, check_matrix, check_tiles, check_wgmma_n, rel_fro_err, require
 
 # ----------------------------------------------------------------- reference
 
@@ -133,11 +135,15 @@ def rung4_annotated(
     threads: int = 128,
     panel: int = 10,
     order: str = "row",
+    annotate: bool = True,
 ):
     """Rung 4: rung 3 plus swizzled shared layouts, block rasterization and a staged epilogue.
 
     ``threads`` counts the consumer threads; on sm_90a tilelang adds one producer
-    warpgroup (TMA) on top. ``panel=0`` turns rasterization off.
+    warpgroup (TMA) on top. ``panel=0`` turns rasterization off; ``annotate=False``
+    leaves the shared layouts to tilelang's inference (on sm_90a it infers the same
+    128-byte swizzle that TMA and wgmma need, so the annotation changes nothing there;
+    it matters on the cp.async + ldmatrix path of rung 5).
     """
 
     @T.prim_func
@@ -147,7 +153,8 @@ def rung4_annotated(
             B_s = T.alloc_shared((block_N, block_K), T.float16)
             C_s = T.alloc_shared((block_M, block_N), T.float16)
             acc = T.alloc_fragment((block_M, block_N), T.float32)
-            T.annotate_layout({A_s: make_swizzled_layout(A_s), B_s: make_swizzled_layout(B_s)})
+            if annotate:
+                T.annotate_layout({A_s: make_swizzled_layout(A_s), B_s: make_swizzled_layout(B_s)})
             T.use_swizzle(panel_size=max(panel, 1), order=order, enable=panel > 0)
             T.clear(acc)
             for ko in T.Pipelined(T.ceildiv(K, block_K), num_stages=stages):
@@ -279,6 +286,7 @@ def check_inputs(a: Any, b: Any, name: str = "rung4_annotated", cfg: dict[str, A
         require(K % 8 == 0, f"K={K} must be a multiple of 8 (16-byte rows for TMA)")
         require(N % 8 == 0, f"N={N} must be a multiple of 8 (16-byte rows for the epilogue)")
         check_wgmma_n(bn)
+    check_cuda(a=a, b=b)
     return M, N, K
 
 
@@ -317,12 +325,15 @@ TUNE_CANDIDATES: list[dict[str, Any]] = [
     dict(block_M=128, block_N=128, block_K=64, stages=4, threads=256, panel=10),
     dict(block_M=128, block_N=192, block_K=64, stages=4, threads=256, panel=8),
     dict(block_M=128, block_N=256, block_K=64, stages=3, threads=256, panel=16),
+    dict(block_M=128, block_N=256, block_K=64, stages=3, threads=256, panel=8, annotate=False),
+    dict(block_M=256, block_N=128, block_K=64, stages=3, threads=256, panel=8, annotate=False),
 ]
 
 
 def label(cfg: dict[str, Any]) -> str:
     """Short printable name of a rung-4 configuration."""
-    return f"{cfg['block_M']}x{cfg['block_N']}x{cfg['block_K']}_s{cfg['stages']}_t{cfg['threads']}_p{cfg['panel']}"
+    tag = "" if cfg.get("annotate", True) else "_inferred"
+    return f"{cfg['block_M']}x{cfg['block_N']}x{cfg['block_K']}_s{cfg['stages']}_t{cfg['threads']}_p{cfg['panel']}{tag}"
 
 
 def smem_budget(cfg: dict[str, Any], in_dtype: str = "fp16") -> int:
@@ -344,9 +355,12 @@ def gpu_suite(h: Any) -> None:
     """Rungs 1-5 and the tuned rung 4 at 4096^3 and 8192^3 against cuBLAS (``torch.matmul``)."""
     import torch
 
-    from kernels.gemm.common import gemm_cost, launch_info, par_build, record_bench
+    from kernels.gemm.common import gemm_cost, gemm_tolerance, launch_info, par_build, record_bench
 
     torch.backends.cuda.matmul.allow_tf32 = False
+    h.note("cuBLAS settings", "torch.matmul on fp16 with the library defaults",
+           allow_tf32=torch.backends.cuda.matmul.allow_tf32,
+           allow_fp16_reduced_precision_reduction=torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction)
     shapes = [(1024, 1024, 1024)] if h.quick else [(4096, 4096, 4096), (8192, 8192, 8192)]
     # every kernel of the suite compiled up front, in parallel
     thunks: dict[str, Any] = {}
@@ -371,7 +385,8 @@ def gpu_suite(h: Any) -> None:
         flops, nbytes, src = gemm_cost(M, N, K, "fp16")
         cublas = lambda: torch.matmul(a, b.t())  # noqa: E731
         c_cublas = cublas()
-        h.check(f"cuBLAS {M}^3", c_cublas, ref, rel_fro_err=rel_fro_err(c_cublas, ref))
+        tol = gemm_tolerance(K)
+        h.check(f"cuBLAS {M}^3", c_cublas, ref, rel_fro_err=rel_fro_err(c_cublas, ref), **tol)
         for name, (_, cfg) in RUNGS.items():
             key = f"{name}@{M}"
             if key not in built:
@@ -385,13 +400,17 @@ def gpu_suite(h: Any) -> None:
             c = h.poisoned((M, N), torch.float16)
             kern(a, b, c)
             err = rel_fro_err(c, ref)
-            h.check(f"{name} {M}^3", c, ref, rel_fro_err=err)
-            info = launch_info(kern)
+            h.check(f"{name} {M}^3", c, ref, rel_fro_err=err, **tol)
+            try:
+                info = launch_info(kern)
+                launch = dict(threads=info.threads, smem_bytes=info.smem_bytes)
+            except RuntimeError:  # loaded from tilelang's disk cache: no device module to read
+                launch = {}
             record_bench(
                 h, f"{name} {M}^3", lambda k=kern, c=c: k(a, b, c), repeat=3 if name == "rung1_naive" else None,
                 flops=flops, bytes=nbytes, ledger_source=src, baselines={"cuBLAS": cublas},
                 rung=name, config=cfg, shape=[M, N, K], rel_fro_err=err, compile_s=rec["compile_s"],
-                threads=info.threads, smem_bytes=info.smem_bytes,
+                **launch,
             )
         # tuned rung 4: every candidate verified and timed, the fastest benched against cuBLAS
         cands: dict[str, Any] = {}
@@ -421,7 +440,7 @@ def gpu_suite(h: Any) -> None:
         c = h.poisoned((M, N), torch.float16)
         kern(a, b, c)
         err = rel_fro_err(c, ref)
-        h.check(f"tuned rung4 {M}^3", c, ref, rel_fro_err=err, config=cfg)
+        h.check(f"tuned rung4 {M}^3", c, ref, rel_fro_err=err, config=cfg, **tol)
         target = 1.0 if M >= 8192 else 0.95
         record_bench(
             h, f"tuned rung4 {M}^3", lambda: kern(a, b, c), flops=flops, bytes=nbytes, ledger_source=src,

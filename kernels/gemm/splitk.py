@@ -20,7 +20,7 @@ from typing import Any
 import tilelang
 import tilelang.language as T
 
-from kernels.gemm.common import TARGET, check_matrix, check_tiles, check_wgmma_n, rel_fro_err, require
+from kernels.gemm.common import TARGET, check_cuda, check_matrix, check_tiles, check_wgmma_n, rel_fro_err, require
 
 
 def splitk_ref(a: Any, b: Any) -> Any:
@@ -87,6 +87,7 @@ def check_inputs(a: Any, b: Any, split_k: int, block_M: int = 128, block_N: int 
     check_tiles(M=(M, block_M), N=(N, block_N))
     require(K % (split_k * block_K) == 0, f"K={K} must be a multiple of split_k*block_K = {split_k}*{block_K}")
     check_wgmma_n(block_N)
+    check_cuda(a=a, b=b)
     return M, N, K
 
 

@@ -185,9 +185,13 @@ def _growth(r1: float, r2: float) -> str:
     return "constant" if e < 0.5 else "linear" if e < 1.5 else "quadratic"
 
 
-def _score_passes() -> float:
-    full, flash = _attn(4096), _attn(4096, materialize_scores=False)
-    return (full.bytes - flash.bytes) / (32 * 4096 * 4096 * 2)
+def _softmax_flops() -> float:
+    """FLOPs per score the ledger charges beyond the two matrix products (2 x 2 S^2 d per head)."""
+    from ledger.cost import FLOP_MAC
+
+    s, d = 1024, 64
+    c = _ops().attention_prefill(1, 1, s, d, "fp16", materialize_scores=False)
+    return (c.flops - 2 * FLOP_MAC * s * s * d) / (s * s)
 
 
 def _e12_table() -> dict:
@@ -252,7 +256,7 @@ def _parts() -> tuple[Part, ...]:
         _q("e03_b", "E3", 1, "H200 按标定值算的平衡点", lambda: _machine(H200).balance, "FLOP/B"),
         Part("e03_c", "E3", 2, "set", "换用规格平衡点后判据翻转的算子（从给定 id 中选）",
              lambda: _flips(H200, "h200-spec"), options=OP_IDS,
-             stub='ANSWER["e03_c"] = set()  # 例如 {"add", "gemm_4096"}'),
+             stub='ANSWER["e03_c"] = None  # 一个集合，如 {"add", "gemm_4096"}；一个都没有就写 set()'),
         _m("e03_d", "E3", 2, "两条「规格 ≠ 实测」的事实及其测量条件"),
         # E4 ------------------------------------------------------------------
         Part("e04_a", "E4", 1, "number", "k=4 的逐元素链，融合前后访存之比",
@@ -298,18 +302,18 @@ def _parts() -> tuple[Part, ...]:
              stub='ANSWER["e07_e"] = None  # "constant" / "linear" / "quadratic"'),
         _m("e07_f", "E7", 1, "为什么叫 O(S²) 问题"),
         # E8 ------------------------------------------------------------------
-        Part("e08_a", "E8", 1, "number", "ledger 的 attention_prefill 让分数矩阵往返显存几趟",
-             _score_passes, rel_tol=0, abs_tol=1e-9, stub='ANSWER["e08_a"] = None'),
+        Part("e08_a", "E8", 1, "number", "ledger 的 attention_prefill 给 softmax 的每个分数记几个 FLOP",
+             _softmax_flops, rel_tol=0, abs_tol=1e-9, stub='ANSWER["e08_a"] = None'),
         _q("e08_b", "E8", 2, "softmax 与 PV 融合、分数仍落显存时的访存量（S=4096）",
            lambda: _attn(4096, score_passes=2).bytes / 1e9, "GB"),
-        _m("e08_c", "E8", 2, "FLOPs 式中 4·S²·d 与 5·S² 两项各是什么"),
+        _m("e08_c", "E8", 2, "FLOPs 式里的两项各代表什么"),
         # E9 ------------------------------------------------------------------
         Part("e09_a", "E9", 1, "set", "execution_backend 的全部合法取值", e09_backends,
-             stub='ANSWER["e09_a"] = set()'),
+             stub='ANSWER["e09_a"] = None  # 一个集合，如 {"a", "b"}'),
         Part("e09_b", "E9", 1, "set", "target 接受的输入形式（类型名）", e09_target_forms,
-             stub='ANSWER["e09_b"] = set()  # 类型名，如 "int"'),
+             stub='ANSWER["e09_b"] = None  # 类型名的集合，如 {"int", "float"}'),
         Part("e09_c", "E9", 1, "mapping", "docstring 里 target 的字典示例", e09_target_example,
-             stub='ANSWER["e09_c"] = {}'),
+             stub='ANSWER["e09_c"] = None  # 一个字典'),
         Part("e09_d", "E9", 1, "choice", "target 为 None 时读取的环境变量名", e09_target_env,
              stub='ANSWER["e09_d"] = None'),
         _m("e09_e", "E9", 2, "这个签名说明 TileLang 位于栈的哪一层，依据是什么"),
@@ -319,7 +323,7 @@ def _parts() -> tuple[Part, ...]:
         _m("e10_c", "E10", 2, "被追踪的 forward 为何不能构造 kernel"),
         # E11 -----------------------------------------------------------------
         Part("e11_a", "E11", 2, "set", "H200 标定与 H100 规格之间判据翻转的算子",
-             lambda: _flips(H200, "h100-spec"), options=OP_IDS, stub='ANSWER["e11_a"] = set()'),
+             lambda: _flips(H200, "h100-spec"), options=OP_IDS, stub='ANSWER["e11_a"] = None  # 一个集合，如 {"a", "b"}'),
         Part("e11_b", "E11", 1, "table", "gemm_512 在三台机器上的判据",
              lambda: {m: _judge(op_rows()["gemm_512"], m).bound for m in MACHINES}, options=BOUNDS,
              stub='ANSWER["e11_b"] = {"h200-calibrated": None, "h200-spec": None, "h100-spec": None}'),
@@ -333,7 +337,7 @@ def _parts() -> tuple[Part, ...]:
         Part("e12_b", "E12", 1, "choice", "占比变化最大的阶段", _e12_fastest, options=PHASES,
              stub='ANSWER["e12_b"] = None'),
         Part("e12_c", "E12", 1, "set", "自身耗时基本不受序列长度影响的阶段", _e12_constant, options=PHASES,
-             stub='ANSWER["e12_c"] = set()'),
+             stub='ANSWER["e12_c"] = None  # 一个集合，如 {"a", "b"}'),
         _m("e12_d", "E12", 2, "解释占比变化最快的原因"),
         # E13 -----------------------------------------------------------------
         Part("e13_a", "E13", 3, "function", "silu_cost(n, dtype) -> {\"flops\", \"bytes\"}",
@@ -355,9 +359,21 @@ def _parts() -> tuple[Part, ...]:
     )
 
 
+def _with_options(parts: tuple[Part, ...]) -> tuple[Part, ...]:
+    """Choice stubs list their options, so the released notebook shows what may be written."""
+    import dataclasses
+
+    out = []
+    for p in parts:
+        if p.kind == "choice" and p.options and "#" not in p.stub:
+            p = dataclasses.replace(p, stub=p.stub + "  # " + " / ".join(f'"{o}"' for o in p.options))
+        out.append(p)
+    return tuple(out)
+
+
 def _ridge_fn_refs() -> list[dict]:
     return [_ridge_probe(*a) for a in RIDGE_PROBES]
 
 
-SPEC = LabSpec(name="lab02", title="Lab 02 · 算子账本（第 02 章 E1–E13）", parts=_parts(),
-               cell_timeout=10.0, notebook_timeout=60.0, memory_mb=1024)
+SPEC = LabSpec(name="lab02", title="Lab 02 · 算子账本（第 02 章 E1–E13）", parts=_with_options(_parts()),
+               cell_timeout=10.0, notebook_timeout=60.0, memory_mb=2048)

@@ -197,3 +197,21 @@ def test_references_agree_with_torch():
     x = torch.randn(4, 256, generator=g)
     w = torch.randn(256, generator=g)
     torch.testing.assert_close(P.ref_rmsnorm(x, w), torch.nn.functional.rms_norm(x, (256,), w, eps=1e-6))
+
+
+def test_compiler_estimates_against_ledger_pipe_model(caps):
+    """ledger.ascend.pipe_ii (the chapter's teaching model) against what EstimateLatency emitted."""
+    from ledger import ascend as la
+
+    cap = caps["gemm_relu"]
+    ii = la.pipe_ii(256, 224, 128, "bf16")
+    gemm = _task(cap, "gemm a_l1 x b_l1 -> acc")
+    assert ii.cube == gemm["ii"] == 1792 and ii.cube_latency == gemm["latency"]
+    assert ii.binding == "Cube"
+    compiler_mte2 = _task(cap, "copy A -> a_l1")["ii"] + _task(cap, "copy B -> b_l1")["ii"]
+    # the ledger rounds the two loads together, the compiler rounds each copy up on its own
+    assert (ii.mte2, compiler_mte2) == (1229, 1230)
+    sk = caps["gemm_splitk"]
+    ii2 = la.pipe_ii(256, 256, 256, "bf16")
+    assert ii2.cube == _task(sk, "gemm a_l1 x b_l1 -> acc")["ii"] == 4096
+    assert ii2.mte2 == _task(sk, "copy A -> a_l1")["ii"] + _task(sk, "copy B -> b_l1")["ii"] == 2622

@@ -131,11 +131,15 @@ def test_rules_behind_the_examples():
     for s in (1024, 4096, 8192, 16384):
         assert ops.attention_io_ratio(s) == pytest.approx(1 + 6 * s / (4 * 128))
     assert ops.attention_io_ratio(4096, score_passes=2) < ops.attention_io_ratio(4096)
+    full = ops.attention_prefill(seq=8192)
+    flash = ops.attention_prefill(seq=8192, materialize_scores=False)
+    assert full.bytes - flash.bytes == ops.attention_scores_bytes(seq=8192)
 
 
 def test_adamw_and_allreduce():
     a = ops.adamw(1e9)
-    assert a.bytes == 26e9
+    assert a.bytes == 26e9 and ops.adamw_bytes_per_param() == 26
+    assert ops.adamw_bytes_per_param("fp32", "fp32") == 28
     assert ops.adamw(1e9, grad_dtype="fp32").bytes == 28e9
     for n in (2, 4, 8, 64):
         assert ops.ring_allreduce(1e9, n).bytes == pytest.approx(2 * (n - 1) / n * 2e9)

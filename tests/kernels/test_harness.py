@@ -1,0 +1,112 @@
+"""The shared harness on CPU: poison detection, tolerances, bench records, ledger glue."""
+import pytest
+import torch
+
+from kernels import harness as H
+
+
+@pytest.fixture
+def h():
+    return H.Harness("cpu", log=None)
+
+
+def test_poisoned_outputs_and_unwritten_elements_are_counted(h):
+    x = h.rand(1000, torch.float16)
+    out = h.poisoned(1000, torch.float16)
+    assert torch.isnan(out).all()
+    out[:997] = x[:997]
+    rec = h.check("partial", out, x.double())
+    assert not rec["ok"] and rec["unwritten"] == 3 and rec["mismatched"] == 0
+    out[997:] = x[997:]
+    assert h.check("full", out, x.double())["ok"]
+
+
+def test_fp8_and_int_poison(h):
+    q = h.poisoned((4, 4), torch.float8_e4m3fn)
+    assert torch.isnan(q.float()).all()
+    i = h.poisoned(8, torch.int32)
+    assert (i == torch.iinfo(torch.int32).min).all()
+    rec = h.check("int", i, torch.zeros(8, dtype=torch.int32))
+    assert rec["unwritten"] == 8 and not rec["ok"]
+
+
+def test_tolerance_is_by_output_dtype(h):
+    want = torch.ones(10, dtype=torch.float64)
+    got16 = (want * (1 + 1e-3)).half()
+    assert h.check("fp16 within", got16, want)["ok"]
+    got32 = (want * (1 + 1e-3)).float()
+    assert not h.check("fp32 outside", got32, want)["ok"]
+    assert H.tolerance(torch.bfloat16) > H.tolerance(torch.float16) > H.tolerance(torch.float32)
+    assert H.tolerance("int8") == (0.0, 0.0)
+
+
+def test_nonfinite_output_is_a_failure(h):
+    got = torch.tensor([1.0, float("inf")])
+    rec = h.check("inf", got, torch.tensor([1.0, 2.0], dtype=torch.float64))
+    assert rec["nonfinite"] == 1 and not rec["ok"]
+
+
+def test_shape_mismatch_raises(h):
+    with pytest.raises(ValueError, match="shape"):
+        h.check("bad", torch.zeros(3), torch.zeros(4))
+
+
+def test_fresh_random_inputs_differ(h):
+    assert not torch.equal(h.rand(64, torch.float32), h.rand(64, torch.float32))
+
+
+def test_bench_records_bandwidth_speedups_and_targets(h):
+    x = torch.randn(1 << 16)
+    rec = h.bench("k", lambda: x * 2, bytes=8 * x.numel(), flops=x.numel(),
+                  baselines={"slow": lambda: [x * 2 for _ in range(20)], "missing": None},
+                  targets={"frac_copy_bw": 1e-9, "speedup:slow": 1e9})
+    assert rec["gbps"] > 0 and rec["tflops"] > 0 and 0 < rec["frac_copy_bw"]
+    assert rec["speedup"]["slow"] > 1 and rec["baselines"]["missing"] is None
+    assert rec["targets"]["frac_copy_bw"]["met"] is True
+    assert rec["targets"]["speedup:slow"]["met"] is False
+    assert any(r["kind"] == "copy_bandwidth" for r in h.records)
+
+
+def test_search_picks_the_fastest(h):
+    x = torch.randn(1 << 14)
+    best, times = h.search("s", {"fast": lambda: x + 1, "slow": lambda: [x + 1 for _ in range(50)]})
+    assert best == "fast" and times["fast"] < times["slow"]
+
+
+def test_errors_are_recorded_with_traceback(h):
+    try:
+        raise RuntimeError("boom")
+    except RuntimeError as exc:
+        h.error("thing", exc)
+    rec = h.records[-1]
+    assert rec["kind"] == "error" and "boom" in rec["error"] and "Traceback" in rec["traceback"]
+
+
+def test_protocol_comes_from_the_ledger():
+    p = H.default_protocol()
+    assert p["source"] == "ledger.protocol.DEFAULT_PROTOCOL"
+    assert p["statistic"] == "median" and p["flush_l2"] and p["l2_flush_bytes"] >= 2**27
+    warm, rep = H._iterations(p, 0.5)
+    assert warm == 50 and rep == 200
+
+
+def test_ledger_cost_reads_the_ledger_and_never_guesses():
+    by, fl, src = H.ledger_cost("fusion.rmsnorm_cost", m=16384, n=4096, dtype="float16")
+    from ledger.fusion import rmsnorm_cost
+
+    c = rmsnorm_cost(16384, 4096, "float16")
+    assert (by, fl) == (c.bytes, c.flops) and src == "ledger.fusion.rmsnorm_cost"
+    assert H.ledger_cost("fusion.no_such_function", n=1)[:2] == (None, None)
+
+
+@pytest.mark.parametrize("kw, t, match", [
+    ({"dtype": torch.float16}, torch.zeros(2), "dtype must be float16"),
+    ({"ndim": 2}, torch.zeros(2), "2 dimension"),
+    ({"shape": (None, 3)}, torch.zeros(2, 4), r"shape must be \('\*', 3\)"),
+    ({}, torch.zeros(4, 4).t(), "contiguous"),
+    ({}, torch.zeros(2), "cuda"),
+    ({}, [1, 2], "torch.Tensor"),
+])
+def test_validate_tensor_names_the_constraint(kw, t, match):
+    with pytest.raises(ValueError, match=match):
+        H.validate_tensor("t", t, **kw)

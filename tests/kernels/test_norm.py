@@ -1,0 +1,91 @@
+"""Chapter 13 RMSNorm / LayerNorm: references and lowering facts on the generated CUDA."""
+import re
+
+import pytest
+import torch
+
+from kernels import norm as Nm
+
+pytestmark = pytest.mark.slow
+
+
+def body(kernel) -> str:
+    src = kernel.get_kernel_source()
+    return src[src.index("__global__ void __launch_bounds__"):]
+
+
+@pytest.fixture(scope="module")
+def src():
+    return {
+        "rows": body(Nm.rmsnorm_rows(256, 4096, "float16", 4, 256, 1e-6)),
+        "rows_ragged": body(Nm.rmsnorm_rows(37, 4000, "bfloat16", 4, 256, 1e-6)),
+        "shared": body(Nm.rmsnorm_shared(19, 4096, "float16", 256, 1e-6)),
+        "splitk": body(Nm.rmsnorm_splitk(5, 10000, "bfloat16", 1, 2048, 256, 1e-6)),
+        "layernorm": body(Nm.layernorm_rows(29, 4000, "bfloat16", 2, 256, 1e-5)),
+        "rows32": body(Nm.rmsnorm_rows(64, 1024, "float16", 1, 32, 1e-6)),
+    }
+
+
+def test_reduction_is_thread_local_then_allreduce_with_shared_workspace(src):
+    s = src["rows"]
+    assert "for (int rv = 0; rv < 16; ++rv)" in s  # per-thread partial sums first
+    assert "tl::AllReduce<tl::SumOp, 256, 1, 0, tl::NamedBarrier<256>>::run(ss[i_3], (&(workspace[0])))" in s
+    assert "extern __shared__ __align__(1024) float workspace[];" in s
+
+
+def test_reduction_within_one_warp_needs_no_workspace(src):
+    s = src["rows32"]
+    assert re.search(r"tl::AllReduce<tl::SumOp, 32, 1, 0, [^>]*>?>::run\(ss\[0\]\)", s), s
+    assert "workspace" not in s
+
+
+def test_rows_are_loaded_with_128_bit_accesses(src):
+    assert "*(uint4*)(x + (i * 8)) = *(uint4*)(X +" in src["rows"]
+
+
+def test_ragged_row_is_zero_padded_and_divided_by_n(src):
+    s = src["rows_ragged"]
+    assert "< 125" in s and "< 37" in s          # column (in 16-byte units) and row bounds
+    assert "broadcast_var = bfloat16_t(0x0p+0f" in s  # padding loads zeros
+    assert "4.000000e+03" in s                   # the sum is divided by N, not the padded width
+
+
+def test_splitk_second_pass_walks_tiles_in_reverse(src):
+    s = src["splitk"]
+    loops = re.findall(r"for \(int (k\w*) = 0; \1 < 5; \+\+\1\)", s)
+    assert len(loops) == 2, loops
+    assert re.search(r"\+ 8192\) - \(" + loops[1] + r" \* 2048\)\)", s)  # tile (4 - k): reversed
+
+
+def test_layernorm_reduces_twice(src):
+    assert src["layernorm"].count("tl::AllReduce<tl::SumOp") == 2
+
+
+def test_references():
+    x = torch.randn(4, 64) * 3 + 1
+    w = torch.randn(64)
+    y = Nm.ref_rmsnorm(x, w)
+    want = x / torch.sqrt((x * x).mean(-1, keepdim=True) + 1e-6) * w
+    torch.testing.assert_close(y, want)
+    y2 = Nm.ref_layernorm(x, w, None, 1e-5)
+    torch.testing.assert_close(y2, torch.nn.functional.layer_norm(x, (64,), w, None, 1e-5), atol=1e-5, rtol=1e-5)
+
+
+X = lambda *s, dt=torch.float16: torch.zeros(*s, dtype=dt)  # noqa: E731
+
+
+@pytest.mark.parametrize("make, match", [
+    (lambda: Nm.rmsnorm(X(4, 64, dt=torch.int8)), "dtype"),
+    (lambda: Nm.rmsnorm(X(64)), "dimension"),
+    (lambda: Nm.rmsnorm(X(4, 64), X(32)), "shape"),
+    (lambda: Nm.rmsnorm(X(4, 64), X(64, dt=torch.float32)), "dtype"),
+    (lambda: Nm.rmsnorm(X(64, 4).t()), "contiguous"),
+    (lambda: Nm.rmsnorm(X(4, 64)), "cuda"),
+    (lambda: Nm.rmsnorm(X(4, 65536)), "splitk"),
+    (lambda: Nm.rmsnorm(X(4, 64), schedule="fast"), "schedule"),
+    (lambda: Nm.layernorm(X(4, 64), None, X(63)), "shape"),
+    (lambda: Nm.layernorm(X(0, 64)), "at least one"),
+])
+def test_bad_input_raises_value_error_before_launch(make, match):
+    with pytest.raises(ValueError, match=match):
+        make()

@@ -1,0 +1,149 @@
+"""The runner: discovery, recorded-mode rendering, results I/O, and a CPU dry run of
+every chapter-13 gpu_suite (kernels replaced by fakes that check each launch's
+arguments against the kernel's PrimFunc signature: count, shapes, dtypes)."""
+import json
+
+import pytest
+import torch
+
+from kernels import harness as H
+from kernels import runner
+
+CH13 = ("elementwise", "quant", "norm", "rope", "fused")
+
+
+def test_discovery_finds_every_family_and_groups_select():
+    names = runner.module_names()
+    for n in CH13:
+        assert n in names
+    assert "harness" not in names and "runner" not in names and "bundle" not in names
+    assert runner.select(names, "ch13") == sorted(CH13, key=names.index)
+    found = runner.discover("ch13")
+    assert sorted(n for n, fn, err in found if fn is not None) == sorted(CH13)
+
+
+def test_device_slug():
+    assert runner.device_slug("NVIDIA H200") == "nvidia-h200"
+    assert runner.device_slug("NVIDIA H100 80GB HBM3") == "nvidia-h100-80gb-hbm3"
+
+
+def _fake_results():
+    return {
+        "schema": 1,
+        "provenance": {"device": "NVIDIA H200", "sm_count": 132, "driver": "580.1", "cuda": "13.0",
+                       "torch": "2.11.0", "tilelang": "0.1.15", "date": "2026-11-29T16:00:00Z",
+                       "command": "python -m kernels.runner --suite ch13"},
+        "protocol": {"describe": "warm-up 25 ms, median"},
+        "copy_bandwidth_gbps": 4000.0,
+        "suites": {"norm": {"status": "ok", "seconds": 12.0, "records": [
+            {"kind": "check", "name": "rmsnorm[rows]", "ok": True},
+            {"kind": "bench", "name": "rmsnorm[rows] fp16", "ms": 0.08, "gbps": 3500.0, "frac_copy_bw": 0.875,
+             "speedup": {"F.rms_norm": 1.5}, "targets": {"frac_copy_bw": {"target": 0.85, "value": 0.875, "met": True},
+                                                        "speedup:eager": {"target": 8, "value": 7, "met": False}}},
+        ]}},
+    }
+
+
+def test_load_and_render_recorded_results(tmp_path):
+    runner.write_results(tmp_path / "nvidia-h200.json", _fake_results())
+    data = runner.load_results("NVIDIA H200", results_dir=tmp_path)
+    text = runner.render(data, "recorded")
+    assert text.startswith("RECORDED results")
+    assert "recorded on NVIDIA H200 (132 SMs) 2026-11-29T16:00:00Z" in text
+    assert "python -m kernels.runner --suite ch13" in text
+    rows = runner.table_rows(data)
+    assert rows[0]["% copy"] == "87.5" and rows[0]["us"] == "80.0"
+    assert rows[0]["targets"] == "missed: speedup:eager"
+    assert runner.check_summary(data)[0]["checks"] == "1/1"
+    assert runner.render(data, "live").startswith("LIVE results")
+    with pytest.raises(FileNotFoundError, match="nvidia-h200"):
+        runner.load_results("NVIDIA A100", results_dir=tmp_path)
+
+
+def test_main_without_gpu_shows_recorded_mode(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(runner, "RESULTS_DIR", tmp_path)
+    monkeypatch.setattr(runner, "current_mode", lambda: "recorded")
+    assert runner.main([]) == 1  # nothing recorded yet: says so
+    assert "no recorded results" in capsys.readouterr().out
+    runner.write_results(tmp_path / "nvidia-h200.json", _fake_results())
+    assert runner.main(["--format", "markdown"]) == 0
+    out = capsys.readouterr().out
+    assert "No CUDA GPU here" in out and "RECORDED results" in out and "| suite | kernel |" in out
+
+
+def test_results_json_is_strict(tmp_path):
+    d = _fake_results()
+    d["suites"]["norm"]["records"][1]["gbps"] = float("nan")
+    runner.write_results(tmp_path / "x.json", d)
+    text = (tmp_path / "x.json").read_text()
+    assert "NaN" not in text and json.loads(text)["suites"]["norm"]["records"][1]["gbps"] is None
+
+
+# ------------------------------------------------------------------ dry run
+class FakeKernel:
+    def __init__(self, impl, args, kwargs):
+        self.func = impl.get_tir(*args, **kwargs)
+        self.calls = 0
+
+    def __call__(self, *vals):
+        params = list(self.func.params)
+        assert len(vals) == len(params), (len(vals), len(params))
+        for p, v in zip(params, vals):
+            if p in self.func.buffer_map:
+                buf = self.func.buffer_map[p]
+                assert isinstance(v, torch.Tensor)
+                assert tuple(int(s) for s in buf.shape) == tuple(v.shape), (buf.name, buf.shape, v.shape)
+                assert str(buf.dtype) == str(v.dtype).replace("torch.", ""), (buf.name, buf.dtype, v.dtype)
+                assert v.is_contiguous()
+            else:
+                assert isinstance(v, (int, float)), type(v)
+        self.calls += 1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family", CH13)
+def test_gpu_suite_dry_run_on_cpu(family, monkeypatch):
+    import importlib
+
+    from tilelang.jit import JITImpl
+
+    cache = {}
+
+    def fake_call(self, *args, **kwargs):
+        key = (id(self), args, tuple(sorted(kwargs.items())))
+        if key not in cache:
+            cache[key] = FakeKernel(self, args, kwargs)
+        return cache[key]
+
+    monkeypatch.setattr(JITImpl, "__call__", fake_call)
+    pre = set()
+
+    def fake_precompile(jobs, num_workers=None):
+        for job in jobs:
+            kw = job[2] if len(job) > 2 else {}
+            job[0].get_tir(*job[1], **kw)  # elaboration checks the argument list
+            pre.add((id(job[0]), tuple(job[1]), tuple(sorted(kw.items()))))
+        return 0
+
+    for name in CH13:
+        mod = importlib.import_module(f"kernels.{name}")
+        monkeypatch.setattr(mod, "validate_tensor",
+                            lambda *a, device="cuda", **k: H.validate_tensor(*a, device=None, **k))
+    h = H.Harness("cpu", quick=True, log=None)
+    h.time = lambda fn, **kw: (fn(), 1.0)[1]
+    h.torch_compile = lambda fn, name="": fn
+    h.precompile = fake_precompile
+    h.suite = family
+    importlib.import_module(f"kernels.{family}").gpu_suite(h)
+    errors = [r for r in h.records if r["kind"] == "error"]
+    assert not errors, errors[0]["traceback"]
+    benches = [r for r in h.records if r["kind"] == "bench"]
+    checks = [r for r in h.records if r["kind"] == "check"]
+    assert benches and checks
+    assert all(k.calls for k in cache.values())
+    missing = set(cache) - pre
+    assert not missing, f"{len(missing)} kernels used but not precompiled: {sorted(str(m[1]) for m in missing)}"
+    for r in benches:
+        if "rmsnorm+rope bf16" in r["name"] and "fp8" not in r["name"]:
+            continue  # waits for ledger.fusion.rmsnorm_rope_cost
+        assert r["bytes"] and r["ledger_source"].startswith("ledger."), r["name"]
