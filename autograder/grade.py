@@ -14,9 +14,8 @@ import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Iterable
 
 from .extract import NotebookError, read_submission
 from .labs import load_lab, spec_digest
@@ -224,7 +223,7 @@ class Progress:
 
 def grade_batch(paths: Iterable[str | Path], lab: str, out: Path, *, jobs: int = 2,
                 shard: str | None = None, limits: Limits | None = None, progress: bool = True,
-                force: bool = False, log: Callable[[str], None] | None = None) -> dict:
+                force: bool = False) -> dict:
     """Grade ``paths`` (this shard of them) into ``out/records``; returns a summary."""
     spec, _ = load_lab(lab)
     i, n = parse_shard(shard)

@@ -366,7 +366,9 @@ def main():
     sys.stdout = sys.stderr = out
     _send({"event": "hello", "confinement": confinement, "network": network, "pid": os.getpid()})
 
-    ns = {"__name__": "__main__", "__builtins__": __builtins__}
+    # ANSWER and check exist from the start: a deleted set-up cell costs nothing
+    ns = {"__name__": "__main__", "__builtins__": __builtins__, "ANSWER": {},
+          "check": sys.modules["autograder"].check}
     skip = set(job.get("skip", []))
     for cell in job["cells"]:
         i = cell["index"]

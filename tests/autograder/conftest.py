@@ -80,6 +80,7 @@ def crafted(source: Path, subs: Path) -> dict[str, dict]:
 
     nb, lost = new("cells_moved")
     del nb.cells[_answer_cell(nb, "e02_a")]  # deleted answer cell
+    nb.cells = [c for c in nb.cells if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") != "setup"]
     i = _answer_cell(nb, "e03_a")  # retyped: a fresh cell, no metadata, different code
     nb.cells[i] = nbformat.v4.new_code_cell('peak, bw = 989.5, 4.8  # TFLOPS, TB/s\n'
                                             'ANSWER["e03_a"] = {"value": peak / bw, "unit": "FLOP/Byte"}')

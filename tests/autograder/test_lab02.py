@@ -1,7 +1,6 @@
 """Lab 02: spec, release, the in-notebook check, the builder."""
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +10,7 @@ import pytest
 
 from autograder import check
 from autograder.check import check_part
-from autograder.labs import LabError, load_lab
+from autograder.labs import LabError
 from autograder.release import ReleaseError, release, strip_solutions
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -74,6 +73,8 @@ def test_check_says_right_wrong_malformed_without_the_answer(lab02, capsys):
     assert res == {"e05_a": "wrong", "e05_c": "malformed", "e05_b": "missing"}
     ref = spec.part("e05_a").reference()
     assert f"{ref:.3g}" not in out and "67.1" not in out and "expected" not in out
+    every = check(answers)
+    assert set(every) == {p.grade_id for p in spec.parts} and every["e05_b"] == "right"
 
 
 def test_release_strips_solutions_and_keeps_metadata(tmp_path, lab02):

@@ -5,7 +5,6 @@ import json
 import os
 import shutil
 import sys
-from pathlib import Path
 
 import nbformat
 import pytest

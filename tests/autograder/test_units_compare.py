@@ -7,6 +7,10 @@ from autograder.parts import LabSpec, Part, SpecError, compare
 from autograder.units import UnitError, parse_unit, to_base
 
 
+def test_to_base():
+    assert to_base(2, "GiB") == ("bytes", 2 * 2**30)
+
+
 @pytest.mark.parametrize("unit,dim,factor", [
     ("MB", "bytes", 1e6), ("GiB", "bytes", 2**30), ("KiB", "bytes", 1024), ("B", "bytes", 1),
     ("GFLOP", "flop", 1e9), ("FLOPs", "flop", 1), ("TFLOPS", "flops", 1e12), ("GB/s", "bandwidth", 1e9),

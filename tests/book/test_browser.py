@@ -40,14 +40,31 @@ def server(built_book):
     httpd.shutdown()
 
 
+def _fontconfig(tmp: Path) -> Path:
+    """A fontconfig file that adds the book's CJK font (shipped by mplfonts) to the
+    system fonts, so screenshots show Chinese even where no CJK font is installed."""
+    from coursebook.style import cjk_font_path
+
+    conf = tmp / "fonts.conf"
+    conf.write_text(
+        '<?xml version="1.0"?><!DOCTYPE fontconfig SYSTEM "fonts.dtd"><fontconfig>'
+        '<include ignore_missing="yes">/etc/fonts/fonts.conf</include>'
+        f"<dir>{cjk_font_path().parent}</dir><cachedir>{tmp / 'cache'}</cachedir></fontconfig>",
+        encoding="utf-8",
+    )
+    return conf
+
+
 @pytest.fixture(scope="module")
-def browser():
+def browser(tmp_path_factory):
     if not Path(CHROMIUM).exists() and not shutil.which("chromium"):
         pytest.fail(f"Chromium not found at {CHROMIUM}: install the distribution package 'chromium'")
     from playwright.sync_api import sync_playwright
 
+    conf = _fontconfig(tmp_path_factory.mktemp("fonts"))
+    env = {**os.environ, "FONTCONFIG_FILE": str(conf)}
     with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True, env=env)
         yield b
         b.close()
 
