@@ -14,11 +14,44 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "_build" / "html"
+CACHE = ROOT / "_build" / ".jupyter_cache"
+STAMP = ROOT / "_build" / ".inputs.sha256"
+# What executed pages read besides their own source: the packages and the recorded
+# results.  jupyter-cache keys a page on its source only, so when any of these
+# changes the execution cache is dropped and every page runs again.
+INPUTS = ("ledger", "kernels", "coursebook", "autograder", "labs")
+SUFFIXES = {".py", ".json", ".csv", ".txt", ".cpp", ".h"}
+
+
+def inputs_digest() -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    for top in INPUTS:
+        for p in sorted((ROOT / top).rglob("*")):
+            if p.is_file() and p.suffix in SUFFIXES and "__pycache__" not in p.parts:
+                h.update(str(p.relative_to(ROOT)).encode())
+                h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+def _invalidate_stale_cache() -> bool:
+    digest = inputs_digest()
+    old = STAMP.read_text().strip() if STAMP.is_file() else None
+    stale = old != digest
+    if stale:
+        # drop executed outputs and Sphinx's parsed pages, so every page re-runs
+        for d in (CACHE, ROOT / "_build" / ".doctrees"):
+            if d.exists():
+                shutil.rmtree(d)
+    return stale
 
 
 def build(strict: bool = True, clean: bool = False) -> Path:
     if clean and (ROOT / "_build").exists():
         shutil.rmtree(ROOT / "_build")
+    if _invalidate_stale_cache():
+        print("packages or recorded results changed since the last build: every page runs again")
     exe = Path(sys.executable).parent / "jupyter-book"
     cmd = [str(exe) if exe.exists() else "jupyter-book", "build", str(ROOT), "--builder", "html"]
     if strict:
@@ -27,6 +60,7 @@ def build(strict: bool = True, clean: bool = False) -> Path:
     proc = subprocess.run(cmd, cwd=ROOT)
     if proc.returncode != 0:
         raise SystemExit(f"book build failed (exit {proc.returncode}); see the messages above")
+    STAMP.write_text(inputs_digest() + "\n")
     index = OUT / "index.html"
     if not index.is_file():
         raise SystemExit(f"book build produced no {index}")

@@ -107,7 +107,7 @@ def pack(out: Path | None = None, python: str = "3.12", skip=SKIP, extra=EXTRA, 
                     if mode:
                         os.chmod(site / info.filename, mode)
         (site / "TILELANG_BUNDLE_MANIFEST.json").write_text(json.dumps(manifest, indent=1) + "\n")
-        with tarfile.open(out, "w:xz", preset=6) as tar:
+        with tarfile.open(out, "w:xz", preset=9) as tar:
             tar.add(site, arcname="site")
         if keep_wheels:
             for w in wheels.glob("*.whl"):

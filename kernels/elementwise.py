@@ -259,7 +259,9 @@ def gpu_suite(h) -> None:
         h.bench(f"add[{level}] fp16 n=2^{n.bit_length() - 1}", lambda k=k: k(a, b, c),
                 bytes=by, flops=fl, ledger_source=src,
                 baselines={"eager": eager, "torch.compile": comp},
-                targets={"frac_copy_bw": 0.95}, config={"level": level, "threads": 256, "npt": p})
+                # level 1 is the teaching baseline (2-byte accesses); the target is for levels 2-3
+                targets=None if level == "parallel" else {"frac_copy_bw": 0.95},
+                config={"level": level, "threads": 256, "npt": p})
     del a, b, c, frag
     x = h.rand(n, f32)
     y = torch.empty(n, dtype=f16, device=x.device)

@@ -8,15 +8,15 @@ with ``R = rope_dim <= D``.  Only the last ``R`` channels of each head are rotat
   ``y_{p+R/2} = x_{p+R/2} c_p + x_p s_p``;
 * interleaved (RoFormer / GPT-J): pair ``(2p, 2p+1)``, same rotation.
 
-Everything is computed in fp32 and cast once.  The kernels write every element
+Everything is computed in fp32 and cast once.  The naive kernel writes every element
 as ``y_j = x_j c + sign_j x_partner(j) s``; indices are clamped so that the
 pass-through channels never form an out-of-range partner.
 
 * ``rope_naive``   -- one token per block, x and the tables read straight from global;
 * ``rope_blocked`` -- ``blk_s`` tokens per block, x and cos/sin staged in shared memory,
-  the output built in a register fragment and written with one ``T.copy``.
-  Layout inference needs ``blk_s * H * D`` to be a multiple of the thread count;
-  the launcher picks the largest of 256/128/64/32 that divides it.
+  one loop iteration per pair writing both outputs into a shared tile that one
+  ``T.copy`` stores (a TMA store on sm_90).  Its tiling constraints are checked by
+  :func:`_threads_for` (ValueError); the naive kernel serves any shape.
 """
 import tilelang
 import tilelang.language as T
@@ -94,7 +94,12 @@ def rope_naive(S: int, H: int, D: int, rope_dim: int, style: str = "neox", dtype
 @tilelang.jit(target=TARGET)
 def rope_blocked(S: int, H: int, D: int, rope_dim: int, style: str = "neox", dtype: str = "float16",
                  blk_s: int = 2, threads: int = 256):
-    """blk_s tokens per block; x, cos and sin staged in shared, the output built in a fragment."""
+    """blk_s tokens per block; x, cos and sin staged in shared; one loop iteration per
+    *pair* writes both rotated channels into a shared output tile, copied out at once.
+
+    NeoX pairs (p, p + R/2) are two contiguous runs, so loads, math and stores
+    vectorize; interleaved pairs (2p, 2p + 1) are stride-2 and stay scalar on chip.
+    """
     start, half = D - rope_dim, rope_dim // 2
 
     @T.prim_func
@@ -102,18 +107,27 @@ def rope_blocked(S: int, H: int, D: int, rope_dim: int, style: str = "neox", dty
              Y: T.Tensor((S, H, D), dtype)):
         with T.Kernel(T.ceildiv(S, blk_s), threads=threads) as bs:
             xs = T.alloc_shared((blk_s, H, D), dtype)
+            ys = T.alloc_shared((blk_s, H, D), dtype)
             cs = T.alloc_shared((blk_s, half), ACC)
             ss = T.alloc_shared((blk_s, half), ACC)
-            y = T.alloc_fragment((blk_s, H, D), dtype)
             T.copy(X[bs * blk_s, 0, 0], xs)
             T.copy(C[bs * blk_s, 0], cs)
             T.copy(Sn[bs * blk_s, 0], ss)
-            for i, h, j in T.Parallel(blk_s, H, D):
-                p, partner, sign = _pair(j, start, half, style)
-                xv = T.cast(xs[i, h, j], ACC)
-                rot = xv * cs[i, p] + sign * T.cast(xs[i, h, partner], ACC) * ss[i, p]
-                y[i, h, j] = T.cast(T.if_then_else(j >= start, rot, xv), dtype)
-            T.copy(y, Y[bs * blk_s, 0, 0])
+            for i, h, p in T.Parallel(blk_s, H, half):
+                if style == "neox":
+                    ja = start + p
+                    jb = start + p + half
+                else:
+                    ja = start + 2 * p
+                    jb = start + 2 * p + 1
+                a = T.cast(xs[i, h, ja], ACC)
+                b = T.cast(xs[i, h, jb], ACC)
+                ys[i, h, ja] = T.cast(a * cs[i, p] - b * ss[i, p], dtype)
+                ys[i, h, jb] = T.cast(b * cs[i, p] + a * ss[i, p], dtype)
+            if start > 0:
+                for i, h, j in T.Parallel(blk_s, H, start):
+                    ys[i, h, j] = xs[i, h, j]
+            T.copy(ys, Y[bs * blk_s, 0, 0])
 
     return main
 
@@ -148,16 +162,23 @@ def _check_device(x, cos, sin, out):
             validate_tensor(name, t)
 
 
-def _threads_for(n_tile: int, threads=None) -> int:
-    """Thread count for a blocked tile of n_tile elements (layout inference needs a divisor)."""
-    if threads is not None:
-        if n_tile % threads:
-            raise ValueError(f"blk_s*H*D={n_tile} must be a multiple of threads={threads}")
-        return threads
-    for t in (256, 128, 64, 32):
-        if n_tile % t == 0:
+def _threads_for(blk_s: int, H: int, D: int, rope_dim: int, threads=None) -> int:
+    """Thread count for the blocked kernel, or ValueError naming what the tiling needs.
+
+    Layout inference in tilelang 0.1.15 needs both parallel loops (blk_s*H*rope_dim/2
+    pairs, blk_s*H*(D - rope_dim) pass-through channels) to split evenly over the
+    threads, and fails ("mapped indices are not independent") for a head count that
+    is not a power of two when blk_s > 1.
+    """
+    pairs, rest = blk_s * H * (rope_dim // 2), blk_s * H * (D - rope_dim)
+    if blk_s > 1 and H & (H - 1):
+        raise ValueError(f"blocked RoPE: H={H} must be a power of two when blk_s > 1 "
+                         f"(use blk_s=1 or blocked=False)")
+    for t in ((threads,) if threads else (256, 128, 64, 32)):
+        if pairs % t == 0 and rest % t == 0:
             return t
-    raise ValueError(f"blk_s*H*D={n_tile} must be a multiple of 32 (threads); change blk_s")
+    raise ValueError(f"blocked RoPE: blk_s*H*rope_dim/2={pairs} and blk_s*H*(D-rope_dim)={rest} must be "
+                     f"multiples of the thread count ({threads or '32..256'}); change blk_s or use blocked=False")
 
 
 def rope(x, cos, sin, rope_dim: int | None = None, style: str = "neox", out=None, *,
@@ -168,13 +189,10 @@ def rope(x, cos, sin, rope_dim: int | None = None, style: str = "neox", out=None
     check_inputs(x, cos, sin, rope_dim, style, out, device=False)
     S, H, D = x.shape
     if blocked:
-        threads = _threads_for(blk_s * H * D, threads)
-        if blk_s * H * D * x.element_size() > 96 * 1024:
-            raise ValueError(f"blk_s*H*D*itemsize must fit 96 KiB of shared memory, got "
-                             f"{blk_s * H * D * x.element_size()} B; lower blk_s")
-        if blk_s * H * D // threads > 128:
-            raise ValueError(f"blk_s*H*D/threads must be <= 128 elements per thread, got "
-                             f"{blk_s * H * D // threads}; lower blk_s")
+        threads = _threads_for(blk_s, H, D, rope_dim, threads)
+        if 2 * blk_s * H * D * x.element_size() > 160 * 1024:
+            raise ValueError(f"2*blk_s*H*D*itemsize (x and y tiles) must fit 160 KiB of shared memory, "
+                             f"got {2 * blk_s * H * D * x.element_size()} B; lower blk_s")
     threads = threads or 256
     _check_device(x, cos, sin, out)
     out = torch.empty_like(x) if out is None else out
@@ -212,15 +230,18 @@ def gpu_suite(h) -> None:
     cases = [  # S, H, D, rope_dim, dtype, blk_s
         (64, 8, 128, 128, f16, 2),
         (37, 4, 128, 64, bf16, 2),   # partial rope, ragged S
-        (9, 3, 96, 32, f16, 4),      # ragged S and heads, D not a power of two
+        (9, 4, 96, 32, f16, 4),      # ragged S, D not a power of two
     ]
+    naive_only = [(9, 3, 96, 32, f16)]  # H=3: the blocked tiling refuses it (ValueError)
     Sp, Hp, Dp, Rp = (1024, 32, 128, 128) if h.quick else (16384, 32, 128, 128)
     jobs = []
     for S, H, D, R, dt, bs in cases + [(16, 2, 64, 64, f16, 2)]:
         dn = str(dt).replace("torch.", "")
         for style in STYLES:
             jobs.append((rope_naive, (S, H, D, R, style, dn, 256)))
-            jobs.append((rope_blocked, (S, H, D, R, style, dn, bs, _threads_for(bs * H * D))))
+            jobs.append((rope_blocked, (S, H, D, R, style, dn, bs, _threads_for(bs, H, D, R))))
+    for S, H, D, R, dt in naive_only:
+        jobs += [(rope_naive, (S, H, D, R, style, str(dt).replace("torch.", ""), 256)) for style in STYLES]
     for style in STYLES:
         jobs += [(rope_blocked, (Sp, Hp, Dp, Rp, style, "float16", b, 256)) for b in (1, 2, 4)]
         jobs.append((rope_naive, (Sp, Hp, Dp, Rp, style, "float16", 256)))
@@ -233,6 +254,13 @@ def gpu_suite(h) -> None:
                 y = h.poisoned((S, H, D), dt)
                 rope(x, cos, sin, R, style, y, blocked=blocked, blk_s=bs)
                 h.check(f"rope[{style},{'blocked' if blocked else 'naive'}]", y, _ref64(x, cos, sin, R, style))
+    for S, H, D, R, dt in naive_only:
+        cos, sin = rope_tables(S, R, device=h.device)
+        for style in STYLES:
+            x = h.rand((S, H, D), dt)
+            y = h.poisoned((S, H, D), dt)
+            rope(x, cos, sin, R, style, y, blocked=False)
+            h.check(f"rope[{style},naive]", y, _ref64(x, cos, sin, R, style))
     # self-checks the chapter names: c=1, s=0 is the identity; c=0, s=1 tells the conventions apart
     S, H, D, R = 16, 2, 64, 64
     x = h.rand((S, H, D), f16)

@@ -179,6 +179,37 @@ def write_results(path: Path, data: dict) -> None:
     os.replace(tmp, path)
 
 
+def merge_results(paths: list[Path]) -> dict:
+    """Join result files of several runs on one device into one file.
+
+    Each suite keeps its own date and command and gains the copy bandwidth and
+    provenance of the run that measured it; a later file's suite replaces an
+    earlier one.  Refuses files from different devices or schemas.
+    """
+    if not paths:
+        raise ValueError("merge needs at least one results file")
+    merged: dict = {"schema": SCHEMA, "suites": {}, "runs": []}
+    device = None
+    for p in paths:
+        data = json.loads(Path(p).read_text(encoding="utf-8"))
+        if data.get("schema") != SCHEMA:
+            raise ValueError(f"{p}: schema {data.get('schema')!r}, expected {SCHEMA!r}")
+        prov = data.get("provenance", {})
+        if device is None:
+            device = prov.get("device")
+        elif prov.get("device") != device:
+            raise ValueError(f"{p}: device {prov.get('device')!r} differs from {device!r}")
+        if data.get("quick"):
+            raise ValueError(f"{p}: a --quick smoke run cannot be merged into recorded results")
+        merged["runs"].append({**prov, "copy_bandwidth_gbps": data.get("copy_bandwidth_gbps")})
+        for name, suite in data.get("suites", {}).items():
+            merged["suites"][name] = {**suite, "copy_bandwidth_gbps": data.get("copy_bandwidth_gbps"),
+                                      "run": len(merged["runs"]) - 1}
+        merged.update({"provenance": prov, "protocol": data.get("protocol"),
+                       "copy_bandwidth_gbps": data.get("copy_bandwidth_gbps"), "quick": False})
+    return merged
+
+
 def available_devices(results_dir: Path | None = None) -> list[str]:
     d = Path(results_dir or RESULTS_DIR)
     return sorted(p.stem for p in d.glob("*.json"))
@@ -276,9 +307,12 @@ def mode_label(results: dict, mode: str) -> str:
     where = f"{p.get('device', '?')} ({p.get('sm_count', '?')} SMs)"
     if mode == "live":
         return f"LIVE results, measured now on {where}"
-    return (f"RECORDED results (not measured now): recorded on {where} {p.get('date', '?')}, "
+    runs = results.get("runs") or [p]
+    dates = ", ".join(r.get("date", "?") for r in runs)
+    cmds = "; ".join(f"`{r.get('command', '?')}`" for r in runs)
+    return (f"RECORDED results (not measured now): recorded on {where} {dates}, "
             f"driver {p.get('driver', '?')}, CUDA {p.get('cuda', '?')}, torch {p.get('torch', '?')}, "
-            f"tilelang {p.get('tilelang', '?')}; command `{p.get('command', '?')}`")
+            f"tilelang {p.get('tilelang', '?')}; command{'s' if len(runs) > 1 else ''} {cmds}")
 
 
 def render(results: dict, mode: str = "recorded", fmt: str = "markdown") -> str:
@@ -362,8 +396,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--recorded", action="store_true", help="show recorded results even with a GPU")
     ap.add_argument("--device", default=None, help="recorded results of this device slug")
     ap.add_argument("--list", action="store_true", help="list the suites and exit")
+    ap.add_argument("--merge", nargs="+", metavar="FILE", default=None,
+                    help="join result files of several runs on one device into --out, then exit")
     ap.add_argument("--format", default="text", choices=("text", "markdown"))
     args = ap.parse_args(argv)
+    if args.merge:
+        if not args.out:
+            ap.error("--merge needs --out")
+        write_results(Path(args.out), merge_results([Path(p) for p in args.merge]))
+        print(f"[runner] merged {len(args.merge)} files into {args.out}")
+        return 0
     if args.list:
         for n in select(module_names(), args.suite):
             print(n)

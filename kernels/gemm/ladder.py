@@ -371,12 +371,26 @@ def gpu_suite(h: Any) -> None:
             thunks[f"{name}@{M}"] = (lambda n=name, m=M, nn=N, k=K: build(n, m, nn, k))
         for cfg in TUNE_CANDIDATES:
             thunks[f"tuned:{label(cfg)}@{M}"] = (lambda c=cfg, m=M, nn=N, k=K: rung4_annotated(m, nn, k, **c))
+    for name in ("rung3_pipelined", "rung4_annotated"):
+        thunks[f"{name}@ragged"] = (lambda n=name: build(n, 1000, 1016, 1000))
     t0 = time.perf_counter()
     built = par_build(thunks)
     wall = time.perf_counter() - t0
     h.note("gemm ladder compile", f"{len(thunks)} kernels compiled in {wall:.1f} s wall (thread pool)",
            compile_wall_s=wall, compile_s={k: round(v["compile_s"], 2) for k, v in built.items()},
            errors={k: v["error"] for k, v in built.items() if v["error"]})
+
+    # ragged shapes (not multiples of the tile) for the rungs that claim them (compiled above)
+    Mr, Nr, Kr = (1000, 1016, 1000)
+    a = h.rand((Mr, Kr), torch.float16)
+    b = h.rand((Nr, Kr), torch.float16)
+    ref = gemm_ref(a, b)
+    for name in ("rung3_pipelined", "rung4_annotated"):
+        try:
+            c = run(name, a, b, out=h.poisoned((Mr, Nr), torch.float16))
+            h.check(f"{name} ragged {Mr}x{Nr}x{Kr}", c, ref, rel_fro_err=rel_fro_err(c, ref), **gemm_tolerance(Kr))
+        except Exception as exc:
+            h.error(f"{name} ragged {Mr}x{Nr}x{Kr}", exc)
 
     for (M, N, K) in shapes:
         a = h.rand((M, K), torch.float16)

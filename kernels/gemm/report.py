@@ -109,9 +109,9 @@ def audit_rows(results: dict[str, Any] | None = None, live: bool = False) -> lis
         if r.get("name") == "hopper lowp audit":
             audit = r.get("audit")
     if audit is None and live:
-        from kernels.gemm.support import audit as run_audit
+        from kernels.gemm.support import audit_quiet
 
-        audit = run_audit()
+        audit = audit_quiet()
     rows = []
     for name, a in (audit or {}).items():
         rows.append({

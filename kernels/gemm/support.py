@@ -141,10 +141,28 @@ def audit(names: list[str] | None = None) -> dict[str, dict[str, Any]]:
     return {n: probe(n) for n in (names or list(PROBES))}
 
 
+MARKER = "== sm_90a audit (json) =="
+
+
+def audit_quiet(timeout: float = 600) -> dict[str, dict[str, Any]]:
+    """:func:`audit` in a child interpreter, so compiler logs and C++ errors stay off this process's stderr."""
+    import json
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "kernels.gemm.support"], capture_output=True, text=True, timeout=timeout)
+    out = proc.stdout
+    if proc.returncode != 0 or MARKER not in out:
+        raise RuntimeError(f"audit subprocess failed (exit {proc.returncode}): {proc.stderr[-2000:]}")
+    return json.loads(out.split(MARKER, 1)[1])
+
+
 if __name__ == "__main__":
     import json
 
-    print(json.dumps(audit(), indent=1))
+    result = audit()
+    print(MARKER)
+    print(json.dumps(result, indent=1))
 
 
 # ------------------------------------------------------------------ GPU suite

@@ -98,3 +98,16 @@ def test_throughput_100_submissions(capsys):
         print("\nbench:", json.dumps(res))
     assert res["all_full_marks"]
     assert res["per_second_per_core"] >= 0.67, res
+
+
+def test_progress_bar_reports_rate():
+    import io
+
+    from autograder.grade import Progress
+
+    buf = io.StringIO()
+    bar = Progress(20, stream=buf)
+    for i in range(20):
+        bar.step(f"s{i}")
+    lines = buf.getvalue().splitlines()
+    assert 2 <= len(lines) <= 11 and lines[-1].startswith("[" + "#" * 30 + "] 20/20") and "/min" in lines[-1]

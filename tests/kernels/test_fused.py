@@ -39,6 +39,12 @@ def test_fused_kernel_reads_x_once_and_reduces_in_shared_workspace(src):
         assert "tl::AllReduce<tl::SumOp, 256" in s and "workspace" in s
 
 
+def test_rope_rotates_the_shared_tile_in_place_and_the_tile_leaves_by_tma(src):
+    s = src["rope"]
+    assert "tl::tma_store(" in s and "Y[" in s.split("tl::tma_store(", 1)[1][:40]
+    assert "half_t y[" not in s and "bfloat16_t y[" not in s  # no separate output fragment
+
+
 def test_fp8_variant_adds_a_group_absmax_and_a_saturating_cast(src):
     s = src["fp8"]
     assert "tl::AllReduce<tl::MaxOp" in s

@@ -163,3 +163,37 @@ def test_check_inputs_names_the_constraint(a, b, name, match):
 def test_check_inputs_requires_cuda_tensors():
     with pytest.raises(ValueError, match="CUDA"):
         ladder.check_inputs(_t((128, 64)), _t((128, 64)), "rung4_annotated")
+
+
+def test_report_tables_read_recorded_records():
+    from kernels.gemm import report
+
+    res = {"suites": {
+        "gemm.ladder": {"records": [
+            {"kind": "check", "name": "tuned rung4 8192^3", "ok": True},
+            {"kind": "bench", "name": "tuned rung4 8192^3", "ms": 1.5, "tflops": 733.0, "rel_fro_err": 3e-4,
+             "baselines": {"cuBLAS": 1.6}, "speedup": {"cuBLAS": 1.6 / 1.5},
+             "targets": {"speedup:cuBLAS": {"target": 1.0, "value": 1.6 / 1.5, "met": True}}},
+            {"kind": "search", "name": "tuned rung4 8192^3", "best": "b", "ms": {"a": 2.0, "b": 1.5},
+             "errors": {"c": "boom"}},
+        ]},
+        "gemm.support": {"records": [{"kind": "note", "name": "hopper lowp audit",
+                                      "audit": {"int4_gemm": {"supported": False, "error": "no int4", "path": {}}}}]},
+    }}
+    (row,) = report.ladder_rows(res)
+    assert row["TFLOP/s"] == "733.0" and row["vs cuBLAS"] == "1.07" and row["check"] == "ok"
+    tune = report.tuning_rows(res)
+    assert [r["candidate"] for r in tune] == ["b", "a", "c"] and tune[0]["winner"] == "yes"
+    assert report.targets(res) == [{"kernel": "tuned rung4 8192^3", "target": "speedup:cuBLAS >= 1.0",
+                                    "value": "1.07", "met": "yes"}]
+    assert report.audit_rows(res)[0]["sm_90a"] == "refused"
+    assert report.variant_rows(None) == [] and report.lowp_rows(res) == []
+
+
+def test_ragged_shapes_get_guarded_stores(rungs):
+    """Rung 3 claims ragged M/N/K: TMA zero-fills the loads, the epilogue guards its stores."""
+    ragged = ladder.build("rung3_pipelined", 1000, 1016, 1000).get_kernel_source()
+    aligned = rungs["rung3_pipelined"][1]
+    store = re.compile(r"if \(\(\(\(\(\(\(\(int\)blockIdx\.y\)")
+    assert store.search(ragged) and not store.search(aligned)
+    assert instruction_path(ragged)["tma_load"]

@@ -41,20 +41,26 @@ def src():
     out = {}
     for style in R.STYLES:
         for name, k in (("naive", R.rope_naive(64, 8, 128, 64, style, "float16", 256)),
-                        ("blocked", R.rope_blocked(64, 8, 128, 64, style, "float16", 2, 256))):
+                        ("blocked", R.rope_blocked(16384, 32, 128, 128, style, "float16", 2, 256))):
             s = k.get_kernel_source()
             out[style, name] = s[s.index("__global__ void __launch_bounds__"):]
-    s = R.rope_blocked(9, 3, 96, 32, "neox", "float16", 4, 128).get_kernel_source()
+    s = R.rope_blocked(9, 4, 96, 32, "neox", "float16", 4, R._threads_for(4, 4, 96, 32)).get_kernel_source()
     out["ragged"] = s
     return out
 
 
-def test_blocked_stages_through_shared_and_syncs_once(src):
+def test_blocked_stages_through_shared_and_stores_with_tma(src):
     for style in R.STYLES:
         s = src[style, "blocked"]
-        assert "xs" in s and "__syncthreads();" in s
-        assert s.count("__syncthreads()") == 1
-        assert "*(uint4*)(((half_t*)xs)" in s  # x staged with 16-byte copies
+        assert s.count("__syncthreads()") == 2  # after staging, before the store
+        assert "*(uint4*)(((half_t*)xs)" in s   # x staged with 16-byte copies
+        assert "tl::tma_store(" in s            # the output tile leaves in one TMA store
+
+
+def test_neox_pairs_vectorize_and_interleaved_pairs_do_not(src):
+    neox, inter = src["neox", "blocked"], src["interleaved", "blocked"]
+    assert "float4 a = " in neox and "*(float4*)(((float*)cs)" in neox
+    assert "float4" not in inter
 
 
 def test_naive_reads_partner_from_global_with_scalar_accesses(src):
@@ -67,11 +73,14 @@ def test_ragged_tile_compiles_with_bounds(src):
     assert "< 9" in src["ragged"]
 
 
-def test_thread_count_is_chosen_to_divide_the_tile():
-    assert R._threads_for(2 * 8 * 128) == 256
-    assert R._threads_for(4 * 3 * 96) == 128
-    with pytest.raises(ValueError, match="multiple of 32"):
-        R._threads_for(3 * 5 * 2)
+def test_blocked_tiling_constraints():
+    assert R._threads_for(2, 32, 128, 128) == 256
+    assert R._threads_for(4, 1, 4096, 128) == 256
+    assert R._threads_for(2, 1, 4096, 128) == 128
+    with pytest.raises(ValueError, match="power of two"):
+        R._threads_for(4, 3, 96, 32)
+    with pytest.raises(ValueError, match="multiples of the thread count"):
+        R._threads_for(1, 3, 10, 2)
 
 
 F = lambda *s, dt=torch.float32: torch.zeros(*s, dtype=dt)  # noqa: E731
@@ -88,7 +97,8 @@ H = lambda *s: torch.zeros(*s, dtype=torch.float16)  # noqa: E731
     (lambda: R.rope(H(4, 2, 16), F(4, 8, dt=torch.float16), F(4, 8), 16), "cos: dtype"),
     (lambda: R.rope(H(4, 2, 16), F(8, 4).t(), F(4, 8), 16), "contiguous"),
     (lambda: R.rope(H(4, 2, 16), F(4, 8), F(4, 8), 16), "cuda"),
-    (lambda: R.rope(H(4, 2, 2), F(4, 1), F(4, 1), 2, blk_s=1), "multiple of 32"),
+    (lambda: R.rope(H(4, 3, 16), F(4, 8), F(4, 8), 16, blk_s=2), "power of two"),
+    (lambda: R.rope(H(4, 2, 2), F(4, 1), F(4, 1), 2, blk_s=1), "thread count"),
 ])
 def test_bad_input_raises_value_error_before_launch(make, match):
     with pytest.raises(ValueError, match=match):

@@ -144,6 +144,43 @@ def test_gpu_suite_dry_run_on_cpu(family, monkeypatch):
     missing = set(cache) - pre
     assert not missing, f"{len(missing)} kernels used but not precompiled: {sorted(str(m[1]) for m in missing)}"
     for r in benches:
-        if "rmsnorm+rope bf16" in r["name"] and "fp8" not in r["name"]:
-            continue  # waits for ledger.fusion.rmsnorm_rope_cost
         assert r["bytes"] and r["ledger_source"].startswith("ledger."), r["name"]
+
+
+def test_live_run_records_every_suite_and_survives_a_failing_one(tmp_path, monkeypatch, capsys):
+    """run_live on CPU: a fake device, three fake suites (ok, raising, failing check)."""
+    import kernels.harness as harness_mod
+
+    def ok_suite(h):
+        x = h.rand(100, torch.float32)
+        h.check("good", x.clone(), x.double())
+        h.bench("fast", lambda: x + 1, bytes=800)
+
+    def raising_suite(h):
+        raise RuntimeError("kernel exploded")
+
+    def failing_suite(h):
+        h.check("bad", torch.zeros(4), torch.ones(4, dtype=torch.float64))
+
+    class CpuHarness(harness_mod.Harness):
+        def __init__(self, device="cuda", **kw):
+            super().__init__("cpu", log=None, **{k: v for k, v in kw.items() if k != "log"})
+
+    monkeypatch.setattr(harness_mod, "Harness", CpuHarness)
+    monkeypatch.setattr(runner, "provenance", lambda argv=None: {"device": "Fake GPU", "sm_count": 1,
+                                                                 "date": "2026-01-01T00:00:00Z",
+                                                                 "command": "python -m kernels.runner"})
+    monkeypatch.setattr(runner, "discover", lambda suites=None: [
+        ("a", ok_suite, None), ("b", raising_suite, None), ("c", failing_suite, None),
+        ("d", None, ImportError("no module named acl"))])
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a, **k: None)
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda *a, **k: None)
+    out = tmp_path / "fake-gpu.json"
+    data = runner.run_live(None, out, quick=True, argv=[])
+    saved = json.loads(out.read_text())
+    assert saved["provenance"]["device"] == "Fake GPU" and saved["copy_bandwidth_gbps"] > 0
+    st = {k: v["status"] for k, v in saved["suites"].items()}
+    assert st == {"a": "ok", "b": "error", "c": "check-failed", "d": "import-error"}
+    err = [r for r in saved["suites"]["b"]["records"] if r["kind"] == "error"][0]
+    assert "kernel exploded" in err["traceback"]
+    assert runner.table_rows(data)[0]["kernel"] == "fast"

@@ -1,0 +1,89 @@
+"""Glue recorded (or live) GPU measurements into a page.
+
+Pages never type a measured number: ``glue_measured()`` loads the results file
+through :func:`kernels.runner.load_results` and glues, for every timed kernel,
+
+* ``rec.<slug>.us`` / ``.gbps`` / ``.pct_copy`` / ``.tflops``,
+* ``rec.<slug>.x.<baseline>`` for each speedup (``x.f-rms-norm``, ``x.cublas``…),
+
+where ``<slug>`` is the kernel's record name in lower case with every run of other
+characters turned into ``-`` (``rmsnorm[rows] fp16 16384x4096`` →
+``rmsnorm-rows-fp16-16384x4096``); and the provenance as ``rec.device``,
+``rec.sms``, ``rec.dates``, ``rec.driver``, ``rec.cuda``, ``rec.torch``,
+``rec.tilelang``, ``rec.copy_gbps``, ``rec.mode``.
+"""
+from __future__ import annotations
+
+import re
+
+from coursebook.glue import GluedText
+
+__all__ = ["slug", "measured_values", "glue_measured", "provenance_line"]
+
+
+def slug(name: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+
+
+def _f(x: float, digits: int) -> str:
+    return f"{x:.{digits}f}"
+
+
+def measured_values(results: dict, mode: str = "recorded") -> dict[str, str]:
+    """Every gluable value of a results dict, as printed text."""
+    from kernels.runner import records
+
+    p = results.get("provenance", {})
+    runs = results.get("runs") or [p]
+    out = {
+        "rec.mode": mode,
+        "rec.device": str(p.get("device", "?")),
+        "rec.sms": str(p.get("sm_count", "?")),
+        "rec.dates": "、".join(sorted({str(r.get("date", "?"))[:10] for r in runs})),
+        "rec.driver": str(p.get("driver", "?")),
+        "rec.cuda": str(p.get("cuda", "?")),
+        "rec.torch": str(p.get("torch", "?")),
+        "rec.tilelang": str(p.get("tilelang", "?")),
+    }
+    bws = [r.get("copy_gbps") or r.get("copy_bandwidth_gbps") for r in runs]
+    bws = [b for b in bws if b] or [results.get("copy_bandwidth_gbps")]
+    if bws and bws[0]:
+        out["rec.copy_gbps"] = _f(min(bws), 0) if len({round(b) for b in bws}) == 1 else \
+            f"{_f(min(bws), 0)}–{_f(max(bws), 0)}"
+    for r in records(results, "bench"):
+        k = f"rec.{slug(r.get('name', ''))}"
+        if r.get("ms"):
+            out[f"{k}.us"] = _f(r["ms"] * 1e3, 1)
+        if r.get("gbps"):
+            out[f"{k}.gbps"] = _f(r["gbps"], 0)
+        if r.get("frac_copy_bw"):
+            out[f"{k}.pct_copy"] = _f(100 * r["frac_copy_bw"], 1)
+        if r.get("tflops"):
+            out[f"{k}.tflops"] = _f(r["tflops"], 1)
+        for base, v in (r.get("speedup") or {}).items():
+            if v is not None:
+                out[f"{k}.x.{slug(base)}"] = _f(v, 2)
+    return out
+
+
+def provenance_line(results: dict, mode: str = "recorded") -> str:
+    """One Chinese line saying what the numbers are and where they were measured."""
+    v = measured_values(results, mode)
+    head = "现场实测（live）" if mode == "live" else "记录结果（recorded）"
+    return (f"{head}：{v['rec.device']}（{v['rec.sms']} 个 SM），{v['rec.dates']}，驱动 {v['rec.driver']}，"
+            f"CUDA {v['rec.cuda']}，torch {v['rec.torch']}，tilelang {v['rec.tilelang']}；"
+            f"同一次运行实测的显存拷贝带宽 {v.get('rec.copy_gbps', '?')} GB/s。")
+
+
+def glue_measured(device: str = "nvidia-h200") -> dict[str, str]:
+    """Load results (live mode is the runner's business; pages show recorded files)
+    and glue every value; returns the dict of glued texts."""
+    from myst_nb import glue
+
+    from kernels.runner import load_results
+
+    res = load_results(device)
+    vals = measured_values(res, "recorded")
+    for key, text in vals.items():
+        glue(key, GluedText(text), display=False)
+    return vals
