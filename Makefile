@@ -46,7 +46,7 @@ bundle: venv
 	$(VPY) -m kernels.bundle pack
 
 gpu-results: venv
-	$(VPY) -m kernels.runner --all --out kernels/results/$$($(VPY) -m kernels.runner --device-slug).json
+	$(VPY) -m kernels.runner
 
 clean:
 	rm -rf _build

@@ -10,6 +10,14 @@ The kernel reads the row as a three-dimensional fragment ``(blk_m, N // group,
 group)`` and reduces the last dimension, rather than writing an
 ``amax[j // group] = max(...)`` loop, whose store index is invariant along the
 inner loop and would be scalarized.
+
+The quantizer multiplies by ``1 / scale``, computed once per group, instead of
+dividing every element by ``scale``: an IEEE fp32 division is about ten instructions
+(reciprocal, Newton steps, a slow-path check), and at 2 bytes in and 1 byte out per
+element those instructions compete with the memory traffic (the division version
+reached 82 % of the copy bandwidth on the H200).  The product differs from the
+quotient by about one fp32 ulp, far below the e4m3 step (2^-3 relative) it is then
+rounded to.
 """
 import tilelang
 import tilelang.language as T
@@ -48,13 +56,15 @@ def quant_fp8(M: int, N: int, group: int = 128, dtype: str = "float16", blk_m: i
         with T.Kernel(T.ceildiv(M, blk_m), threads=threads) as bx:
             x = T.alloc_fragment((blk_m, G, group), dtype)
             amax = T.alloc_fragment((blk_m, G), ACC)
+            inv = T.alloc_fragment((blk_m, G), ACC)
             q = T.alloc_fragment((blk_m, G, group), FP8)
             T.copy(X[bx * blk_m, 0, 0], x)
             T.reduce_absmax(x, amax, dim=2)
             for i, g in T.Parallel(blk_m, G):
-                amax[i, g] = T.max(amax[i, g], EPS) / FP8_MAX
+                amax[i, g] = T.max(amax[i, g], EPS) / FP8_MAX  # the scale
+                inv[i, g] = 1.0 / amax[i, g]  # one division per group
             for i, g, j in T.Parallel(blk_m, G, group):
-                q[i, g, j] = T.cast(T.clamp(T.cast(x[i, g, j], ACC) / amax[i, g], -FP8_MAX, FP8_MAX), FP8)
+                q[i, g, j] = T.cast(T.clamp(T.cast(x[i, g, j], ACC) * inv[i, g], -FP8_MAX, FP8_MAX), FP8)
             T.copy(q, Q[bx * blk_m, 0, 0])
             T.copy(amax, S[bx * blk_m, 0])
 

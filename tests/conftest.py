@@ -27,3 +27,10 @@ def built_book() -> Path:
 
         build(strict=True)
     return html
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """Run the book tests last: they are the slowest (a strict build, a browser), and
+    page tests compile kernels in this process through the cached jit path, which
+    must not precede the kernel tests that inspect freshly compiled device modules."""
+    items.sort(key=lambda item: "/tests/book/" in str(item.fspath))

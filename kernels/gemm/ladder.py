@@ -18,7 +18,7 @@ Rungs (each factory is a ``tilelang.jit`` kernel compiled for sm_90a):
    through ``TensorCoreIntrinEmitter`` (the pre-Hopper instruction path).
 
 The tuned rung 4 is a fixed, explicit list of candidates (:data:`TUNE_CANDIDATES`,
-block shapes x stages x raster panel, all with two consumer warpgroups) compiled in
+block shapes x stages x raster panel x warp partition, all with two consumer warpgroups) compiled in
 parallel and timed one by one on the GPU inside :func:`gpu_suite`; every candidate's
 time, the winner and the compile times are recorded.
 """
@@ -136,6 +136,7 @@ def rung4_annotated(
     panel: int = 10,
     order: str = "row",
     annotate: bool = True,
+    policy: str = "square",
 ):
     """Rung 4: rung 3 plus swizzled shared layouts, block rasterization and a staged epilogue.
 
@@ -144,7 +145,13 @@ def rung4_annotated(
     leaves the shared layouts to tilelang's inference (on sm_90a it infers the same
     128-byte swizzle that TMA and wgmma need, so the annotation changes nothing there;
     it matters on the cp.async + ldmatrix path of rung 5).
+    ``policy`` is the warp partition of ``T.gemm``: ``"square"`` (tilelang's default) splits a
+    128x256 tile between the two consumer warpgroups along N (each issues m64n128 wgmma on
+    both 64-row halves); ``"row"`` gives each warpgroup whole rows (one m64n256 wgmma per
+    k16 step), which reads about 17% fewer operand bytes from shared memory per step.
     """
+    warp_policy = {"square": T.GemmWarpPolicy.Square, "row": T.GemmWarpPolicy.FullRow,
+                   "col": T.GemmWarpPolicy.FullCol}[policy]
 
     @T.prim_func
     def main(A: T.Tensor((M, K), T.float16), B: T.Tensor((N, K), T.float16), C: T.Tensor((M, N), T.float16)):
@@ -160,7 +167,7 @@ def rung4_annotated(
             for ko in T.Pipelined(T.ceildiv(K, block_K), num_stages=stages):
                 T.copy(A[by * block_M, ko * block_K], A_s)
                 T.copy(B[bx * block_N, ko * block_K], B_s)
-                T.gemm(A_s, B_s, acc, transpose_B=True)
+                T.gemm(A_s, B_s, acc, transpose_B=True, policy=warp_policy)
             T.copy(acc, C_s)
             T.copy(C_s, C[by * block_M, bx * block_N])
 
@@ -314,8 +321,18 @@ def run(name: str, a: Any, b: Any, out: Any = None, **overrides: Any) -> Any:
 
 #: The explicit search space of the tuned rung 4 (Hopper, fp16, large square shapes).
 #: ``threads`` counts consumer threads (2 warpgroups = 256); tilelang adds a
-#: producer warpgroup. Cost: len(TUNE_CANDIDATES) compiles per shape (in parallel)
-#: plus one timed run each.
+#: producer warpgroup. Axes: block shape (128x256, 256x128, 128x128, 128x192), stages
+#: (3-4, bounded by 227 KB of shared memory), raster panel (8/10/16), annotated vs
+#: inferred swizzle, and the warp partition of ``T.gemm`` (``policy``): the last two
+#: candidates give each consumer warpgroup whole rows, so 128x256 issues m64n256k16
+#: (the shape of CUTLASS's cooperative 128x256 kernel) instead of two m64n128k16, and
+#: 256x128 issues m64n128 instead of m64n64 -- fewer shared-memory operand reads per
+#: step, same registers (128 fp32 per thread, no spill under the 240-register budget).
+#: Ruled out by compiling for sm_90a: three consumer warpgroups (192x256, 512 threads)
+#: cap registers at 128 and ptxas refuses the m64n256 wgmma; block_K=128 with 2 stages
+#: compiles but leaves the producer only one stage ahead.
+#: Cost: len(TUNE_CANDIDATES) = 12 compiles per shape (about 5 s each, in parallel in
+#: the suite's thread pool) plus one timed run each (~0.2 s at 4096^3, ~0.3 s at 8192^3).
 TUNE_CANDIDATES: list[dict[str, Any]] = [
     dict(block_M=128, block_N=256, block_K=64, stages=3, threads=256, panel=8),
     dict(block_M=128, block_N=256, block_K=64, stages=3, threads=256, panel=10),
@@ -327,12 +344,16 @@ TUNE_CANDIDATES: list[dict[str, Any]] = [
     dict(block_M=128, block_N=256, block_K=64, stages=3, threads=256, panel=16),
     dict(block_M=128, block_N=256, block_K=64, stages=3, threads=256, panel=8, annotate=False),
     dict(block_M=256, block_N=128, block_K=64, stages=3, threads=256, panel=8, annotate=False),
+    dict(block_M=128, block_N=256, block_K=64, stages=3, threads=256, panel=8, policy="row"),
+    dict(block_M=256, block_N=128, block_K=64, stages=3, threads=256, panel=8, policy="row"),
 ]
 
 
 def label(cfg: dict[str, Any]) -> str:
     """Short printable name of a rung-4 configuration."""
     tag = "" if cfg.get("annotate", True) else "_inferred"
+    if cfg.get("policy", "square") != "square":
+        tag += f"_{cfg['policy']}"
     return f"{cfg['block_M']}x{cfg['block_N']}x{cfg['block_K']}_s{cfg['stages']}_t{cfg['threads']}_p{cfg['panel']}{tag}"
 
 

@@ -88,16 +88,21 @@ def variant_rows(results: dict[str, Any] | None) -> list[dict[str, str]]:
 
 
 def lowp_rows(results: dict[str, Any] | None) -> list[dict[str, str]]:
-    """fp8 and dequantize GEMM rows against torch._scaled_mm / fp16 cuBLAS."""
+    """fp8 and dequantize GEMM rows against torch._scaled_mm / fp16 cuBLAS, with the element-wise check
+    (a fast low-precision kernel can fail it: speed and accuracy are reported side by side)."""
+    checks = _checks(results, "gemm.lowp")
     rows = []
     for r in _records(results, "gemm.lowp", "bench"):
         sp = r.get("speedup") or {}
+        chk = checks.get(r["name"], {})
         rows.append({
             "kernel": r["name"],
             "TFLOP/s": _f(r.get("tflops"), ".1f"),
             "ms": _f(r.get("ms"), ".3f"),
             "speedups": ", ".join(f"{v:.2f}x vs {k}" for k, v in sp.items() if v is not None),
             "rel. Frobenius err": _f(r.get("rel_fro_err"), ".1e"),
+            "max abs err": _f(chk.get("max_abs_err"), ".3g"),
+            "check": "ok" if chk.get("ok") else (f"FAIL ({chk.get('mismatched')} elements)" if chk else ""),
         })
     return rows
 

@@ -15,11 +15,9 @@ SHAPE = (1024, 1024, 1024)
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _fresh_compiles():
-    """Kernels loaded from the disk cache carry no device module (launch config); compile afresh."""
-    tilelang.disable_cache()
+def _fresh_compiles(fresh_compiles):
+    """Kernels loaded from a cache carry no device module (launch config); compile afresh."""
     yield
-    tilelang.enable_cache()
 TUNED = [ladder.TUNE_CANDIDATES[0], ladder.TUNE_CANDIDATES[3]]  # 128x256 and 256x128, 2 consumer warpgroups
 
 
@@ -197,3 +195,23 @@ def test_ragged_shapes_get_guarded_stores(rungs):
     store = re.compile(r"if \(\(\(\(\(\(\(\(int\)blockIdx\.y\)")
     assert store.search(ragged) and not store.search(aligned)
     assert instruction_path(ragged)["tma_load"]
+
+
+def test_row_partition_candidates_issue_full_width_wgmma():
+    """policy="row": each consumer warpgroup owns 64 whole rows of the tile."""
+    rows = [c for c in ladder.TUNE_CANDIDATES if c.get("policy") == "row"]
+    assert len(rows) == 2 and len(ladder.TUNE_CANDIDATES) <= 12
+    want = {(128, 256): {(64, 256, 16)}, (256, 128): {(64, 128, 16)}}
+    for cfg in rows:
+        k = ladder.rung4_annotated(4096, 4096, 4096, **cfg)
+        src, info = k.get_kernel_source(), launch_info(k)
+        assert set(wgmma_shapes(src)) == want[(cfg["block_M"], cfg["block_N"])], ladder.label(cfg)
+        assert info.dyn_smem_bytes == ladder.smem_budget(cfg) and info.threads == cfg["threads"] + 128
+        p = instruction_path(src)
+        assert p["tma_load"] and p["tma_store"] and p["warp_specialized"] and p["rasterization"]
+
+
+def test_default_partition_splits_n_between_warpgroups(tuned):
+    """The square default (every other candidate): 128x256 as two m64n128 halves, 256x128 as m64n64."""
+    shapes = {(c["block_M"], c["block_N"]): set(wgmma_shapes(src)) for c, src, _ in tuned}
+    assert shapes == {(128, 256): {(64, 128, 16)}, (256, 128): {(64, 64, 16)}}

@@ -1,5 +1,7 @@
 """CPU checks of the low-precision GEMMs and of the sm_90a support audit (tilelang 0.1.15)."""
 
+import re
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -10,10 +12,9 @@ from kernels.gemm.common import instruction_path, launch_info, wgmma_shapes  # n
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _fresh_compiles():
-    tilelang.disable_cache()
+def _fresh_compiles(fresh_compiles):
+    """Kernels loaded from a cache carry no device module (launch config); compile afresh."""
     yield
-    tilelang.enable_cache()
 
 
 @pytest.fixture(scope="module")
@@ -132,3 +133,89 @@ def test_dequant_check_inputs():
         lowp.check_dequant_inputs(a, packed, torch.zeros((128, 3), dtype=torch.float16))
     with pytest.raises(ValueError, match="CUDA"):
         lowp.check_dequant_inputs(a, packed, scales)
+
+
+# ------------------------------------------------------- fp8 two-level accumulation
+
+
+@pytest.fixture(scope="module")
+def promoted():
+    out = {}
+    for cfg in (lowp.FP8_PROMOTED_CANDIDATES[0], lowp.FP8_PROMOTED_CANDIDATES[1]):
+        k = lowp.fp8_gemm_promoted(1024, 1024, 1024, **cfg)
+        out[cfg["promote"]] = (cfg, k, k.get_kernel_source())
+    return out
+
+
+def test_square_partition_splits_n_between_warpgroups():
+    cfg = next(c for c in lowp.FP8_PROMOTED_CANDIDATES if c["block_N"] == 192 and c["policy"] == "square")
+    src = lowp.fp8_gemm_promoted(1024, 1024, 1024, **cfg).get_kernel_source()
+    assert set(wgmma_shapes(src)) == {(64, 96, 32)}
+
+
+def test_promoted_fp8_stays_on_warp_specialized_wgmma(promoted):
+    from ledger.cost import dtype_bytes
+    from ledger.tiles import smem_total
+
+    cfg, k, src = promoted[1]
+    p = instruction_path(src)
+    assert p["wgmma"] and p["tma_load"] and p["warp_specialized"] and p["mbarrier"]
+    assert not p["mma_sync"]
+    # fp8 wgmma, K step 32; policy "row": each of the 2 consumer warpgroups owns 64 whole rows
+    assert cfg["policy"] == "row"
+    assert "kFloat8_e4m3" in src and set(wgmma_shapes(src)) == {(64, 192, 32)}
+    info = launch_info(k)
+    assert info.threads == cfg["threads"] + 128
+    # the partial tile lives in registers: shared memory is the fp8 stage ring only
+    assert info.dyn_smem_bytes == smem_total(cfg["block_M"], cfg["block_N"], cfg["block_K"], cfg["stages"],
+                                             dtype_bytes("float8_e4m3fn"))
+
+
+def test_promotion_is_visible_in_the_generated_loop(promoted):
+    _, _, src = promoted[1]
+    loop = src[src.index("warpgroup_reg_alloc"):]
+    # two register tiles: the wgmma partial and the fp32 main accumulator
+    assert re.search(r"float part\[96\];", src) and re.search(r"float acc\[96\];", src)
+    # the first wgmma of each K block starts from zero (scale-d = 0): clear_accum costs no instruction
+    assert re.search(r"\(uint32_t\*\)\(part \+ [^;]*?\), \(\(0 < ki\) \? 1 : 0\)\);", loop)
+    # after the wgmma group completes, the partial is added into acc with plain FADDs
+    wait = loop.index("warpgroup_wait<0>")
+    add = re.search(r"v_ = \*\(float4\*\)\(acc \+ .*?\n.*?v__1 = \*\(float4\*\)\(part \+ .*?\n\s*__1\.x = \(v_\.x\+v__1\.x\);", loop[wait:])
+    assert add, "promotion acc += part not found after the wgmma wait"
+    # ... inside the K loop (before the scaling epilogue)
+    assert wait + add.start() < loop.index("SA[0]")
+
+
+def test_promote_every_two_blocks_is_conditional(promoted):
+    _, _, src = promoted[2]
+    assert "((ko_1 % 2) == 0) ? 0 : 1" in src  # the partial restarts on even blocks only
+    assert "if ((ko_1 & 1) == 1)" in src  # and is promoted after odd ones
+    with pytest.raises(ValueError, match="divide"):
+        lowp.fp8_gemm_promoted(1024, 1024, 1152, **lowp.FP8_PROMOTED_CANDIDATES[1])  # 9 K blocks
+
+
+def test_fp8_search_lists_are_small_and_fit_shared_memory():
+    from ledger.cost import dtype_bytes
+    from ledger.tiles import smem_total
+
+    assert len(lowp.FP8_PROMOTED_CANDIDATES) <= 6 and len(lowp.FP8_CANDIDATES) <= 6
+    labels = [lowp._fp8_label(c) for c in lowp.FP8_PROMOTED_CANDIDATES + lowp.FP8_CANDIDATES]
+    assert len(set(labels)) == len(labels)
+    for cfg in lowp.FP8_PROMOTED_CANDIDATES + lowp.FP8_CANDIDATES:
+        assert smem_total(cfg["block_M"], cfg["block_N"], cfg["block_K"], cfg["stages"], dtype_bytes("float8_e4m3fn")) <= 232448
+        assert cfg["block_N"] % 16 == 0
+
+
+def test_tolerance_stats_flag_a_wrong_tile_and_pass_bf16_rounding():
+    g = torch.Generator().manual_seed(1)
+    K = 4096
+    ref = torch.randn((256, 256), generator=g, dtype=torch.float64) * K ** 0.5
+    tol = dict(atol=2.0 ** -8 * K ** 0.5, rtol=1.6e-2)
+    assert lowp.tolerance_stats(ref.to(torch.bfloat16), ref, **tol)["ok"]
+    bad = ref.clone()
+    bad[128:, 128:] = ref[:128, :128]  # one tile holds another tile's values
+    st = lowp.tolerance_stats(bad, ref, **tol)
+    assert not st["ok"] and st["mismatched"] > 128 * 128 // 2
+    nan = ref.clone()
+    nan[0, 0] = float("nan")
+    assert lowp.tolerance_stats(nan, ref, **tol)["mismatched"] == 1

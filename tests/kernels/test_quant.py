@@ -1,4 +1,6 @@
 """Per-token FP8 quantization: reference semantics and the generated CUDA."""
+import re
+
 import pytest
 import torch
 
@@ -24,6 +26,14 @@ def test_cast_is_saturating_e4m3_and_stores_are_16_bytes(src):
     assert "__nv_cvt_float2_to_fp8x2" in src and "__NV_SATFINITE, __NV_E4M3" in src
     assert "*(fp8_e4_16_t*)(Q +" in src
     assert "*(uint4*)(x + (i * 8)) = *(uint4*)(X +" in src
+
+
+def test_one_division_per_group_then_a_multiply_per_element(src):
+    # blk_m=4: 4 groups per thread -> 4 scales (amax / 448) and 4 reciprocals, 8 divisions;
+    # the 64 elements of the thread are multiplied (float4 products), never divided
+    assert "inv[" in src and "make_float4(inv[" in src
+    assert re.search(r"__\d+\.w = \(__\d+\.w\*v__\d+\.w\)", src)
+    assert src.count("/v__") == 8, src.count("/v__")
 
 
 def test_reference_round_trip():

@@ -1,0 +1,247 @@
+"""Checks on chapter 14's page (book/ch_gemm.md) and its helpers (coursebook/figures_ch14.py).
+
+* every glued key exists: registry figures (ch14/ch28/machines), measured values of the
+  recorded results (rec.*), and the page's derived values (ch14p.*, rec14.*);
+* the prose types no decimal and no registry number (numbers are glued), is long enough
+  and repeats no draft (../shared/tools/prose_overlap.py);
+* every section the chapter promises is there; exercises have collapsible answers;
+  references carry URLs; kernel code is read from the package, not retyped;
+* the helpers: figures draw, tables say "no recorded result" without results, the fp8
+  section reads whatever fp8 records exist (verdicts not fixed in the text), the lowered
+  evidence of a rung names its instruction path.
+"""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGE = ROOT / "book" / "ch_gemm.md"
+PREFIXES = ("ch14", "ch28", "machines")
+GLUE = re.compile(r"\{glue:text\}`([^`]+)`")
+CJK = re.compile(r"[\u3400-\u9fff]")
+
+
+def _text() -> str:
+    return PAGE.read_text(encoding="utf-8")
+
+
+def _prose(text: str) -> str:
+    text = re.sub(r"\A---\n.*?\n---\n", "", text, flags=re.S)
+    text = re.sub(r"```\{code-cell\}.*?\n```", "", text, flags=re.S)
+    text = re.sub(r"\$\$.*?\$\$", "", text, flags=re.S)
+    text = re.sub(r"\$[^$\n]+\$", "", text)
+    text = re.sub(r"\{[a-z:]+\}`[^`]*`", "", text)
+    text = re.sub(r"`[^`\n]*`", "", text)
+    text = re.sub(r"<https?://[^>]+>|https?://\S+", "", text)
+    text = re.sub(r"^\(.*\)=$", "", text, flags=re.M)
+    return text
+
+
+@pytest.fixture(scope="module")
+def registry():
+    from ledger.figures import collect
+
+    return {k: f for k, f in collect().items() if k.startswith(PREFIXES)}
+
+
+@pytest.fixture(scope="module")
+def results():
+    from coursebook import figures_ch14 as f14
+
+    return f14.load()
+
+
+def test_every_glue_key_exists(registry, results):
+    from coursebook import figures_ch14 as f14
+    from coursebook.measured import measured_values
+
+    used = set(GLUE.findall(_text()))
+    assert used, "the page glues nothing"
+    known = set(registry) | set(f14.page_values(results))
+    if results is not None:
+        known |= set(measured_values(results))
+    rec_used = {k for k in used if k.startswith("rec.")}
+    missing = sorted(k for k in used - known if not (results is None and k in rec_used))
+    assert not missing, f"glued keys nobody provides: {missing}"
+
+
+def test_page_glues_its_sources():
+    t = _text()
+    assert re.search(r'glue_figures\(\(\s*"ch14",\s*"ch28",\s*"machines"\s*\)\)', t)
+    assert "glue_measured(" in t and "glue_page_values(" in t
+
+
+_SHAPES = {"0", "1", "2", "3", "4", "5", "8", "16", "24", "32", "64", "128", "192", "256", "512", "1024", "1536",
+           "2048", "4096", "8192", "16384", "2009", "2026",
+           "20"}  # E10 states a kernel of 20 us (a problem input)
+
+
+def test_prose_types_no_registry_number(registry):
+    prose = _prose(_text())
+    texts = {str(f.text) for f in registry.values() if re.fullmatch(r"[0-9.]+", str(f.text))}
+    tokens = set(re.findall(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.])", prose))
+    typed = sorted(t for t in tokens if t in texts and t not in _SHAPES)
+    assert not typed, f"numbers typed into the prose that the registry holds (glue them): {typed}"
+
+
+def test_prose_has_no_decimal_number():
+    decimals = re.findall(r"(?<![\w.])\d+\.\d+(?![\w.])", _prose(_text()))
+    # the tilelang version is a name, not a measurement
+    decimals = [d for d in decimals if d not in ("0.1", "0.1.15")]
+    assert not decimals, f"decimal numbers typed into the prose: {decimals}"
+
+
+def test_prose_is_long_enough():
+    n = len(CJK.findall(_prose(_text())))
+    assert n >= 8000, f"chapter prose has {n} Chinese characters outside code, want >= 8000"
+
+
+def test_prose_repeats_no_draft():
+    tool = ROOT.parent / "shared" / "tools" / "prose_overlap.py"
+    if not tool.is_file():
+        pytest.skip(f"{tool} not present in this checkout")
+    out = subprocess.run([sys.executable, str(tool), str(ROOT)], capture_output=True, text=True, timeout=600)
+    mine = [ln for ln in out.stdout.splitlines()
+            if ln.startswith(("book/ch_gemm", "coursebook/figures_ch14", "kernels/gemm/report", "tests/book/test_page_ch14"))]
+    assert not mine, "\n".join(mine)
+
+
+def test_no_hard_coded_chapter_numbers():
+    prose = _prose(_text())
+    assert not re.search(r"第\s*\d+\s*章", prose), "cross-reference chapters by label, not by number"
+
+
+def test_every_section_is_there():
+    t = _text()
+    for label in ("ch-gemm", "ch14-goals", "ch14-ledger", "ch14-tiled", "ch14-budget", "ch14-waves", "ch14-errata",
+                  "ch14-ladder", "ch14-rung1", "ch14-rung2", "ch14-rung3", "ch14-rung4", "ch14-rung5",
+                  "ch14-lowered", "ch14-ladder-measured", "ch14-tuning", "ch14-variants", "ch14-splitk",
+                  "ch14-streamk", "ch14-grouped", "ch14-batched", "ch14-lowp", "ch14-fp8", "ch14-w4a16",
+                  "ch14-support", "ch14-ascend", "ch14-protocol", "ch-gemm-measured", "ch14-pitfalls",
+                  "ch14-summary", "ch14-exercises", "ch14-references", "ch14-numbers"):
+        assert f"({label})=" in t, label
+    for ref in ("ch-pytorch-to-kernel", "ch-elementwise-norm-rope", "ch-perf-model"):
+        assert "{ref}`" + ref + "`" in t, ref
+
+
+def test_kernel_code_is_read_from_the_package():
+    t = _text()
+    for name in ("rung1_naive", "rung2_shared", "rung3_pipelined", "rung4_annotated", "rung5_mma"):
+        assert f"inspect.getsource(ladder.{name}.func)" in t, name
+    assert "T.Pipelined(" not in _prose(t).replace("`T.Pipelined(...", "")
+
+
+def test_exercises_have_collapsible_answers():
+    t = _text()
+    body = t[t.index("(ch14-exercises)="):t.index("(ch14-references)=")]
+    parts = re.split(r"^\*\*(E\d+)（", body, flags=re.M)
+    blocks = {parts[i]: parts[i + 1] for i in range(1, len(parts) - 1, 2)}
+    assert len(blocks) >= 8
+    for name, block in blocks.items():
+        assert re.search(r"^````\{dropdown\} 参考答案$", block, flags=re.M), name
+    numeric = [n for n, b in blocks.items() if "{glue:text}`" in b]
+    assert len(numeric) >= len(blocks) - 2, f"answers without a glued number: {sorted(set(blocks) - set(numeric))}"
+
+
+def test_references_carry_urls():
+    t = _text()
+    refs = t[t.index("(ch14-references)="):t.index("(ch14-numbers)=")]
+    items = [ln for ln in refs.splitlines() if ln.startswith("- ")]
+    assert len([ln for ln in items if "<http" in ln]) >= 15
+
+
+# ----------------------------------------------------------------- helpers
+@pytest.mark.parametrize("name", ["gemm_roofline", "ladder_bars", "splitk_bars"])
+def test_figure_draws(name, results):
+    from matplotlib.figure import Figure
+
+    from coursebook import figures_ch14 as f14
+
+    fig = getattr(f14, name)() if name == "gemm_roofline" else getattr(f14, name)(results)
+    assert isinstance(fig, Figure) and fig.axes
+    assert f"f14.{name}(" in _text()
+
+
+def test_tables_without_results_say_so():
+    from coursebook import figures_ch14 as f14
+
+    empty = {"suites": {}}
+    for md in (f14.splitk_table(empty), f14.streamk_table(empty), f14.fp8_section(empty), f14.verdict_table(empty),
+               f14.variant_summary(empty, "grouped", "gemm.grouped")):
+        assert f14.NO_RESULT in md
+        assert not re.search(r"\d+\.\d+", md)
+    vals = f14.page_values(None)
+    assert vals["rec14.cublas.s4096.tflops"] == f14.DASH and vals["ch14p.splitk.s1.grid"].isdigit()
+
+
+def test_fp8_section_reads_any_fp8_record():
+    """A later run may add a promoted-accumulation fp8 kernel: it must show up without a page edit."""
+    from coursebook import figures_ch14 as f14
+
+    def rec(name, ok, err):
+        return [{"kind": "check", "name": name, "ok": ok, "max_abs_err": 1.0, "rel_fro_err": err, "mismatched": 0 if ok else 7},
+                {"kind": "bench", "name": name, "tflops": 1000.0, "shape": [4096, 4096, 4096],
+                 "speedup": {"torch._scaled_mm": 1.0}, "rel_fro_err": err}]
+
+    fake = {"suites": {"gemm.lowp": {"records": [
+        {"kind": "check", "name": "torch._scaled_mm 4096^3", "ok": True, "max_abs_err": 1.0, "rel_fro_err": 1.6e-3},
+        *rec("fp8 e4m3 4096^3", False, 2.1e-3),
+        *rec("fp8 e4m3 promoted 4096^3", True, 1.6e-3),
+    ]}}}
+    md = f14.fp8_section(fake)
+    assert "fp8 e4m3 promoted 4096^3" in md and "未通过（7" in md
+    assert "误差高于同形状" in md and "相当或更低的有：`fp8 e4m3 promoted 4096^3`" in md
+
+
+def test_verdicts_come_from_the_records():
+    from coursebook import figures_ch14 as f14
+
+    fake = {"suites": {"gemm.ladder": {"records": [
+        {"kind": "bench", "name": "tuned rung4 8192^3", "targets": {"speedup:cuBLAS": {"target": 1.0, "value": 0.99, "met": False}}},
+    ]}}}
+    md = f14.verdict_table(fake)
+    assert "未达到" in md and "0.990" in md
+    fake["suites"]["gemm.ladder"]["records"][0]["targets"]["speedup:cuBLAS"].update(value=1.01, met=True)
+    assert "| 达到 |" in f14.verdict_table(fake)
+    # the prose never states a verdict itself
+    prose = _prose(_text())
+    assert "未达到目标" not in prose and "达到了目标" not in prose
+
+
+def test_errata_table_reads_the_ledger():
+    from coursebook import figures_ch14 as f14
+    from ledger.errata import errata
+
+    md = f14.errata_table("ch14.")
+    mine = [e for e in errata() if e.key.startswith("ch14.")]
+    if mine:
+        assert all(f"`{e.figure}`" in md for e in mine)
+    else:
+        assert "没有登记本章的勘误" in md
+
+
+def test_lowered_evidence_names_the_instruction_path():
+    pytest.importorskip("tilelang")
+    from coursebook import figures_ch14 as f14
+
+    text, src = f14.lowered_evidence("rung5_mma")
+    assert "reaches: mma_sync, ldmatrix, cp_async" in text and "[mma_sync]" in text
+    assert "wgmma" in text.split("absent:")[1].splitlines()[0]
+    assert not f14.wgmma_descriptors(src)
+
+
+def test_inferred_twin_of_the_tuned_winner_is_the_same_code():
+    """The page says the `_inferred` candidates compile to the same CUDA as their annotated twins."""
+    pytest.importorskip("tilelang")
+    from kernels.gemm import ladder
+
+    ann = next(c for c in ladder.TUNE_CANDIDATES if ladder.label(c) == "128x256x64_s3_t256_p8")
+    inf = next(c for c in ladder.TUNE_CANDIDATES if ladder.label(c) == "128x256x64_s3_t256_p8_inferred")
+    a = ladder.rung4_annotated(4096, 4096, 4096, **ann).get_kernel_source()
+    b = ladder.rung4_annotated(4096, 4096, 4096, **inf).get_kernel_source()
+    assert a == b

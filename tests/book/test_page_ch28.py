@@ -1,0 +1,223 @@
+"""Checks on chapter 28's page (book/ch_perf_model.md) and its helpers.
+
+* every glued key is either a registry figure or a value the page glues itself from the
+  recorded results (``rec.*`` through ``glue_measured``, ``ch28.ncu.*`` from the Nsight
+  Compute summary, ``ch28.hw.*`` from the live cells); the prose types no number the
+  registry holds and no decimal at all;
+* the prose is long enough and repeats no draft (../shared/tools/prose_overlap.py);
+* every section the chapter promises is there; the exercises each have a collapsible
+  answer; the references carry URLs; the chapter is cross-referenced by label only;
+* the figures draw, with and without a recorded Nsight Compute file, and the measured
+  values read from that file say what the brief asks (L2 absorbed design A's repeated
+  table reads; A is several times slower than C for about the same DRAM bytes).
+"""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGE = ROOT / "book" / "ch_perf_model.md"
+GLUE = re.compile(r"\{glue:text\}`([^`]+)`")
+CJK = re.compile(r"[\u3400-\u9fff]")
+SELF_GLUED = re.compile(r'g\(\s*f?"(ch28\.hw\.[^"{]+)')
+
+
+def _text() -> str:
+    return PAGE.read_text(encoding="utf-8")
+
+
+def _prose(text: str) -> str:
+    """The page without front matter, code cells, math, inline code, roles, URLs, labels."""
+    text = re.sub(r"\A---\n.*?\n---\n", "", text, flags=re.S)
+    text = re.sub(r"```\{code-cell\}.*?\n```", "", text, flags=re.S)
+    text = re.sub(r"\$\$.*?\$\$", "", text, flags=re.S)
+    text = re.sub(r"\$[^$\n]+\$", "", text)
+    text = re.sub(r"\{[a-z:]+\}`[^`]*`", "", text)
+    text = re.sub(r"`[^`\n]*`", "", text)
+    text = re.sub(r"<https?://[^>]+>|https?://\S+", "", text)
+    text = re.sub(r"^\(.*\)=$", "", text, flags=re.M)
+    return text
+
+
+@pytest.fixture(scope="module")
+def registry():
+    from ledger.figures import collect
+
+    return {k: f for k, f in collect().items() if k.startswith("ch28")}
+
+
+def _self_glued() -> set[str]:
+    from coursebook import figures_ch28 as f28
+
+    keys = {f"ch28.ncu.{k}" for k in f28.NCU_KEYS}
+    text = _text()
+    keys |= set(SELF_GLUED.findall(text))
+    keys |= {f"ch28.hw.carver.{k}" for k in ("n_timed", "first_tile", "first_tflops", "best_rank", "best_tile",
+                                             "best_tflops", "worst_tflops", "cublas_tflops")}
+    return keys
+
+
+def test_every_glue_key_is_known(registry):
+    used = set(GLUE.findall(_text()))
+    assert used, "the page glues nothing"
+    unknown = sorted(k for k in used if k not in registry and k not in _self_glued() and not k.startswith("rec."))
+    assert not unknown, f"glued keys nobody provides: {unknown}"
+
+
+def test_page_glues_the_registry_and_the_measurements():
+    text = _text()
+    assert 'glue_figures("ch28")' in text
+    assert "glue_measured()" in text and "f28.ncu_values()" in text
+
+
+def test_ncu_values_cover_their_keys():
+    from coursebook import figures_ch28 as f28
+
+    assert set(f28.ncu_values()) == {f"ch28.ncu.{k}" for k in f28.NCU_KEYS}
+    assert set(f28.ncu_values({})) == {f"ch28.ncu.{k}" for k in f28.NCU_KEYS}  # no file: placeholders
+
+
+# Numbers that are problem statements (shapes, sizes, years), not results.
+_SHAPES = {"0", "1", "2", "3", "4", "5", "8", "16", "32", "64", "100", "128", "132", "200", "224", "256", "512",
+           "1024", "2009", "4096", "8192", "16384", "2026"}
+
+
+def test_prose_types_no_registry_number(registry):
+    prose = _prose(_text())
+    texts = {str(f.text) for f in registry.values() if re.fullmatch(r"[0-9.]+", str(f.text))}
+    tokens = set(re.findall(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.])", prose))
+    typed = sorted(t for t in tokens if t in texts and t not in _SHAPES)
+    assert not typed, f"numbers typed into the prose that the registry holds (glue them): {typed}"
+
+
+def test_prose_has_no_decimal_number():
+    decimals = re.findall(r"(?<![\w.])\d+\.\d+(?![\w.])", _prose(_text()))
+    assert not decimals, f"decimal numbers typed into the prose: {decimals}"
+
+
+def test_prose_is_long_enough():
+    n = len(CJK.findall(_prose(_text())))
+    assert n >= 10000, f"chapter prose has {n} Chinese characters outside code, want >= 10000"
+
+
+def test_prose_repeats_no_draft():
+    tool = ROOT.parent / "shared" / "tools" / "prose_overlap.py"
+    if not tool.is_file():
+        pytest.skip(f"{tool} not present in this checkout")
+    out = subprocess.run([sys.executable, str(tool), str(ROOT)], capture_output=True, text=True, timeout=600)
+    mine = [ln for ln in out.stdout.splitlines()
+            if ln.startswith(("book/ch_perf_model", "coursebook/figures_ch28", "tests/book/test_page_ch28"))]
+    assert not mine, "\n".join(mine)
+
+
+def test_sections_are_there():
+    text = _text()
+    for label in ("ch-perf-model", "ch28-flow", "ch28-count", "ch28-roofline", "ch28-misreadings", "ch28-models",
+                  "ch28-tilesight", "ch28-carver-model", "ch28-tools-live", "ch28-ascend-model", "ch28-ascend-cpu",
+                  "ch28-tiles", "ch28-fusion", "ch28-case", "ch28-case-hw", "ch28-antipatterns", "ch28-summary",
+                  "ch28-exercises", "ch28-references", "ch28-numbers"):
+        assert f"({label})=" in text, label
+    # the flow comes before the tools, the Ascend model before its lowering, the ledger case before the measurement
+    order = [text.index(f"({lab})=") for lab in ("ch28-flow", "ch28-misreadings", "ch28-carver-model", "ch28-tools-live",
+                                                  "ch28-ascend-model", "ch28-ascend-cpu", "ch28-tiles", "ch28-fusion",
+                                                  "ch28-case", "ch28-case-hw", "ch28-exercises")]
+    assert order == sorted(order)
+    assert "本章页面正在编写" not in text
+
+
+def test_no_hard_coded_chapter_numbers():
+    prose = _prose(_text())
+    assert not re.search(r"第\s*\d+\s*章", prose), "cross-reference chapters by label, not by number"
+    for label in ("ch-pytorch-to-kernel", "ch-elementwise-norm-rope", "ch-gemm"):
+        assert f"{{ref}}`{label}`" in _text()
+
+
+def test_eight_misreadings_each_discussed():
+    text = _text()
+    for i in range(1, 9):
+        assert f"**M{i} " in text, f"M{i} has no paragraph"
+        assert f"ch28.m{i}." in text, f"M{i} glues no ledger figure"
+
+
+def _exercises(text: str) -> dict[str, str]:
+    body = text[text.index("(ch28-exercises)="):text.index("(ch28-references)=")]
+    parts = re.split(r"^\*\*(E\d+)（", body, flags=re.M)
+    return {parts[i]: parts[i + 1] for i in range(1, len(parts) - 1, 2)}
+
+
+def test_exercises_have_collapsible_answers_with_ledger_numbers():
+    ex = _exercises(_text())
+    assert len(ex) >= 8, sorted(ex)
+    for name, block in ex.items():
+        assert ":::{dropdown} 参考答案" in block, f"{name} has no collapsible answer"
+        assert "{glue:text}" in block, f"{name}'s answer glues no number"
+
+
+def test_references_carry_urls():
+    text = _text()
+    refs = text[text.index("(ch28-references)="):text.index("(ch28-numbers)=")]
+    items = [ln for ln in refs.splitlines() if ln.startswith("- ")]
+    assert len([ln for ln in items if "<http" in ln]) >= 12
+
+
+# ----------------------------------------------------------------- helpers
+FIGURES = ["design_flow", "roofline_three_roofs", "case_traffic"]
+
+
+@pytest.mark.parametrize("name", FIGURES)
+def test_figure_draws(name):
+    from matplotlib.figure import Figure
+
+    from coursebook import figures_ch28 as f28
+
+    assert f"f28.{name}()" in _text(), f"the page does not show {name}"
+    fig = getattr(f28, name)()
+    assert isinstance(fig, Figure) and fig.axes
+
+
+def test_case_traffic_without_results_says_so():
+    from coursebook import figures_ch28 as f28
+
+    fig = f28.case_traffic(ncu={})
+    assert f28.NO_RESULT in fig.texts[0].get_text()
+
+
+def test_misreading_table_has_eight_rows():
+    from coursebook import figures_ch28 as f28
+
+    rows = f28.misreading_rows()
+    assert [r["m"] for r in rows] == [f"M{i}" for i in range(1, 9)]
+
+
+def test_errata_rows_show_both_flop_readings():
+    from coursebook import figures_ch28 as f28
+
+    rows = {r["key"]: r for r in f28.erratum_rows()}
+    assert "ch28.erratum.case_flop_readings" in rows
+    txt = rows["ch28.erratum.case_flop_readings"]["ours"]
+    from ledger import case_study as cs
+
+    assert f"{cs.case_flops(cs.CASE) / 1e6:.1f}" in txt and f"{cs.case_flops(cs.CASE, 'fused_absmax') / 1e6:.1f}" in txt
+    assert {"ch28.erratum.m4_split_mb", "ch28.erratum.m7_decode_sol_us"} <= set(rows)
+
+
+def test_recorded_ncu_supports_the_pages_reading():
+    """The prose says: L2 absorbed A's repeated table reads (DRAM near the ideal, far below
+    the ledger) and A is several times slower than C for about the same DRAM bytes."""
+    from kernels import case_study as kcs
+
+    ncu = kcs.recorded_ncu()
+    if ncu is None:
+        pytest.skip("no recorded Nsight Compute summary")
+    a = ncu["designs"]["A"]
+    assert a["dram_mb"] < 0.5 * a["ledger_mb"]
+    assert a["measured_over_ideal"] < 1.2
+    assert ncu["time_ratio_A_over_C"] > 2 and ncu["dram_ratio_A_over_C"] < 1.3
+    cal = ncu["calibration"]
+    assert abs(cal["dram_read_mb"] / cal["expected_mb_each_way"] - 1) < 0.05
+    assert cal["dram_write_mb"] < cal["expected_mb_each_way"]  # writes still in L2 are not counted
