@@ -6,6 +6,7 @@ Strict by default: any Sphinx warning or failing notebook cell fails the build
 from __future__ import annotations
 
 import argparse
+import re
 import shutil
 import subprocess
 import sys
@@ -47,6 +48,26 @@ def _invalidate_stale_cache() -> bool:
     return stale
 
 
+def _complete_redirect(index: Path) -> None:
+    """jupyter-book's root index.html is a bare meta refresh; give it a charset, a
+    title and the book's favicon, so a browser opening the root asks the server for
+    nothing outside the build (no /favicon.ico)."""
+    if not index.is_file():
+        return
+    text = index.read_text(encoding="utf-8")
+    if "<link rel=\"icon\"" in text:
+        return
+    m = re.search(r'url=([^"]+)"', text)
+    target = m.group(1) if m else "book/intro.html"
+    index.write_text(
+        "<!DOCTYPE html>\n<html lang=\"zh-CN\"><head><meta charset=\"utf-8\">\n"
+        f"<meta http-equiv=\"Refresh\" content=\"0; url={target}\">\n"
+        "<link rel=\"icon\" href=\"_static/favicon.svg\">\n<title>TileLang 算子课</title></head>\n"
+        f"<body><a href=\"{target}\">TileLang 算子课</a></body></html>\n",
+        encoding="utf-8",
+    )
+
+
 def build(strict: bool = True, clean: bool = False) -> Path:
     if clean and (ROOT / "_build").exists():
         shutil.rmtree(ROOT / "_build")
@@ -62,6 +83,7 @@ def build(strict: bool = True, clean: bool = False) -> Path:
         raise SystemExit(f"book build failed (exit {proc.returncode}); see the messages above")
     STAMP.write_text(inputs_digest() + "\n")
     index = OUT / "index.html"
+    _complete_redirect(index)
     if not index.is_file():
         raise SystemExit(f"book build produced no {index}")
     print(f"built in {time.perf_counter() - t0:.1f} s; open {index}")
