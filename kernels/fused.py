@@ -27,6 +27,10 @@ The first version staged the rows in shared memory and normalized them in a
 gives each row to a single thread -- two threads of 256 normalized the whole tile
 (a 512-iteration loop each) and the kernel ran at 5 % of the copy bandwidth.  Loops
 that *write a fragment* take the fragment's layout: every thread gets its own share.
+
+A second schedule, ``warp`` (:func:`rmsnorm_rope_warp`, :func:`rmsnorm_rope_fp8_warp`):
+one warp per token, no block-level reduction; see the comment above those factories.
+The suite searches both schedules and times the winner under the same record name.
 """
 import tilelang
 import tilelang.language as T
@@ -156,6 +160,176 @@ def rmsnorm_rope_fp8(M: int, N: int, rope_dim: int, group: int = 128, dtype: str
     return main
 
 
+# ----------------------------------------------- schedule "warp": one warp per token
+# Lane l holds channels [8l + 256j, +8) of its token (16-byte loads: a warp instruction
+# moves 512 contiguous bytes); the sum of squares is a warp shuffle reduction; the RoPE
+# partner of a tail channel sits half/8 lanes away in the last chunk (R a power of two,
+# 16 <= R <= 256), so the rotation takes one xor shuffle per register instead of a shared
+# round trip; the FP8 group (group/8 lanes) amax is a shuffle reduction of width group/8.
+# The weight is staged once per block in shared memory (the only barrier, before any row
+# work): left in global, ptxas hoists all its loads and needs ~220 registers.
+def warp_supported(N: int, rope_dim: int, group: int | None = None, dtype: str = "bfloat16") -> bool:
+    """Shapes the warp schedule serves: N % 256 == 0, R a power of two in [16, 256],
+    group a power of two in [8, 256]; 16-bit dtypes; at most 128 elements per lane."""
+    pow2 = lambda v: v > 0 and v & (v - 1) == 0  # noqa: E731
+    return (dtype in ("float16", "bfloat16") and N % 256 == 0 and N // 32 <= 128
+            and pow2(rope_dim) and 16 <= rope_dim <= 256
+            and (group is None or (pow2(group) and 8 <= group <= 256 and N % group == 0)))
+
+
+@tilelang.jit(target=TARGET)
+def rmsnorm_rope_warp(M: int, N: int, rope_dim: int, dtype: str = "bfloat16", rows: int = 4,
+                      eps: float = 1e-6, max_regs: int = 0):
+    assert warp_supported(N, rope_dim, None, dtype)
+    NJ, half = N // 256, rope_dim // 2
+    L0 = 32 - rope_dim // 8  # first lane holding a tail channel (in the last chunk)
+
+    @T.prim_func
+    def main(X: T.Tensor((M, N), dtype), W: T.Tensor((N,), dtype), C: T.Tensor((M, half), ACC),
+             Sn: T.Tensor((M, half), ACC), Y: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(M, rows), threads=32 * rows) as bx:
+            if max_regs:
+                T.annotate_min_blocks_per_sm(max(1, 65536 // (32 * rows * max_regs)))
+            tx = T.get_thread_binding()
+            xl = T.alloc_local((NJ * 8,), dtype)
+            wl = T.alloc_local((8,), dtype)
+            pv = T.alloc_local((8,), ACC)
+            cl = T.alloc_local((8,), ACC)
+            sl = T.alloc_local((8,), ACC)
+            acc = T.alloc_local((8,), ACC)
+            rs = T.alloc_local((1,), ACC)
+            ws = T.alloc_shared((N,), dtype)
+            T.copy(W[0], ws)
+            # a ragged last block: surplus warps redo row M-1 and store nothing, so every
+            # warp reaches the shuffles and the block's barrier (no divergent barrier)
+            row = T.min(bx * rows + tx // 32, M - 1)
+            live = bx * rows + tx // 32 < M
+            lane = tx % 32
+            for j in T.unroll(NJ):
+                for v in T.vectorized(8):
+                    xl[j * 8 + v] = X[row, j * 256 + lane * 8 + v]
+            for v in T.unroll(8):
+                acc[v] = 0.0
+            for j in T.unroll(NJ):
+                for v in T.unroll(8):
+                    acc[v] += T.cast(xl[j * 8 + v], ACC) * T.cast(xl[j * 8 + v], ACC)
+            rs[0] = 0.0
+            for v in T.unroll(8):
+                rs[0] += acc[v]
+            rs[0] = T.warp_reduce_sum(rs[0])
+            rs[0] = T.rsqrt(rs[0] / N + eps)
+            for j in T.unroll(NJ):  # y1, rounded to dtype as the unfused chain does
+                for v in T.vectorized(8):
+                    wl[v] = ws[j * 256 + lane * 8 + v]
+                for v in T.unroll(8):
+                    xl[j * 8 + v] = T.cast(T.cast(xl[j * 8 + v], ACC) * rs[0] * T.cast(wl[v], ACC), dtype)
+                if live and j < NJ - 1:
+                    for v in T.vectorized(8):
+                        Y[row, j * 256 + lane * 8 + v] = xl[j * 8 + v]
+            # RoPE on the last chunk: every lane shuffles (full mask), tail lanes rotate
+            for v in T.unroll(8):
+                pv[v] = T.shfl_xor(T.cast(xl[(NJ - 1) * 8 + v], ACC), half // 8)
+            if lane >= L0:
+                r0 = lane * 8 - (256 - rope_dim)
+                p0 = r0 % half
+                for v in T.vectorized(8):
+                    cl[v] = C[row, p0 + v]
+                for v in T.vectorized(8):
+                    sl[v] = Sn[row, p0 + v]
+                for v in T.unroll(8):
+                    xl[(NJ - 1) * 8 + v] = T.cast(
+                        T.cast(xl[(NJ - 1) * 8 + v], ACC) * cl[v]
+                        + T.if_then_else(r0 < half, -1.0, 1.0) * pv[v] * sl[v], dtype)
+            if live:
+                for v in T.vectorized(8):
+                    Y[row, (NJ - 1) * 256 + lane * 8 + v] = xl[(NJ - 1) * 8 + v]
+
+    return main
+
+
+@tilelang.jit(target=TARGET)
+def rmsnorm_rope_fp8_warp(M: int, N: int, rope_dim: int, group: int = 128, dtype: str = "bfloat16",
+                          rows: int = 4, eps: float = 1e-6, max_regs: int = 0):
+    """The warp schedule + the group quantizer: a group is group/8 lanes of one chunk."""
+    assert warp_supported(N, rope_dim, group, dtype)
+    NJ, half, G = N // 256, rope_dim // 2, N // group
+    L0 = 32 - rope_dim // 8
+    GL = group // 8  # lanes per group
+    NSH = GL.bit_length() - 1  # xor-shuffle steps of the group amax
+
+    @T.prim_func
+    def main(X: T.Tensor((M, N), dtype), W: T.Tensor((N,), dtype), C: T.Tensor((M, half), ACC),
+             Sn: T.Tensor((M, half), ACC), Q: T.Tensor((M, N), FP8), S: T.Tensor((M, G), ACC)):
+        with T.Kernel(T.ceildiv(M, rows), threads=32 * rows) as bx:
+            if max_regs:
+                T.annotate_min_blocks_per_sm(max(1, 65536 // (32 * rows * max_regs)))
+            tx = T.get_thread_binding()
+            xl = T.alloc_local((NJ * 8,), dtype)
+            wl = T.alloc_local((8,), dtype)
+            pv = T.alloc_local((8,), ACC)
+            cl = T.alloc_local((8,), ACC)
+            sl = T.alloc_local((8,), ACC)
+            acc = T.alloc_local((8,), ACC)
+            rs = T.alloc_local((1,), ACC)
+            am = T.alloc_local((1,), ACC)
+            inv = T.alloc_local((1,), ACC)
+            ql = T.alloc_local((8,), FP8)
+            ws = T.alloc_shared((N,), dtype)
+            T.copy(W[0], ws)
+            row = T.min(bx * rows + tx // 32, M - 1)  # surplus warps redo row M-1, store nothing
+            live = bx * rows + tx // 32 < M
+            lane = tx % 32
+            for j in T.unroll(NJ):
+                for v in T.vectorized(8):
+                    xl[j * 8 + v] = X[row, j * 256 + lane * 8 + v]
+            for v in T.unroll(8):
+                acc[v] = 0.0
+            for j in T.unroll(NJ):
+                for v in T.unroll(8):
+                    acc[v] += T.cast(xl[j * 8 + v], ACC) * T.cast(xl[j * 8 + v], ACC)
+            rs[0] = 0.0
+            for v in T.unroll(8):
+                rs[0] += acc[v]
+            rs[0] = T.warp_reduce_sum(rs[0])
+            rs[0] = T.rsqrt(rs[0] / N + eps)
+            for j in T.unroll(NJ):  # y1, rounded to dtype
+                for v in T.vectorized(8):
+                    wl[v] = ws[j * 256 + lane * 8 + v]
+                for v in T.unroll(8):
+                    xl[j * 8 + v] = T.cast(T.cast(xl[j * 8 + v], ACC) * rs[0] * T.cast(wl[v], ACC), dtype)
+            for v in T.unroll(8):  # RoPE partner: half/8 lanes away in the last chunk
+                pv[v] = T.shfl_xor(T.cast(xl[(NJ - 1) * 8 + v], ACC), half // 8)
+            if lane >= L0:
+                r0 = lane * 8 - (256 - rope_dim)
+                p0 = r0 % half
+                for v in T.vectorized(8):
+                    cl[v] = C[row, p0 + v]
+                for v in T.vectorized(8):
+                    sl[v] = Sn[row, p0 + v]
+                for v in T.unroll(8):
+                    xl[(NJ - 1) * 8 + v] = T.cast(
+                        T.cast(xl[(NJ - 1) * 8 + v], ACC) * cl[v]
+                        + T.if_then_else(r0 < half, -1.0, 1.0) * pv[v] * sl[v], dtype)
+            # xl holds y2 in dtype; per chunk: group amax (shuffles over GL lanes), quantize
+            for j in T.unroll(NJ):
+                am[0] = 0.0
+                for v in T.unroll(8):
+                    am[0] = T.max(am[0], T.abs(T.cast(xl[j * 8 + v], ACC)))
+                for t in T.unroll(NSH):
+                    am[0] = T.max(am[0], T.shfl_xor(am[0], (GL // 2) >> t))
+                am[0] = T.max(am[0], EPS) / FP8_MAX  # the scale
+                inv[0] = 1.0 / am[0]
+                for v in T.unroll(8):
+                    ql[v] = T.cast(T.clamp(T.cast(xl[j * 8 + v], ACC) * inv[0], -FP8_MAX, FP8_MAX), FP8)
+                if live:
+                    for v in T.vectorized(8):
+                        Q[row, j * 256 + lane * 8 + v] = ql[v]
+                    if lane % GL == 0:
+                        S[row, (j * 256 + lane * 8) // group] = am[0]
+
+    return main
+
+
 # -------------------------------------------------------------- input checks
 def check_inputs(x, weight, cos, sin, rope_dim: int, group: int | None = None, *, blk_m: int = 1,
                  threads: int = 256, outs=()) -> None:
@@ -217,6 +391,75 @@ def fused_rmsnorm_rope_fp8(x, weight, cos, sin, rope_dim: int, group: int = 128,
 
 
 # ------------------------------------------------------------------ GPU suite
+WARP_CFGS = ((4, 168), (2, 168), (1, 168))  # (rows per block, register cap) of the warp schedule
+
+
+def _warp_candidates(h, M, N, R, G):
+    """Compile the warp-schedule kernels, verify each config against the fp64 chain (the
+    bench shape and a ragged 37 tokens), return ``({label: kernel}, {label: kernel})`` of
+    the RMSNorm+RoPE and the FP8 variants that passed.  Any failure is recorded and only
+    leaves that candidate out: the new schedule can never break the suite."""
+    import torch
+
+    from kernels import norm, rope
+
+    bf16 = torch.bfloat16
+    rope_ok, fp8_ok = {}, {}
+    if not warp_supported(N, R, G, "bfloat16"):
+        h.note("fused[warp]", f"N={N} R={R} group={G}: not served by the warp schedule")
+        return rope_ok, fp8_ok
+    jobs = []
+    for rw, mr in WARP_CFGS:
+        for m in (M, 37):
+            jobs += [(rmsnorm_rope_warp, (m, N, R, "bfloat16", rw, 1e-6, mr)),
+                     (rmsnorm_rope_fp8_warp, (m, N, R, G, "bfloat16", rw, 1e-6, mr))]
+    h.precompile(jobs)
+    for rw, mr in WARP_CFGS:
+        label = f"warp,rows={rw},max_regs={mr}"
+        good_r = good_q = True
+        for m in (37, M):
+            x = h.rand((m, N), bf16, scale=2.0)
+            w = h.rand(N, bf16)
+            cos, sin = rope.rope_tables(m, R, device=h.device)
+            y1 = norm.ref_rmsnorm(x, w, 1e-6)
+            want = rope._ref64(y1[:, None, :], cos, sin, R, "neox")[:, 0, :]
+            eps = torch.finfo(bf16).eps
+            atol = eps * float(want.abs().max())
+            try:
+                y = h.poisoned((m, N), bf16)
+                rmsnorm_rope_warp(m, N, R, "bfloat16", rw, 1e-6, mr)(x, w, cos, sin, y)
+                good_r &= bool(h.check(f"fused rmsnorm+rope[warp] rows={rw} {m}x{N}", y, want, atol=atol)["ok"])
+            except Exception as exc:  # noqa: BLE001
+                good_r = False
+                h.error(f"fused rmsnorm+rope[warp] {label}", exc)
+            try:
+                q = h.poisoned((m, N), torch.float8_e4m3fn)
+                s = h.poisoned((m, N // G), torch.float32)
+                rmsnorm_rope_fp8_warp(m, N, R, G, "bfloat16", rw, 1e-6, mr)(x, w, cos, sin, q, s)
+                wg = want.view(m, N // G, G)
+                s_ref = wg.abs().amax(-1).clamp_min(EPS) / FP8_MAX
+                ok1 = h.check(f"fused rmsnorm+rope+fp8[warp] rows={rw} {m}x{N} scale", s, s_ref,
+                              rtol=2 * eps, atol=0.0)["ok"]
+                deq = (q.double().view(m, N // G, G) * s.double()[..., None]).view(m, N)
+                ok2 = h.check(f"fused rmsnorm+rope+fp8[warp] rows={rw} {m}x{N} dequantized", deq, want,
+                              dtype=torch.float8_e4m3fn, rtol=0.0625,
+                              atol=atol + float(s_ref.max()) * 2.0 ** -9)["ok"]
+                good_q &= bool(ok1) and bool(ok2)
+            except Exception as exc:  # noqa: BLE001
+                good_q = False
+                h.error(f"fused rmsnorm+rope+fp8[warp] {label}", exc)
+        try:
+            if good_r:
+                rope_ok[label] = rmsnorm_rope_warp(M, N, R, "bfloat16", rw, 1e-6, mr)
+            if good_q:
+                fp8_ok[label] = rmsnorm_rope_fp8_warp(M, N, R, G, "bfloat16", rw, 1e-6, mr)
+        except Exception as exc:  # noqa: BLE001
+            h.error(f"fused[warp] {label}", exc)
+        if not (good_r and good_q):
+            h.note("fused[warp]", f"{label}: rope ok={good_r}, fp8 ok={good_q}; failures left out of the search")
+    return rope_ok, fp8_ok
+
+
 def gpu_suite(h) -> None:
     import torch
 
@@ -281,9 +524,21 @@ def gpu_suite(h) -> None:
                                fused=False)
     usrc += " (fused=False)"
     ks = {bm: rmsnorm_rope_fp8(M, N, R, G, "bfloat16", bm, 256, 1e-6) for bm in BLK_MS}
-    best, _ = h.search("fused rmsnorm+rope+fp8 blk_m", {f"blk_m={b}": (lambda b=b: ks[b](xv, wv, cos, sin, qv, s))
-                                                        for b in ks})
-    bm = int(best.split("=")[1])
+    # candidates: the fragment schedule (blk_m) and the verified warp-schedule configs
+    try:
+        warp_rope, warp_fp8 = _warp_candidates(h, M, N, R, G)
+    except Exception as exc:  # noqa: BLE001 -- the new schedule must never break the suite
+        h.error("fused[warp] candidates", exc)
+        warp_rope, warp_fp8 = {}, {}
+    fp8_run = {f"blk_m={b}": ((lambda b=b: ks[b](xv, wv, cos, sin, qv, s)),
+                              {"blk_m": b, "threads": 256, "group": G, "rope_dim": R}) for b in ks}
+    for lab, kw_ in warp_fp8.items():
+        rw, mr = (int(t.split("=")[1]) for t in lab.split(",")[1:])
+        fp8_run[lab] = ((lambda kw_=kw_: kw_(x, w, cos, sin, q, s)),
+                        {"schedule": "warp", "rows": rw, "threads": 32 * rw, "max_regs": mr, "group": G,
+                         "rope_dim": R})
+    best, _ = h.search("fused rmsnorm+rope+fp8 blk_m", {lab: f for lab, (f, _c) in fp8_run.items()})
+    fp8_fn, fp8_cfg = fp8_run[best]
     # the same three steps as separate TileLang kernels
     y1, y2 = torch.empty_like(x), torch.empty_like(x)
     k1 = norm.rmsnorm_rows(M, N, "bfloat16", 2, 256, 1e-6)
@@ -305,10 +560,10 @@ def gpu_suite(h) -> None:
     comp = h.warm_compiled(h.torch_compile(lambda a: ref_rmsnorm_rope_fp8(a, w, cos, sin, R, G), "fused fp8"), x,
                            name="fused fp8")
     ratio = (ub / by) if (ub and by) else None
-    rec = h.bench(f"fused rmsnorm+rope+fp8 bf16 {M}x{N} R={R}", lambda: ks[bm](xv, wv, cos, sin, qv, s),
+    rec = h.bench(f"fused rmsnorm+rope+fp8 bf16 {M}x{N} R={R}", fp8_fn,
                   bytes=by, flops=fl, ledger_source=src,
                   baselines={"3 TileLang kernels": three_steps, "eager": eager, "torch.compile": comp},
-                  targets={"frac_copy_bw": 0.85}, config={"blk_m": bm, "threads": 256, "group": G, "rope_dim": R},
+                  targets={"frac_copy_bw": 0.85}, config=fp8_cfg,
                   ledger_byte_ratio=ratio, unfused_bytes=ub, unfused_ledger_source=usrc,
                   baseline_config={"rmsnorm_rows blk_m": 2, "rope_blocked": best2, "quant_fp8 blk_m": 2})
     sp = rec["speedup"].get("3 TileLang kernels")
@@ -318,13 +573,18 @@ def gpu_suite(h) -> None:
         h.note("fused fp8 vs 3 kernels", f"measured {sp:.2f}x, ledger byte ratio {ratio:.2f}x, "
                                          f"share {sp / ratio:.2f} (target >= 0.8)")
     krs = {bm: rmsnorm_rope(M, N, R, "bfloat16", bm, 256, 1e-6) for bm in BLK_MS}
-    best, _ = h.search("fused rmsnorm+rope blk_m", {f"blk_m={b}": (lambda b=b: krs[b](x, w, cos, sin, y)) for b in krs})
-    bmr = int(best.split("=")[1])
-    kr = krs[bmr]
+    rope_run = {f"blk_m={b}": ((lambda b=b: krs[b](x, w, cos, sin, y)), {"blk_m": b, "threads": 256, "rope_dim": R})
+                for b in krs}
+    for lab, kw_ in warp_rope.items():
+        rw, mr = (int(t.split("=")[1]) for t in lab.split(",")[1:])
+        rope_run[lab] = ((lambda kw_=kw_: kw_(x, w, cos, sin, y)),
+                         {"schedule": "warp", "rows": rw, "threads": 32 * rw, "max_regs": mr, "rope_dim": R})
+    best, _ = h.search("fused rmsnorm+rope blk_m", {lab: f for lab, (f, _c) in rope_run.items()})
+    rope_fn, rope_cfg = rope_run[best]
     by2, fl2, src2 = ledger_cost("fusion.rmsnorm_rope_cost", m=M, n=N, dtype="bfloat16", rope_dim=R)
     comp2 = h.warm_compiled(h.torch_compile(lambda a: ref_rmsnorm_rope(a, w, cos, sin, R), "fused rope"), x,
                             name="fused rope")
-    h.bench(f"fused rmsnorm+rope bf16 {M}x{N} R={R}", lambda: kr(x, w, cos, sin, y), bytes=by2, flops=fl2,
+    h.bench(f"fused rmsnorm+rope bf16 {M}x{N} R={R}", rope_fn, bytes=by2, flops=fl2,
             ledger_source=src2, baselines={"eager": lambda: ref_rmsnorm_rope(x, w, cos, sin, R),
                                            "torch.compile": comp2},
-            targets={"frac_copy_bw": 0.85}, config={"blk_m": bmr, "threads": 256, "rope_dim": R})
+            targets={"frac_copy_bw": 0.85}, config=rope_cfg)

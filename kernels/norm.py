@@ -140,6 +140,87 @@ def rmsnorm_splitk(M: int, N: int, dtype: str = "float16", blk_m: int = 1, blk_k
     return main
 
 
+# An empty asm statement that "modifies" the packed row registers: after it the compiler
+# cannot reuse the fp32 conversions made for the sum of squares, so it keeps the row
+# packed (2 elements per register) instead of as fp32 copies (twice the registers).
+_KEEP_PACKED = """
+template <int NW, typename T> __device__ __forceinline__ void tl_keep_packed(T* a) {
+  unsigned* u = reinterpret_cast<unsigned*>(a);
+  #pragma unroll
+  for (int i = 0; i < NW; ++i) asm volatile("" : "+r"(u[i]) :: "memory");
+}
+"""
+
+
+@tilelang.jit(target=TARGET)
+def rmsnorm_warp(M: int, N: int, dtype: str = "float16", rows: int = 4, eps: float = 1e-6,
+                 max_regs: int = 0, keep_packed: bool = True, w_shared: bool = True):
+    """One warp per row, ``rows`` rows (warps) per block, no block-level barrier.
+
+    Lane ``l`` holds elements ``[VEC*l + 32*VEC*j, +VEC)`` of its row (``j < N / (32*VEC)``,
+    ``VEC`` = 16 bytes of dtype) in registers: every warp load/store moves 512 contiguous
+    bytes.  The sum of squares is reduced by warp shuffles only.  The weight is staged
+    once per block in shared memory (the block's only barrier, outside any row work) and
+    re-read per chunk: read from global, ptxas hoists all its loads and needs ~216
+    registers.  ``max_regs`` caps the registers per thread through ``__launch_bounds__``
+    (min blocks per SM); 0 leaves ptxas alone.  A ragged last block: surplus warps redo
+    row M-1 and store nothing, so no barrier or shuffle is ever divergent.
+    """
+    VEC = 16 // (2 if dtype in ("float16", "bfloat16") else 4)
+    CH = 32 * VEC  # one chunk: 32 lanes x VEC elements
+    NJ = N // CH
+
+    @T.prim_func
+    def main(X: T.Tensor((M, N), dtype), W: T.Tensor((N,), dtype), Y: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(M, rows), threads=32 * rows) as bx:
+            if max_regs:
+                T.annotate_min_blocks_per_sm(max(1, 65536 // (32 * rows * max_regs)))
+            T.import_source(_KEEP_PACKED)
+            tx = T.get_thread_binding()
+            xl = T.alloc_local((NJ * VEC,), dtype)
+            wl = T.alloc_local((VEC,), dtype)
+            yl = T.alloc_local((VEC,), dtype)
+            acc = T.alloc_local((VEC,), ACC)
+            rs = T.alloc_local((1,), ACC)
+            ws = T.alloc_shared((N,), dtype)
+            if w_shared:  # the block's one barrier, before any row work
+                T.copy(W[0], ws)
+            # a ragged last block: surplus warps redo row M-1 and store nothing, so every
+            # warp reaches the shuffles and the block's barrier (no divergent barrier)
+            row = T.min(bx * rows + tx // 32, M - 1)
+            live = bx * rows + tx // 32 < M
+            lane = tx % 32
+            for j in T.unroll(NJ):
+                for v in T.vectorized(VEC):
+                    xl[j * VEC + v] = X[row, j * CH + lane * VEC + v]
+            for v in T.unroll(VEC):
+                acc[v] = 0.0
+            for j in T.unroll(NJ):
+                for v in T.unroll(VEC):
+                    acc[v] += T.cast(xl[j * VEC + v], ACC) * T.cast(xl[j * VEC + v], ACC)
+            rs[0] = 0.0
+            for v in T.unroll(VEC):
+                rs[0] += acc[v]
+            rs[0] = T.warp_reduce_sum(rs[0])
+            rs[0] = T.rsqrt(rs[0] / N + eps)
+            if keep_packed:
+                T.evaluate(T.call_extern("handle", f"tl_keep_packed<{NJ * VEC * 2 // 4}>", xl.data))
+            for j in T.unroll(NJ):
+                if w_shared:
+                    for v in T.vectorized(VEC):
+                        wl[v] = ws[j * CH + lane * VEC + v]
+                else:
+                    for v in T.vectorized(VEC):
+                        wl[v] = W[j * CH + lane * VEC + v]
+                for v in T.unroll(VEC):
+                    yl[v] = T.cast(T.cast(xl[j * VEC + v], ACC) * rs[0] * T.cast(wl[v], ACC), dtype)
+                if live:
+                    for v in T.vectorized(VEC):
+                        Y[row, j * CH + lane * VEC + v] = yl[v]
+
+    return main
+
+
 @tilelang.jit(target=TARGET)
 def layernorm_rows(M: int, N: int, dtype: str = "float16", blk_m: int = 4, threads: int = 256,
                    eps: float = 1e-5):
@@ -269,6 +350,40 @@ def layernorm(x, weight=None, bias=None, eps: float = 1e-5, out=None, *, blk_m: 
 
 
 # ------------------------------------------------------------------ GPU suite
+WARP_CFGS = ((2, 128), (4, 160), (1, 128))  # (rows per block, register cap) of the "warp" schedule
+
+
+def _warp_candidates(h, M, N, r64):
+    """Compile and verify every ``rmsnorm_warp`` config (the bench shape and a ragged M);
+    yields ``(label, kernel, config)`` only for the ones that pass.  A failure (compile,
+    launch or a wrong value) is recorded and the candidate is left out of the search."""
+    import torch
+
+    f16 = torch.float16
+    h.precompile([(rmsnorm_warp, (m, N, "float16", rw, 1e-6, mr)) for rw, mr in WARP_CFGS for m in (M, 37)])
+    out = []
+    for rw, mr in WARP_CFGS:
+        label = f"warp,rows={rw},max_regs={mr}"
+        try:
+            ok = True
+            for m in (37, M):
+                xc = h.rand((m, N), f16, scale=2.0, offset=0.3)
+                wc = h.rand(N, f16)
+                yc = h.poisoned((m, N), f16)
+                rmsnorm_warp(m, N, "float16", rw, 1e-6, mr)(xc, wc, yc)
+                rec = h.check(f"rmsnorm[warp] rows={rw} max_regs={mr} {m}x{N}", yc, r64(xc, wc, 1e-6),
+                              schedule="warp")
+                ok = ok and bool(rec.get("ok"))
+            if ok:
+                out.append((label, rmsnorm_warp(M, N, "float16", rw, 1e-6, mr),
+                            {"schedule": "warp", "rows": rw, "threads": 32 * rw, "max_regs": mr}))
+            else:
+                h.note("rmsnorm[warp]", f"{label}: failed its check, left out of the search")
+        except Exception as exc:  # a new variant must never break the suite
+            h.error(f"rmsnorm[warp] {label}", exc)
+    return out
+
+
 def gpu_suite(h) -> None:
     """Verify RMSNorm (three schedules) and LayerNorm on ragged shapes; time at 16384x4096."""
     import torch
@@ -335,10 +450,15 @@ def gpu_suite(h) -> None:
     y = torch.empty_like(x)
     by, fl, src = ledger_cost("fusion.rmsnorm_cost", m=M, n=N, dtype="float16")
     configs = {(bm, th): rmsnorm_rows(M, N, "float16", bm, th, 1e-6) for bm, th in cfgs}
-    best, _ = h.search("rmsnorm rows (blk_m, threads)", {f"blk_m={k[0]},threads={k[1]}": (lambda k=k: configs[k](x, w, y))
-                                                         for k in configs})
-    bm, th = (int(s.split("=")[1]) for s in best.split(","))
-    k_best = configs[(bm, th)]
+    cands = {f"blk_m={k[0]},threads={k[1]}": (lambda k=k: configs[k](x, w, y)) for k in configs}
+    cand_cfg = {f"blk_m={k[0]},threads={k[1]}": (configs[k], {"schedule": "rows", "blk_m": k[0], "threads": k[1]})
+                for k in configs}
+    # extra candidates of the schedule "warp", each verified (fp64) before it may be timed
+    for label, kern, cfg in _warp_candidates(h, M, N, r64):
+        cands[label] = lambda kern=kern: kern(x, w, y)
+        cand_cfg[label] = (kern, cfg)
+    best, _ = h.search("rmsnorm rows (blk_m, threads)", cands)
+    k_best, best_cfg = cand_cfg[best]
 
     def eager_rms(t):
         tf = t.float()
@@ -350,7 +470,7 @@ def gpu_suite(h) -> None:
                        "torch.compile": comp},
             targets={"frac_copy_bw": 0.85, "speedup:F.rms_norm": 1.15, "speedup:torch.compile": 1.15,
                      "speedup:eager": 8.0},
-            config={"schedule": "rows", "blk_m": bm, "threads": th})
+            config=best_cfg)
     ksh = rmsnorm_shared(M, N, "float16", 256, 1e-6)
     h.bench(f"rmsnorm[shared] fp16 {M}x{N}", lambda: ksh(x, w, y), bytes=by, flops=fl, ledger_source=src,
             targets={"frac_copy_bw": 0.85}, config={"schedule": "shared", "threads": 256})

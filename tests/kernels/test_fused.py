@@ -83,3 +83,40 @@ F = lambda *s: torch.zeros(*s)  # noqa: E731
 def test_bad_input_raises_value_error_before_launch(make, match):
     with pytest.raises(ValueError, match=match):
         make()
+
+
+@pytest.fixture(scope="module")
+def warp_src():
+    out = {}
+    for name, k in (("rope", Fu.rmsnorm_rope_warp(37, 4096, 128, "bfloat16", 4, 1e-6, 168)),
+                    ("fp8", Fu.rmsnorm_rope_fp8_warp(16384, 4096, 128, 128, "bfloat16", 4, 1e-6, 168))):
+        s = k.get_kernel_source()
+        out[name] = s[s.index("__global__ void __launch_bounds__"):]
+    return out
+
+
+def test_warp_schedule_rope_partner_is_a_lane_shuffle(warp_src):
+    for s in warp_src.values():
+        assert "tl::warp_reduce_sum(rs[0])" in s and "workspace" not in s
+        assert s.count("__syncthreads()") == 1  # the weight, staged once per block
+        assert "*(uint4*)(xl + (j * 8)) = *(uint4*)(X + " in s
+        # R = 128: the tail is lanes 16..31 of the last chunk, the partner 8 lanes away
+        assert "__shfl_xor_sync((uint)4294967295, ((float)xl[(v_4 + 120)]), 8, 32)" in s
+        assert "if (16 <= (((int)threadIdx.x) & 31))" in s
+        assert "__launch_bounds__(128, 3)" in s
+    assert "*(uint4*)(Y + " in warp_src["rope"]
+
+
+def test_warp_schedule_fp8_group_amax_over_16_lanes(warp_src):
+    s = warp_src["fp8"]
+    # group 128 = 16 lanes x 8 channels: 4 xor shuffles (8, 4, 2, 1)
+    assert "__shfl_xor_sync((uint)4294967295, am[0], (8 >> t), 32)" in s and "t < 4" in s
+    assert "*(fp8_e4_8_t*)(Q + " in s  # 8 codes per lane, 256 contiguous bytes per warp
+    assert "Y" not in s.split("{", 1)[0]
+
+
+def test_warp_supported_shapes():
+    assert Fu.warp_supported(4096, 128, 128)
+    assert not Fu.warp_supported(4000, 128, 128)  # N % 256
+    assert not Fu.warp_supported(4096, 96, 128)  # R not a power of two
+    assert not Fu.warp_supported(4096, 128, 128, "float32")

@@ -59,8 +59,10 @@ def test_fresh_random_inputs_differ(h):
 
 def test_bench_records_bandwidth_speedups_and_targets(h):
     x = torch.randn(1 << 16)
-    rec = h.bench("k", lambda: x * 2, bytes=8 * x.numel(), flops=x.numel(),
-                  baselines={"slow": lambda: time.sleep(0.005), "missing": None},
+    # The kernel is a no-op and the baseline sleeps 20 ms, so the speedup is > 1 however
+    # loaded the machine is; what is tested is the record's arithmetic and bookkeeping.
+    rec = h.bench("k", lambda: x, bytes=8 * x.numel(), flops=x.numel(),
+                  baselines={"slow": lambda: time.sleep(0.02), "missing": None},
                   targets={"frac_copy_bw": 1e-9, "speedup:slow": 1e9})
     assert rec["gbps"] > 0 and rec["tflops"] > 0 and 0 < rec["frac_copy_bw"]
     assert rec["speedup"]["slow"] > 1 and rec["baselines"]["missing"] is None

@@ -89,3 +89,23 @@ X = lambda *s, dt=torch.float16: torch.zeros(*s, dtype=dt)  # noqa: E731
 def test_bad_input_raises_value_error_before_launch(make, match):
     with pytest.raises(ValueError, match=match):
         make()
+
+
+@pytest.fixture(scope="module")
+def warp_src():
+    return body(Nm.rmsnorm_warp(37, 4096, "float16", 4, 1e-6, 160))
+
+
+def test_warp_schedule_one_row_per_warp_shuffles_only(warp_src):
+    s = warp_src
+    # lane l holds [8l + 256j, +8): 16 uint4 loads per lane, each warp instruction 512 bytes
+    assert "half_t xl[128];" in s
+    assert "*(uint4*)(xl + (j * 8)) = *(uint4*)(X + " in s and "(j * 256)" in s and "& 31) * 8)" in s
+    assert "tl::warp_reduce_sum(rs[0])" in s  # the row's sum: warp shuffles only
+    assert "AllReduce" not in s and "workspace" not in s
+    # the only barrier stages the weight once per block, outside any loop over the row
+    assert s.count("__syncthreads()") == 1
+    assert "*(uint4*)(Y + " in s  # 16-byte stores
+    # ragged M: surplus warps load row M-1 (clamped) and store nothing
+    assert "min(" in s and "< 37)" in s
+    assert "__launch_bounds__(128, 3)" in s  # max_regs=160 -> 3 blocks of 128 threads per SM
