@@ -74,7 +74,10 @@ def _open(browser, url):
     errors: list[str] = []
     page.on("console", lambda m: errors.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
     page.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
-    page.on("requestfailed", lambda r: errors.append(f"request failed: {r.url}"))
+    # A request the browser aborts because the page navigated on (the root redirect)
+    # is not a failure of the book; every other failed request is.
+    page.on("requestfailed", lambda r: None if "ERR_ABORTED" in (r.failure or "")
+            else errors.append(f"request failed: {r.url} ({r.failure})"))
     page.on("response", lambda r: errors.append(f"HTTP {r.status}: {r.url}") if r.status >= 400 else None)
     page.goto(url, wait_until="load")
     return page, errors
