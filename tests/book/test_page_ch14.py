@@ -13,8 +13,6 @@
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -22,24 +20,11 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "book" / "ch_gemm.md"
 PREFIXES = ("ch14", "ch28", "machines")
-GLUE = re.compile(r"\{glue:text\}`([^`]+)`")
-CJK = re.compile(r"[\u3400-\u9fff]")
+from coursebook.pagecheck import CJK, GLUE, prose_of as _prose  # noqa: E402
 
 
 def _text() -> str:
     return PAGE.read_text(encoding="utf-8")
-
-
-def _prose(text: str) -> str:
-    text = re.sub(r"\A---\n.*?\n---\n", "", text, flags=re.S)
-    text = re.sub(r"```\{code-cell\}.*?\n```", "", text, flags=re.S)
-    text = re.sub(r"\$\$.*?\$\$", "", text, flags=re.S)
-    text = re.sub(r"\$[^$\n]+\$", "", text)
-    text = re.sub(r"\{[a-z:]+\}`[^`]*`", "", text)
-    text = re.sub(r"`[^`\n]*`", "", text)
-    text = re.sub(r"<https?://[^>]+>|https?://\S+", "", text)
-    text = re.sub(r"^\(.*\)=$", "", text, flags=re.M)
-    return text
 
 
 @pytest.fixture(scope="module")
@@ -99,16 +84,6 @@ def test_prose_has_no_decimal_number():
 def test_prose_is_long_enough():
     n = len(CJK.findall(_prose(_text())))
     assert n >= 8000, f"chapter prose has {n} Chinese characters outside code, want >= 8000"
-
-
-def test_prose_repeats_no_draft():
-    tool = ROOT.parent / "shared" / "tools" / "prose_overlap.py"
-    if not tool.is_file():
-        pytest.skip(f"{tool} not present in this checkout")
-    out = subprocess.run([sys.executable, str(tool), str(ROOT)], capture_output=True, text=True, timeout=600)
-    mine = [ln for ln in out.stdout.splitlines()
-            if ln.startswith(("book/ch_gemm", "coursebook/figures_ch14", "kernels/gemm/report", "tests/book/test_page_ch14"))]
-    assert not mine, "\n".join(mine)
 
 
 def test_no_hard_coded_chapter_numbers():

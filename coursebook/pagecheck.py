@@ -1,0 +1,28 @@
+"""Text checks shared by the page tests: what counts as a page's prose.
+
+``prose_of`` strips a MyST notebook page down to the sentences a reader reads:
+no front matter, code cells, math, inline code, roles (glue, ref, doc), URLs or
+labels.  The page tests count its Chinese characters and look for numbers typed
+into it instead of glued.
+"""
+from __future__ import annotations
+
+import re
+
+__all__ = ["GLUE", "CJK", "prose_of"]
+
+GLUE = re.compile(r"\{glue:text\}`([^`]+)`")
+CJK = re.compile(r"[\u3400-\u9fff]")
+
+
+def prose_of(text: str) -> str:
+    text = re.sub(r"\A---\n.*?\n---\n", "", text, flags=re.S)
+    text = re.sub(r"```\{code-cell\}.*?\n```", "", text, flags=re.S)
+    text = re.sub(r"\$\$.*?\$\$", "", text, flags=re.S)
+    text = re.sub(r"\$[^$\n]+\$", "", text)
+    text = re.sub(r"\{[a-z:]+\}`[^`]*`", "", text)  # glue, ref, doc roles
+    text = re.sub(r"`[^`\n]*`", "", text)
+    text = re.sub(r"<https?://[^>]+>|https?://\S+", "", text)
+    text = re.sub(r"^\(.*\)=$", "", text, flags=re.M)  # labels
+    return text
+
