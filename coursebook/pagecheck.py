@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["GLUE", "CJK", "prose_of"]
+__all__ = ["GLUE", "CJK", "prose_of", "typed_numbers", "typed_decimals"]
 
 GLUE = re.compile(r"\{glue:text\}`([^`]+)`")
 CJK = re.compile(r"[\u3400-\u9fff]")
@@ -26,3 +26,18 @@ def prose_of(text: str) -> str:
     text = re.sub(r"^\(.*\)=$", "", text, flags=re.M)  # labels
     return text
 
+
+
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.])")
+_DECIMAL = re.compile(r"(?<![\w.])\d+\.\d+(?![\w.])")
+
+
+def typed_numbers(prose: str, computed: set[str], allowed: set[str] = frozenset()) -> list[str]:
+    """Numbers standing alone in ``prose`` that equal a computed figure's printed text
+    (so they should have been glued), except the problem statements in ``allowed``."""
+    return sorted(t for t in set(_NUMBER.findall(prose)) if t in computed and t not in allowed)
+
+
+def typed_decimals(prose: str) -> list[str]:
+    """Decimal numbers standing alone in prose; a glued number never does."""
+    return _DECIMAL.findall(prose)

@@ -23,7 +23,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "book" / "ch_pytorch_to_kernel.md"
 PREFIXES = ("ch02", "machines")
-from coursebook.pagecheck import CJK, GLUE, prose_of as _prose  # noqa: E402
+from coursebook.pagecheck import CJK, GLUE, typed_decimals, typed_numbers  # noqa: E402
+from coursebook.pagecheck import prose_of as _prose  # noqa: E402
 
 
 def _text() -> str:
@@ -56,14 +57,13 @@ _SHAPES = {"1", "2", "3", "4", "5", "6", "8", "13", "32", "128", "512", "1024", 
 def test_prose_types_no_registry_number(registry):
     prose = _prose(_text())
     registry_texts = {f.text for f in registry.values() if re.fullmatch(r"[0-9.]+", str(f.text))}
-    tokens = set(re.findall(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.])", prose))
-    typed = sorted(t for t in tokens if t in registry_texts and t not in _SHAPES)
+    typed = typed_numbers(prose, registry_texts, _SHAPES)
     assert not typed, f"numbers typed into the prose that the registry holds (glue them): {typed}"
 
 
 def test_prose_has_no_decimal_number_at_all():
     # every measured or computed quantity is glued; a decimal in prose is a retyped number
-    decimals = re.findall(r"(?<![\w.])\d+\.\d+(?![\w.])", _prose(_text()))
+    decimals = typed_decimals(_prose(_text()))
     assert not decimals, f"decimal numbers typed into the prose: {decimals}"
 
 

@@ -19,7 +19,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "book" / "ch_elementwise_norm_rope.md"
-from coursebook.pagecheck import CJK, GLUE, prose_of as _prose  # noqa: E402
+from coursebook.pagecheck import CJK, GLUE, typed_decimals, typed_numbers  # noqa: E402
+from coursebook.pagecheck import prose_of as _prose  # noqa: E402
 
 
 def _text() -> str:
@@ -72,13 +73,12 @@ _SHAPES = {"1", "2", "3", "4", "8", "16", "32", "64", "128", "256", "1024", "204
 def test_prose_types_no_registry_number(registry):
     prose = _prose(_text())
     texts = {str(f.text) for f in registry.values() if re.fullmatch(r"[0-9.]+", str(f.text))}
-    tokens = set(re.findall(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.])", prose))
-    typed = sorted(t for t in tokens if t in texts and t not in _SHAPES)
+    typed = typed_numbers(prose, texts, _SHAPES)
     assert not typed, f"numbers typed into the prose that the registry holds (glue them): {typed}"
 
 
 def test_prose_has_no_decimal_number_at_all():
-    decimals = re.findall(r"(?<![\w.])\d+\.\d+(?![\w.])", _prose(_text()))
+    decimals = typed_decimals(_prose(_text()))
     assert not decimals, f"decimal numbers typed into the prose: {decimals}"
 
 
