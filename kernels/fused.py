@@ -177,6 +177,26 @@ def warp_supported(N: int, rope_dim: int, group: int | None = None, dtype: str =
             and (group is None or (pow2(group) and 8 <= group <= 256 and N % group == 0)))
 
 
+@T.macro
+def _warp_row_rsqrt(X, xl, acc, rs, row, lane, NJ, N, eps):
+    """One warp loads its row into registers (lane ``lane`` takes elements
+    [8*lane + 256*j, +8), 16-byte loads) and leaves 1/rms of the row in ``rs[0]``:
+    per-lane partial sums of squares in fp32, then one warp shuffle reduction."""
+    for j in T.unroll(NJ):
+        for v in T.vectorized(8):
+            xl[j * 8 + v] = X[row, j * 256 + lane * 8 + v]
+    for v in T.unroll(8):
+        acc[v] = 0.0
+    for j in T.unroll(NJ):
+        for v in T.unroll(8):
+            acc[v] += T.cast(xl[j * 8 + v], ACC) * T.cast(xl[j * 8 + v], ACC)
+    rs[0] = 0.0
+    for v in T.unroll(8):
+        rs[0] += acc[v]
+    rs[0] = T.warp_reduce_sum(rs[0])
+    rs[0] = T.rsqrt(rs[0] / N + eps)
+
+
 @tilelang.jit(target=TARGET)
 def rmsnorm_rope_warp(M: int, N: int, rope_dim: int, dtype: str = "bfloat16", rows: int = 4,
                       eps: float = 1e-6, max_regs: int = 0):
@@ -205,19 +225,7 @@ def rmsnorm_rope_warp(M: int, N: int, rope_dim: int, dtype: str = "bfloat16", ro
             row = T.min(bx * rows + tx // 32, M - 1)
             live = bx * rows + tx // 32 < M
             lane = tx % 32
-            for j in T.unroll(NJ):
-                for v in T.vectorized(8):
-                    xl[j * 8 + v] = X[row, j * 256 + lane * 8 + v]
-            for v in T.unroll(8):
-                acc[v] = 0.0
-            for j in T.unroll(NJ):
-                for v in T.unroll(8):
-                    acc[v] += T.cast(xl[j * 8 + v], ACC) * T.cast(xl[j * 8 + v], ACC)
-            rs[0] = 0.0
-            for v in T.unroll(8):
-                rs[0] += acc[v]
-            rs[0] = T.warp_reduce_sum(rs[0])
-            rs[0] = T.rsqrt(rs[0] / N + eps)
+            _warp_row_rsqrt(X, xl, acc, rs, row, lane, NJ, N, eps)
             for j in T.unroll(NJ):  # y1, rounded to dtype as the unfused chain does
                 for v in T.vectorized(8):
                     wl[v] = ws[j * 256 + lane * 8 + v]
@@ -279,19 +287,7 @@ def rmsnorm_rope_fp8_warp(M: int, N: int, rope_dim: int, group: int = 128, dtype
             row = T.min(bx * rows + tx // 32, M - 1)  # surplus warps redo row M-1, store nothing
             live = bx * rows + tx // 32 < M
             lane = tx % 32
-            for j in T.unroll(NJ):
-                for v in T.vectorized(8):
-                    xl[j * 8 + v] = X[row, j * 256 + lane * 8 + v]
-            for v in T.unroll(8):
-                acc[v] = 0.0
-            for j in T.unroll(NJ):
-                for v in T.unroll(8):
-                    acc[v] += T.cast(xl[j * 8 + v], ACC) * T.cast(xl[j * 8 + v], ACC)
-            rs[0] = 0.0
-            for v in T.unroll(8):
-                rs[0] += acc[v]
-            rs[0] = T.warp_reduce_sum(rs[0])
-            rs[0] = T.rsqrt(rs[0] / N + eps)
+            _warp_row_rsqrt(X, xl, acc, rs, row, lane, NJ, N, eps)
             for j in T.unroll(NJ):  # y1, rounded to dtype
                 for v in T.vectorized(8):
                     wl[v] = ws[j * 256 + lane * 8 + v]
