@@ -36,7 +36,10 @@ def inputs_digest() -> str:
     return h.hexdigest()
 
 
-def _invalidate_stale_cache() -> bool:
+def _invalidate_stale_cache() -> tuple[bool, str]:
+    """Drop the caches when the inputs changed; returns (stale, digest of the inputs now).
+    The caller stamps *this* digest after a good build -- not one taken at the end, which
+    would claim inputs edited during the build were already executed."""
     digest = inputs_digest()
     old = STAMP.read_text().strip() if STAMP.is_file() else None
     stale = old != digest
@@ -45,7 +48,7 @@ def _invalidate_stale_cache() -> bool:
         for d in (CACHE, ROOT / "_build" / ".doctrees"):
             if d.exists():
                 shutil.rmtree(d)
-    return stale
+    return stale, digest
 
 
 def _complete_redirect(index: Path) -> None:
@@ -71,7 +74,8 @@ def _complete_redirect(index: Path) -> None:
 def build(strict: bool = True, clean: bool = False) -> Path:
     if clean and (ROOT / "_build").exists():
         shutil.rmtree(ROOT / "_build")
-    if _invalidate_stale_cache():
+    stale, digest = _invalidate_stale_cache()
+    if stale:
         print("packages or recorded results changed since the last build: every page runs again")
     exe = Path(sys.executable).parent / "jupyter-book"
     cmd = [str(exe) if exe.exists() else "jupyter-book", "build", str(ROOT), "--builder", "html"]
@@ -81,7 +85,7 @@ def build(strict: bool = True, clean: bool = False) -> Path:
     proc = subprocess.run(cmd, cwd=ROOT)
     if proc.returncode != 0:
         raise SystemExit(f"book build failed (exit {proc.returncode}); see the messages above")
-    STAMP.write_text(inputs_digest() + "\n")
+    STAMP.write_text(digest + "\n")
     index = OUT / "index.html"
     _complete_redirect(index)
     if not index.is_file():

@@ -11,6 +11,9 @@ page glues), :func:`exercise_values` (the ``ch13x.*`` texts of the exercises),
 """
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 from coursebook import style
 
 __all__ = [
@@ -20,6 +23,7 @@ __all__ = [
     "measured_copy_fraction",
     "targets_table",
     "measured_extras",
+    "fused_diagnosis",
     "exercise_values",
     "errata_table",
     "ascend_values",
@@ -277,6 +281,63 @@ def measured_extras(results: dict | None = None) -> dict[str, str]:
     if sk and sk.get("frac_copy_bw"):
         # the ledger counts one read of x; split-K reads it twice: 3 passes of x-sized traffic instead of 2
         out["rec13.splitk.second_read_pct"] = f"{100 * sk['frac_copy_bw'] * 3 / 2:.1f}"
+    return out
+
+
+def _search(results, name: str) -> dict | None:
+    for suite in (results or {}).get("suites", {}).values():
+        for r in suite.get("records", []):
+            if r.get("kind") == "search" and r.get("name") == name:
+                return r
+    return None
+
+
+def _recorded_ncu_rows() -> dict | None:
+    from kernels import ncu_rows
+
+    path = Path(ncu_rows.RESULTS) / "ncu_rows.json"
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+
+
+def fused_diagnosis(results: dict | None = None, ncu: dict | None = None) -> dict[str, str]:
+    """Texts of the "where the fused FP8 kernel stalls" passage: ``rec13.diag.*`` from the
+    recorded search of the fused kernel's schedules, ``rec13.ncu.*`` from the recorded
+    Nsight Compute run (``kernels/results/ncu/ncu_rows.json``).  Missing data -> "—"."""
+    results = results if results is not None else _load()
+    ncu = ncu if ncu is not None else _recorded_ncu_rows()
+    out: dict[str, str] = {}
+    srch = _search(results, "fused rmsnorm+rope+fp8 blk_m") or {}
+    ms = srch.get("ms") or {}
+
+    def best(pred):
+        hits = {k: v for k, v in ms.items() if pred(k)}
+        return min(hits.items(), key=lambda kv: kv[1]) if hits else (None, None)
+
+    groups = {
+        "orig": lambda k: k == "blk_m=2",
+        "capped": lambda k: k.startswith("blk_m=") and "min_blocks" in k,
+        "lean": lambda k: k.startswith("lean,"),
+        "pipe": lambda k: k.startswith("pipe,"),
+        "warp": lambda k: k.startswith("warp,"),
+    }
+    for g, pred in groups.items():
+        lab, t = best(pred)
+        out[f"rec13.diag.{g}_us"] = "—" if t is None else f"{t * 1e3:.1f}"
+        out[f"rec13.diag.{g}_cfg"] = lab or "—"
+    out["rec13.diag.best"] = srch.get("best") or "—"
+    from kernels.ncu_rows import FUSED_CFG, LEAN_CFG
+
+    for key, (bm, mb) in (("fused", FUSED_CFG), ("lean", LEAN_CFG)):
+        out[f"rec13.ncu.{key}.cfg"] = f"blk_m={bm}，每 SM {mb} 块"
+    names = {"rms": "rmsnorm rows", "quant": "quant_fp8", "fused": "fused fp8", "lean": "fused fp8 lean"}
+    ks = (ncu or {}).get("kernels", {})
+    for key, name in names.items():
+        k = ks.get(name) or {}
+        for field, fmt in (("issue_pct_of_peak", "{:.0f}"), ("dram_pct_of_peak", "{:.0f}"),
+                           ("instructions_per_element", "{:.1f}"), ("time_us", "{:.1f}"),
+                           ("registers_per_thread", "{:.0f}")):
+            v = k.get(field)
+            out[f"rec13.ncu.{key}.{field.split('_')[0]}"] = "—" if v is None else fmt.format(v)
     return out
 
 

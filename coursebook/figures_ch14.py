@@ -110,6 +110,20 @@ def page_values(results: dict | None) -> dict[str, str]:
     nw, nr = DEFAULT_PROTOCOL.iterations(0.02)
     v["ch14p.ex.iters_20us_warm"] = str(nw)
     v["ch14p.ex.iters_20us_rep"] = str(nr)
+    from kernels.gemm.common import BENCH_ROUNDS
+    from ledger.tiles import HOPPER
+
+    v["ch14p.bench.rounds"] = str(BENCH_ROUNDS)
+    # fp8 at 4096^3: the waves of the promoted kernel's tile shapes (one block per SM)
+    for bn in (192, 128):
+        g, w, fill = grid_waves(4096, 4096, 128, bn)
+        v[f"ch14p.fp8.n{bn}.grid"] = str(g)
+        v[f"ch14p.fp8.n{bn}.waves_exact"] = f"{g / HOPPER.sms:.2f}"
+        v[f"ch14p.fp8.n{bn}.fill_pct"] = f"{100 * fill:.0f}"
+    v["ch14p.fp8.n192.partial_cols"] = str(4096 - (4096 // 192) * 192)
+    for side in (4096, 8192):
+        rec = _bench(results, f"fp8 e4m3 {side}^3")
+        v[f"rec14.fp8.s{side}.config"] = str(rec["config"]) if rec and rec.get("config") else DASH
     # derived from records
     for side in (4096, 8192):
         rec = _bench(results, f"tuned rung4 {side}^3")

@@ -41,6 +41,7 @@ from kernels.quant import EPS, FP8, FP8_MAX
 TARGET = {"kind": "cuda", "arch": "sm_90a"}
 ACC = "float32"
 BLK_MS = (1, 2, 4)  # tokens per block searched by the suite
+BENCH_ROUNDS = 3  # fused kernel and the unfused chain timed in alternation (Harness.bench)
 
 
 # ----------------------------------------------------------------- references
@@ -62,13 +63,15 @@ def ref_rmsnorm_rope_fp8(x, weight, cos, sin, rope_dim: int, group: int = 128, e
 # ------------------------------------------------------------ kernel factories
 @tilelang.jit(target=TARGET)
 def rmsnorm_rope(M: int, N: int, rope_dim: int, dtype: str = "bfloat16", blk_m: int = 1,
-                 threads: int = 256, eps: float = 1e-6):
+                 threads: int = 256, eps: float = 1e-6, min_blocks: int = 0):
     start, half = N - rope_dim, rope_dim // 2
 
     @T.prim_func
     def main(X: T.Tensor((M, N), dtype), W: T.Tensor((N,), dtype), C: T.Tensor((M, half), ACC),
              Sn: T.Tensor((M, half), ACC), Y: T.Tensor((M, N), dtype)):
         with T.Kernel(T.ceildiv(M, blk_m), threads=threads) as bx:
+            if min_blocks:
+                T.annotate_min_blocks_per_sm(min_blocks)
             x = T.alloc_fragment((blk_m, N), dtype)  # whole rows, in registers
             w = T.alloc_fragment((N,), dtype)
             sq = T.alloc_fragment((blk_m, N), ACC)
@@ -100,10 +103,86 @@ def rmsnorm_rope(M: int, N: int, rope_dim: int, dtype: str = "bfloat16", blk_m: 
     return main
 
 
+@T.macro
+def _rms_rope_quant(x, w, sqe, sq, rs, tail, cs, ss, amax, inv, q, blk_m, G, group, N, start, half, eps):
+    """The work of the FP8 fused kernels on a row fragment ``x (blk_m, G, group)`` whose
+    cos/sin rows sit in the shared ``cs``/``ss``: RMSNorm in place (rounded to dtype),
+    RoPE on the tail through the shared ``tail`` tile, group amax, quantize into ``q``;
+    the scales are left in ``amax``."""
+    for i, g, k in T.Parallel(blk_m, G, group):
+        sqe[i, g, k] = T.cast(x[i, g, k], ACC) * T.cast(x[i, g, k], ACC)
+    T.reduce_sum(sqe, sq, dim=2)  # within a group: a few lanes of one warp
+    T.reduce_sum(sq, rs, dim=1)  # across the groups of the row
+    for i in T.Parallel(blk_m):
+        rs[i] = T.rsqrt(rs[i] / N + eps)
+    for i, g, k in T.Parallel(blk_m, G, group):
+        x[i, g, k] = T.cast(T.cast(x[i, g, k], ACC) * rs[i] * T.cast(w[g, k], ACC), x.dtype)
+    # RoPE on channels c = g * group + k >= start; the condition is resolved at compile
+    # time per register, so only the threads that own tail channels do any work
+    for i, g, k in T.Parallel(blk_m, G, group):
+        if g * group + k >= start:
+            tail[i, g * group + k - start] = x[i, g, k]
+    for i, g, k in T.Parallel(blk_m, G, group):
+        if g * group + k >= start:
+            r = g * group + k - start
+            p = r % half
+            partner = T.if_then_else(r < half, r + half, r - half)
+            sign = T.if_then_else(r < half, -1.0, 1.0)
+            x[i, g, k] = T.cast(T.cast(x[i, g, k], ACC) * cs[i, p]
+                                + sign * T.cast(tail[i, partner], ACC) * ss[i, p], x.dtype)
+    # x now holds y2 in dtype: the same numbers the unfused chain hands the quantizer
+    T.reduce_absmax(x, amax, dim=2)
+    for i, g in T.Parallel(blk_m, G):
+        amax[i, g] = T.max(amax[i, g], EPS) / FP8_MAX  # the scale
+        inv[i, g] = 1.0 / amax[i, g]
+    for i, g, k in T.Parallel(blk_m, G, group):
+        q[i, g, k] = T.cast(T.clamp(T.cast(x[i, g, k], ACC) * inv[i, g], -FP8_MAX, FP8_MAX), FP8)
+
+
+@T.macro
+def _rms_rope_quant_lean(x, xf, w, sqe, sq, rs, tail, cs, ss, amax, ab, inv, q, blk_m, G, group, N, start, half,
+                         eps):
+    """The same arithmetic as :func:`_rms_rope_quant`, written for fewer instructions per
+    element (the fragment kernels are issue-bound, not memory-bound, once enough rows are
+    in flight): the input is widened to fp32 once (``xf``) and every later step reads the
+    fp32 copy of the dtype-rounded values instead of unpacking bf16 again; the group amax
+    is a max over ``|y|`` (one min/max instruction with an abs modifier); no clamp before
+    the cast -- the e4m3 conversion saturates (``__NV_SATFINITE``) and ``|y| * inv``
+    exceeds 448 only by rounding."""
+    for i, g, k in T.Parallel(blk_m, G, group):
+        xf[i, g, k] = T.cast(x[i, g, k], ACC)
+    for i, g, k in T.Parallel(blk_m, G, group):
+        sqe[i, g, k] = xf[i, g, k] * xf[i, g, k]
+    T.reduce_sum(sqe, sq, dim=2)
+    T.reduce_sum(sq, rs, dim=1)
+    for i in T.Parallel(blk_m):
+        rs[i] = T.rsqrt(rs[i] / N + eps)
+    for i, g, k in T.Parallel(blk_m, G, group):  # y1 rounded to dtype, kept as fp32
+        xf[i, g, k] = T.cast(T.cast(xf[i, g, k] * rs[i] * T.cast(w[g, k], ACC), x.dtype), ACC)
+    for i, g, k in T.Parallel(blk_m, G, group):
+        if g * group + k >= start:
+            tail[i, g * group + k - start] = xf[i, g, k]
+    for i, g, k in T.Parallel(blk_m, G, group):
+        if g * group + k >= start:
+            r = g * group + k - start
+            p = r % half
+            partner = T.if_then_else(r < half, r + half, r - half)
+            sign = T.if_then_else(r < half, -1.0, 1.0)
+            xf[i, g, k] = T.cast(T.cast(xf[i, g, k] * cs[i, p] + sign * tail[i, partner] * ss[i, p], x.dtype), ACC)
+    for i, g, k in T.Parallel(blk_m, G, group):
+        ab[i, g, k] = T.abs(xf[i, g, k])
+    T.reduce_max(ab, amax, dim=2)
+    for i, g in T.Parallel(blk_m, G):
+        amax[i, g] = T.max(amax[i, g], EPS) / FP8_MAX  # the scale
+        inv[i, g] = 1.0 / amax[i, g]
+    for i, g, k in T.Parallel(blk_m, G, group):
+        q[i, g, k] = T.cast(xf[i, g, k] * inv[i, g], FP8)
+
+
 @tilelang.jit(target=TARGET)
-def rmsnorm_rope_fp8(M: int, N: int, rope_dim: int, group: int = 128, dtype: str = "bfloat16",
-                     blk_m: int = 1, threads: int = 256, eps: float = 1e-6):
-    """Same schedule on a (blk_m, G, group) fragment, so the group amax stays in a warp."""
+def rmsnorm_rope_fp8_lean(M: int, N: int, rope_dim: int, group: int = 128, dtype: str = "bfloat16",
+                          blk_m: int = 1, threads: int = 256, eps: float = 1e-6, min_blocks: int = 0):
+    """:func:`rmsnorm_rope_fp8` with the body :func:`_rms_rope_quant_lean` (same results)."""
     start, half = N - rope_dim, rope_dim // 2
     G = N // group
 
@@ -111,6 +190,49 @@ def rmsnorm_rope_fp8(M: int, N: int, rope_dim: int, group: int = 128, dtype: str
     def main(X: T.Tensor((M, G, group), dtype), W: T.Tensor((G, group), dtype), C: T.Tensor((M, half), ACC),
              Sn: T.Tensor((M, half), ACC), Q: T.Tensor((M, G, group), FP8), S: T.Tensor((M, G), ACC)):
         with T.Kernel(T.ceildiv(M, blk_m), threads=threads) as bx:
+            if min_blocks:
+                T.annotate_min_blocks_per_sm(min_blocks)
+            x = T.alloc_fragment((blk_m, G, group), dtype)
+            xf = T.alloc_fragment((blk_m, G, group), ACC)
+            w = T.alloc_fragment((G, group), dtype)
+            sqe = T.alloc_fragment((blk_m, G, group), ACC)
+            sq = T.alloc_fragment((blk_m, G), ACC)
+            rs = T.alloc_fragment((blk_m,), ACC)
+            tail = T.alloc_shared((blk_m, rope_dim), ACC)
+            cs = T.alloc_shared((blk_m, half), ACC)
+            ss = T.alloc_shared((blk_m, half), ACC)
+            amax = T.alloc_fragment((blk_m, G), ACC)
+            ab = T.alloc_fragment((blk_m, G, group), ACC)
+            inv = T.alloc_fragment((blk_m, G), ACC)
+            q = T.alloc_fragment((blk_m, G, group), FP8)
+            T.copy(X[bx * blk_m, 0, 0], x)
+            T.copy(W[0, 0], w)
+            T.copy(C[bx * blk_m, 0], cs)
+            T.copy(Sn[bx * blk_m, 0], ss)
+            _rms_rope_quant_lean(x, xf, w, sqe, sq, rs, tail, cs, ss, amax, ab, inv, q, blk_m, G, group, N, start,
+                                 half, eps)
+            T.copy(q, Q[bx * blk_m, 0, 0])
+            T.copy(amax, S[bx * blk_m, 0])
+
+    return main
+
+
+@tilelang.jit(target=TARGET)
+def rmsnorm_rope_fp8(M: int, N: int, rope_dim: int, group: int = 128, dtype: str = "bfloat16",
+                     blk_m: int = 1, threads: int = 256, eps: float = 1e-6, min_blocks: int = 0):
+    """Same schedule on a (blk_m, G, group) fragment, so the group amax stays in a warp.
+
+    ``min_blocks`` (0 = let ptxas choose) asks for that many resident blocks per SM
+    (``__launch_bounds__``): fewer registers per thread, more rows in flight."""
+    start, half = N - rope_dim, rope_dim // 2
+    G = N // group
+
+    @T.prim_func
+    def main(X: T.Tensor((M, G, group), dtype), W: T.Tensor((G, group), dtype), C: T.Tensor((M, half), ACC),
+             Sn: T.Tensor((M, half), ACC), Q: T.Tensor((M, G, group), FP8), S: T.Tensor((M, G), ACC)):
+        with T.Kernel(T.ceildiv(M, blk_m), threads=threads) as bx:
+            if min_blocks:
+                T.annotate_min_blocks_per_sm(min_blocks)
             x = T.alloc_fragment((blk_m, G, group), dtype)
             w = T.alloc_fragment((G, group), dtype)
             sqe = T.alloc_fragment((blk_m, G, group), ACC)  # squares, element by element
@@ -126,36 +248,68 @@ def rmsnorm_rope_fp8(M: int, N: int, rope_dim: int, group: int = 128, dtype: str
             T.copy(W[0, 0], w)
             T.copy(C[bx * blk_m, 0], cs)
             T.copy(Sn[bx * blk_m, 0], ss)
-            for i, g, k in T.Parallel(blk_m, G, group):
-                sqe[i, g, k] = T.cast(x[i, g, k], ACC) * T.cast(x[i, g, k], ACC)
-            T.reduce_sum(sqe, sq, dim=2)  # within a group: a few lanes of one warp
-            T.reduce_sum(sq, rs, dim=1)  # across the groups of the row
-            for i in T.Parallel(blk_m):
-                rs[i] = T.rsqrt(rs[i] / N + eps)
-            for i, g, k in T.Parallel(blk_m, G, group):
-                x[i, g, k] = T.cast(T.cast(x[i, g, k], ACC) * rs[i] * T.cast(w[g, k], ACC), dtype)
-            # RoPE on channels c = g * group + k >= start; the condition is resolved at compile
-            # time per register, so only the threads that own tail channels do any work
-            for i, g, k in T.Parallel(blk_m, G, group):
-                if g * group + k >= start:
-                    tail[i, g * group + k - start] = x[i, g, k]
-            for i, g, k in T.Parallel(blk_m, G, group):
-                if g * group + k >= start:
-                    r = g * group + k - start
-                    p = r % half
-                    partner = T.if_then_else(r < half, r + half, r - half)
-                    sign = T.if_then_else(r < half, -1.0, 1.0)
-                    x[i, g, k] = T.cast(T.cast(x[i, g, k], ACC) * cs[i, p]
-                                        + sign * T.cast(tail[i, partner], ACC) * ss[i, p], dtype)
-            # x now holds y2 in dtype: the same numbers the unfused chain hands the quantizer
-            T.reduce_absmax(x, amax, dim=2)
-            for i, g in T.Parallel(blk_m, G):
-                amax[i, g] = T.max(amax[i, g], EPS) / FP8_MAX  # the scale
-                inv[i, g] = 1.0 / amax[i, g]
-            for i, g, k in T.Parallel(blk_m, G, group):
-                q[i, g, k] = T.cast(T.clamp(T.cast(x[i, g, k], ACC) * inv[i, g], -FP8_MAX, FP8_MAX), FP8)
+            _rms_rope_quant(x, w, sqe, sq, rs, tail, cs, ss, amax, inv, q, blk_m, G, group, N, start, half, eps)
             T.copy(q, Q[bx * blk_m, 0, 0])
             T.copy(amax, S[bx * blk_m, 0])
+
+    return main
+
+
+# ------------------------------------------- schedule "pipe": persistent, TMA-fed rows
+# The schedules above hold a block's rows only in registers, so the bytes in flight per
+# SM are (resident blocks) x (rows per block): about 48-64 KB at the registers these
+# kernels need, and the next rows are not requested before the current ones are done.
+# Here one block per SM walks the tokens ``bx, bx + grid, ...`` in a ``T.Pipelined``
+# loop: on sm_90a tilelang turns it into a warp-specialized kernel -- one producer warp
+# group issues TMA loads of the next ``stages`` row tiles into a shared ring (mbarrier
+# handshakes), the 256 consumer threads run the same math as above on the current tile.
+def pipe_supported(N: int, rope_dim: int, group: int, blk_m: int, threads: int = 256,
+                   dtype: str = "bfloat16") -> bool:
+    """Shapes the pipe schedule serves: rows whose bytes are a multiple of 16 (TMA),
+    the fragment split evenly over the threads, the RoPE tail inside the row."""
+    size = 2 if dtype in ("float16", "bfloat16") else 4
+    return (N % group == 0 and group % 8 == 0 and (N * size) % 16 == 0 and (blk_m * N) % (8 * threads) == 0
+            and 2 <= rope_dim <= N and rope_dim % 2 == 0 and (rope_dim // 2 * 4) % 16 == 0)
+
+
+@tilelang.jit(target=TARGET)
+def rmsnorm_rope_fp8_pipe(M: int, N: int, rope_dim: int, group: int = 128, dtype: str = "bfloat16",
+                          blk_m: int = 2, stages: int = 4, grid: int = 132, threads: int = 256,
+                          eps: float = 1e-6):
+    """``rmsnorm_rope_fp8`` with rows streamed by TMA through a ``stages``-deep ring;
+    ``grid`` persistent blocks (one per SM)."""
+    assert pipe_supported(N, rope_dim, group, blk_m, threads, dtype)
+    start, half = N - rope_dim, rope_dim // 2
+    G = N // group
+    iters = T.ceildiv(T.ceildiv(M, blk_m), grid)
+
+    @T.prim_func
+    def main(X: T.Tensor((M, G, group), dtype), W: T.Tensor((G, group), dtype), C: T.Tensor((M, half), ACC),
+             Sn: T.Tensor((M, half), ACC), Q: T.Tensor((M, G, group), FP8), S: T.Tensor((M, G), ACC)):
+        with T.Kernel(grid, threads=threads) as bx:
+            xs = T.alloc_shared((blk_m, G, group), dtype)  # the ring slot the producer fills
+            x = T.alloc_fragment((blk_m, G, group), dtype)
+            w = T.alloc_fragment((G, group), dtype)
+            sqe = T.alloc_fragment((blk_m, G, group), ACC)
+            sq = T.alloc_fragment((blk_m, G), ACC)
+            rs = T.alloc_fragment((blk_m,), ACC)
+            tail = T.alloc_shared((blk_m, rope_dim), dtype)
+            cs = T.alloc_shared((blk_m, half), ACC)
+            ss = T.alloc_shared((blk_m, half), ACC)
+            amax = T.alloc_fragment((blk_m, G), ACC)
+            inv = T.alloc_fragment((blk_m, G), ACC)
+            q = T.alloc_fragment((blk_m, G, group), FP8)
+            T.copy(W[0, 0], w)
+            for it in T.Pipelined(iters, num_stages=stages):
+                r0 = (it * grid + bx) * blk_m
+                T.copy(X[r0, 0, 0], xs)
+                T.copy(C[r0, 0], cs)
+                T.copy(Sn[r0, 0], ss)
+                T.copy(xs, x)
+                _rms_rope_quant(x, w, sqe, sq, rs, tail, cs, ss, amax, inv, q, blk_m, G, group, N, start, half,
+                                eps)
+                T.copy(q, Q[r0, 0, 0])
+                T.copy(amax, S[r0, 0])
 
     return main
 
@@ -388,72 +542,114 @@ def fused_rmsnorm_rope_fp8(x, weight, cos, sin, rope_dim: int, group: int = 128,
 
 # ------------------------------------------------------------------ GPU suite
 WARP_CFGS = ((4, 168), (2, 168), (1, 168))  # (rows per block, register cap) of the warp schedule
+CAPPED_CFGS = ((2, 256, 4), (2, 256, 5), (1, 256, 8))  # fragment schedule: (blk_m, threads, min blocks/SM)
+PIPE_CFGS = ((1, 8), (2, 4), (2, 8), (4, 4))  # pipe schedule: (rows per tile, ring stages)
+LEAN_CFGS = ((1, 256, 6), (1, 256, 8), (2, 256, 4))  # lean FP8 body: (blk_m, threads, min blocks/SM)
+BASELINE_PIPE_CFGS = ((2, 4), (2, 8))  # norm.rmsnorm_pipe configs tried for step 1 of the unfused chain
 
 
-def _warp_candidates(h, M, N, R, G):
-    """Compile the warp-schedule kernels, verify each config against the fp64 chain (the
-    bench shape and a ragged 37 tokens), return ``({label: kernel}, {label: kernel})`` of
-    the RMSNorm+RoPE and the FP8 variants that passed.  Any failure is recorded and only
-    leaves that candidate out: the new schedule can never break the suite."""
+def _flat(k, x, w, c, s_, *outs):
+    return k(x, w, c, s_, *outs)
+
+
+def _grouped(G):
+    """Adapter for the kernels that take the (token, group, channel) view."""
+    def call(k, x, w, c, s_, q, sc):
+        M, N = x.shape
+        return k(x.view(M, N // G, G), w.view(N // G, G), c, s_, q.view(M, N // G, G), sc)
+    return call
+
+
+def _extra_candidates(h, M, N, R, G, grid):
+    """Compile the searched configurations beyond the plain fragment ones -- the fragment
+    schedule with a register cap, the warp schedule, the pipe schedule on ``grid``
+    persistent blocks -- verify each against the fp64 chain (the bench shape and a ragged
+    37 tokens) and return ``({label: (run, config)}, {label: (run, config)})`` for the
+    RMSNorm+RoPE and the FP8 variants that passed, ``run(x, w, cos, sin, *outs)``.  A
+    failure is recorded and only leaves that candidate out: it can never break the suite."""
     import torch
 
     from kernels import norm, rope
 
     bf16 = torch.bfloat16
-    rope_ok, fp8_ok = {}, {}
-    if not warp_supported(N, R, G, "bfloat16"):
+    rope_specs, fp8_specs = [], []  # (label, factory, args for m tokens, adapter, config)
+    if warp_supported(N, R, G, "bfloat16"):
+        for rw, mr in WARP_CFGS:
+            cfg = {"schedule": "warp", "rows": rw, "threads": 32 * rw, "max_regs": mr, "rope_dim": R}
+            rope_specs.append((f"warp,rows={rw},max_regs={mr}", rmsnorm_rope_warp,
+                               lambda m, rw=rw, mr=mr: (m, N, R, "bfloat16", rw, 1e-6, mr), _flat, cfg))
+            fp8_specs.append((f"warp,rows={rw},max_regs={mr}", rmsnorm_rope_fp8_warp,
+                              lambda m, rw=rw, mr=mr: (m, N, R, G, "bfloat16", rw, 1e-6, mr), _flat,
+                              {**cfg, "group": G}))
+    else:
         h.note("fused[warp]", f"N={N} R={R} group={G}: not served by the warp schedule")
-        return rope_ok, fp8_ok
-    jobs = []
-    for rw, mr in WARP_CFGS:
-        for m in (M, 37):
-            jobs += [(rmsnorm_rope_warp, (m, N, R, "bfloat16", rw, 1e-6, mr)),
-                     (rmsnorm_rope_fp8_warp, (m, N, R, G, "bfloat16", rw, 1e-6, mr))]
-    h.precompile(jobs)
-    for rw, mr in WARP_CFGS:
-        label = f"warp,rows={rw},max_regs={mr}"
-        good_r = good_q = True
-        for m in (37, M):
-            x = h.rand((m, N), bf16, scale=2.0)
-            w = h.rand(N, bf16)
-            cos, sin = rope.rope_tables(m, R, device=h.device)
-            y1 = norm.ref_rmsnorm(x, w, 1e-6)
-            want = rope._ref64(y1[:, None, :], cos, sin, R, "neox")[:, 0, :]
-            eps = torch.finfo(bf16).eps
-            atol = eps * float(want.abs().max())
+    for bm, th, mb in CAPPED_CFGS:
+        cfg = {"blk_m": bm, "threads": th, "min_blocks": mb, "rope_dim": R}
+        rope_specs.append((f"blk_m={bm},min_blocks={mb}", rmsnorm_rope,
+                           lambda m, bm=bm, th=th, mb=mb: (m, N, R, "bfloat16", bm, th, 1e-6, mb), _flat, cfg))
+        fp8_specs.append((f"blk_m={bm},min_blocks={mb}", rmsnorm_rope_fp8,
+                          lambda m, bm=bm, th=th, mb=mb: (m, N, R, G, "bfloat16", bm, th, 1e-6, mb), _grouped(G),
+                          {**cfg, "group": G}))
+    for bm, th, mb in LEAN_CFGS:
+        fp8_specs.append((f"lean,blk_m={bm},min_blocks={mb}", rmsnorm_rope_fp8_lean,
+                          lambda m, bm=bm, th=th, mb=mb: (m, N, R, G, "bfloat16", bm, th, 1e-6, mb), _grouped(G),
+                          {"schedule": "lean", "blk_m": bm, "threads": th, "min_blocks": mb, "rope_dim": R,
+                           "group": G}))
+    for bm, st in PIPE_CFGS:
+        if pipe_supported(N, R, G, bm):
+            fp8_specs.append((f"pipe,blk_m={bm},stages={st}", rmsnorm_rope_fp8_pipe,
+                              lambda m, bm=bm, st=st: (m, N, R, G, "bfloat16", bm, st, grid, 256, 1e-6),
+                              _grouped(G), {"schedule": "pipe", "blk_m": bm, "stages": st, "grid": grid,
+                                            "threads": 256 + 128, "group": G, "rope_dim": R}))
+    h.precompile([(fac, args(m)) for _l, fac, args, _a, _c in rope_specs + fp8_specs for m in (M, 37)])
+    good = {("rope", spec[0]): True for spec in rope_specs}
+    good.update({("fp8", spec[0]): True for spec in fp8_specs})
+    for m in (37, M):
+        x = h.rand((m, N), bf16, scale=2.0)
+        w = h.rand(N, bf16)
+        cos, sin = rope.rope_tables(m, R, device=h.device)
+        y1 = norm.ref_rmsnorm(x, w, 1e-6)
+        want = rope._ref64(y1[:, None, :], cos, sin, R, "neox")[:, 0, :]
+        eps = torch.finfo(bf16).eps
+        atol = eps * float(want.abs().max())
+        wg = want.view(m, N // G, G)
+        s_ref = wg.abs().amax(-1).clamp_min(EPS) / FP8_MAX
+        for label, fac, args, call, _c in rope_specs:
             try:
                 y = h.poisoned((m, N), bf16)
-                rmsnorm_rope_warp(m, N, R, "bfloat16", rw, 1e-6, mr)(x, w, cos, sin, y)
-                good_r &= bool(h.check(f"fused rmsnorm+rope[warp] rows={rw} {m}x{N}", y, want, atol=atol)["ok"])
+                call(fac(*args(m)), x, w, cos, sin, y)
+                good["rope", label] &= bool(h.check(f"fused rmsnorm+rope[{label}] {m}x{N}", y, want,
+                                                    atol=atol)["ok"])
             except Exception as exc:  # noqa: BLE001
-                good_r = False
-                h.error(f"fused rmsnorm+rope[warp] {label}", exc)
+                good["rope", label] = False
+                h.error(f"fused rmsnorm+rope[{label}]", exc)
+        for label, fac, args, call, _c in fp8_specs:
             try:
                 q = h.poisoned((m, N), torch.float8_e4m3fn)
                 s = h.poisoned((m, N // G), torch.float32)
-                rmsnorm_rope_fp8_warp(m, N, R, G, "bfloat16", rw, 1e-6, mr)(x, w, cos, sin, q, s)
-                wg = want.view(m, N // G, G)
-                s_ref = wg.abs().amax(-1).clamp_min(EPS) / FP8_MAX
-                ok1 = h.check(f"fused rmsnorm+rope+fp8[warp] rows={rw} {m}x{N} scale", s, s_ref,
+                call(fac(*args(m)), x, w, cos, sin, q, s)
+                ok1 = h.check(f"fused rmsnorm+rope+fp8[{label}] {m}x{N} scale", s, s_ref,
                               rtol=2 * eps, atol=0.0)["ok"]
                 deq = (q.double().view(m, N // G, G) * s.double()[..., None]).view(m, N)
-                ok2 = h.check(f"fused rmsnorm+rope+fp8[warp] rows={rw} {m}x{N} dequantized", deq, want,
+                ok2 = h.check(f"fused rmsnorm+rope+fp8[{label}] {m}x{N} dequantized", deq, want,
                               dtype=torch.float8_e4m3fn, rtol=0.0625,
                               atol=atol + float(s_ref.max()) * 2.0 ** -9)["ok"]
-                good_q &= bool(ok1) and bool(ok2)
+                good["fp8", label] &= bool(ok1) and bool(ok2)
             except Exception as exc:  # noqa: BLE001
-                good_q = False
-                h.error(f"fused rmsnorm+rope+fp8[warp] {label}", exc)
-        try:
-            if good_r:
-                rope_ok[label] = rmsnorm_rope_warp(M, N, R, "bfloat16", rw, 1e-6, mr)
-            if good_q:
-                fp8_ok[label] = rmsnorm_rope_fp8_warp(M, N, R, G, "bfloat16", rw, 1e-6, mr)
-        except Exception as exc:  # noqa: BLE001
-            h.error(f"fused[warp] {label}", exc)
-        if not (good_r and good_q):
-            h.note("fused[warp]", f"{label}: rope ok={good_r}, fp8 ok={good_q}; failures left out of the search")
-    return rope_ok, fp8_ok
+                good["fp8", label] = False
+                h.error(f"fused rmsnorm+rope+fp8[{label}]", exc)
+    out = {"rope": {}, "fp8": {}}
+    for kind, specs in (("rope", rope_specs), ("fp8", fp8_specs)):
+        for label, fac, args, call, cfg in specs:
+            if not good[kind, label]:
+                h.note("fused candidates", f"{kind} {label}: failed its check, left out of the search")
+                continue
+            try:
+                k = fac(*args(M))
+                out[kind][label] = ((lambda k=k, call=call: (lambda *a: call(k, *a)))(), cfg)
+            except Exception as exc:  # noqa: BLE001
+                h.error(f"fused {kind} {label}", exc)
+    return out["rope"], out["fp8"]
 
 
 def gpu_suite(h) -> None:
@@ -470,9 +666,12 @@ def gpu_suite(h) -> None:
         jobs += [(rmsnorm_rope, (M, N, R, dn, bm, 256, 1e-6)), (rmsnorm_rope_fp8, (M, N, R, 128, dn, bm, 256, 1e-6))]
     jobs += [(rmsnorm_rope_fp8, (Mp, Np, Rp, Gp, "bfloat16", bm, 256, 1e-6)) for bm in BLK_MS]
     jobs += [(rmsnorm_rope, (Mp, Np, Rp, "bfloat16", bm, 256, 1e-6)) for bm in BLK_MS]
-    # the unfused baseline, each step at a good configuration: rmsnorm_rows and quant_fp8 at
-    # the best blk_m of their own suites (run 1: 2 and 2); rope_blocked searched below, since
-    # its suite times another shape (32 heads of 128, not one "head" of 4096 channels)
+    # the unfused baseline, each step at a good configuration: quant_fp8 at the best blk_m of
+    # its own suite (run 1: 2); RMSNorm (rows blk_m=2 or the pipe schedule) and rope_blocked
+    # searched below -- RoPE's suite times another shape (32 heads of 128, not one "head" of 4096)
+    grid0 = torch.cuda.get_device_properties(h.device).multi_processor_count if h.is_cuda else 132
+    jobs += [(norm.rmsnorm_pipe, (Mp, Np, "bfloat16", bm, st, grid0, 256, 1e-6)) for bm, st in BASELINE_PIPE_CFGS
+             if norm.pipe_supported(Np, "bfloat16", bm)]
     jobs += [(norm.rmsnorm_rows, (Mp, Np, "bfloat16", 2, 256, 1e-6)),
              (quant.quant_fp8, (Mp, Np, Gp, "bfloat16", 2, 256))]
     jobs += [(rope.rope_blocked, (Mp, 1, Np, Rp, "neox", "bfloat16", bs, rope._threads_for(bs, 1, Np, Rp)))
@@ -520,24 +719,31 @@ def gpu_suite(h) -> None:
                                fused=False)
     usrc += " (fused=False)"
     ks = {bm: rmsnorm_rope_fp8(M, N, R, G, "bfloat16", bm, 256, 1e-6) for bm in BLK_MS}
-    # candidates: the fragment schedule (blk_m) and the verified warp-schedule configs
+    # candidates: the fragment schedule (blk_m) and the verified extra configurations
+    grid = torch.cuda.get_device_properties(h.device).multi_processor_count if h.is_cuda else 132
     try:
-        warp_rope, warp_fp8 = _warp_candidates(h, M, N, R, G)
-    except Exception as exc:  # noqa: BLE001 -- the new schedule must never break the suite
-        h.error("fused[warp] candidates", exc)
-        warp_rope, warp_fp8 = {}, {}
+        more_rope, more_fp8 = _extra_candidates(h, M, N, R, G, grid)
+    except Exception as exc:  # noqa: BLE001 -- the new schedules must never break the suite
+        h.error("fused candidates", exc)
+        more_rope, more_fp8 = {}, {}
     fp8_run = {f"blk_m={b}": ((lambda b=b: ks[b](xv, wv, cos, sin, qv, s)),
                               {"blk_m": b, "threads": 256, "group": G, "rope_dim": R}) for b in ks}
-    for lab, kw_ in warp_fp8.items():
-        rw, mr = (int(t.split("=")[1]) for t in lab.split(",")[1:])
-        fp8_run[lab] = ((lambda kw_=kw_: kw_(x, w, cos, sin, q, s)),
-                        {"schedule": "warp", "rows": rw, "threads": 32 * rw, "max_regs": mr, "group": G,
-                         "rope_dim": R})
+    for lab, (run, cfg) in more_fp8.items():
+        fp8_run[lab] = ((lambda run=run: run(x, w, cos, sin, q, s)), cfg)
     best, _ = h.search("fused rmsnorm+rope+fp8 blk_m", {lab: f for lab, (f, _c) in fp8_run.items()})
     fp8_fn, fp8_cfg = fp8_run[best]
     # the same three steps as separate TileLang kernels
     y1, y2 = torch.empty_like(x), torch.empty_like(x)
-    k1 = norm.rmsnorm_rows(M, N, "bfloat16", 2, 256, 1e-6)
+    # step 1 at its fastest: rmsnorm_rows (blk_m=2) or the pipe schedule, searched here in bf16
+    k1s = {"rows,blk_m=2": norm.rmsnorm_rows(M, N, "bfloat16", 2, 256, 1e-6)}
+    for bm, st in BASELINE_PIPE_CFGS:
+        if norm.pipe_supported(N, "bfloat16", bm):
+            try:
+                k1s[f"pipe,blk_m={bm},stages={st}"] = norm.rmsnorm_pipe(M, N, "bfloat16", bm, st, grid, 256, 1e-6)
+            except Exception as exc:  # noqa: BLE001 -- the baseline keeps its rows kernel
+                h.error(f"3-kernel baseline: rmsnorm pipe {bm},{st}", exc)
+    best1, _ = h.search("3-kernel baseline: rmsnorm", {lab: (lambda k=k: k(x, w, y1)) for lab, k in k1s.items()})
+    k1 = k1s[best1]
     k2s = {bs: rope.rope_blocked(M, 1, N, R, "neox", "bfloat16", bs, rope._threads_for(bs, 1, N, R)) for bs in BLK_MS}
     best2, _ = h.search("3-kernel baseline: rope_blocked blk_s",
                         {f"blk_s={b}": (lambda b=b: k2s[b](y1.view(M, 1, N), cos, sin, y2.view(M, 1, N))) for b in k2s})
@@ -553,15 +759,23 @@ def gpu_suite(h) -> None:
     def eager():
         return ref_rmsnorm_rope_fp8(x, w, cos, sin, R, G)
 
+    # the baseline chain must compute the same thing: its scales against the fp64 chain
+    s.fill_(float("nan"))
+    three_steps()
+    want = rope._ref64(norm.ref_rmsnorm(x, w, 1e-6)[:, None, :], cos, sin, R, "neox")[:, 0, :]
+    h.check(f"3 TileLang kernels {M}x{N} scale", s, want.view(M, N // G, G).abs().amax(-1).clamp_min(EPS) / FP8_MAX,
+            rtol=2 * torch.finfo(bf16).eps, atol=0.0)
+    del want
+
     comp = h.warm_compiled(h.torch_compile(lambda a: ref_rmsnorm_rope_fp8(a, w, cos, sin, R, G), "fused fp8"), x,
                            name="fused fp8")
     ratio = (ub / by) if (ub and by) else None
     rec = h.bench(f"fused rmsnorm+rope+fp8 bf16 {M}x{N} R={R}", fp8_fn,
                   bytes=by, flops=fl, ledger_source=src,
                   baselines={"3 TileLang kernels": three_steps, "eager": eager, "torch.compile": comp},
-                  targets={"frac_copy_bw": 0.85}, config=fp8_cfg,
+                  targets={"frac_copy_bw": 0.85}, config=fp8_cfg, rounds=BENCH_ROUNDS,
                   ledger_byte_ratio=ratio, unfused_bytes=ub, unfused_ledger_source=usrc,
-                  baseline_config={"rmsnorm_rows blk_m": 2, "rope_blocked": best2, "quant_fp8 blk_m": 2})
+                  baseline_config={"rmsnorm": best1, "rope_blocked": best2, "quant_fp8 blk_m": 2})
     sp = rec["speedup"].get("3 TileLang kernels")
     if ratio and sp:
         rec.setdefault("targets", {})["speedup_vs_byte_ratio"] = {
@@ -571,10 +785,8 @@ def gpu_suite(h) -> None:
     krs = {bm: rmsnorm_rope(M, N, R, "bfloat16", bm, 256, 1e-6) for bm in BLK_MS}
     rope_run = {f"blk_m={b}": ((lambda b=b: krs[b](x, w, cos, sin, y)), {"blk_m": b, "threads": 256, "rope_dim": R})
                 for b in krs}
-    for lab, kw_ in warp_rope.items():
-        rw, mr = (int(t.split("=")[1]) for t in lab.split(",")[1:])
-        rope_run[lab] = ((lambda kw_=kw_: kw_(x, w, cos, sin, y)),
-                         {"schedule": "warp", "rows": rw, "threads": 32 * rw, "max_regs": mr, "rope_dim": R})
+    for lab, (run, cfg) in more_rope.items():
+        rope_run[lab] = ((lambda run=run: run(x, w, cos, sin, y)), cfg)
     best, _ = h.search("fused rmsnorm+rope blk_m", {lab: f for lab, (f, _c) in rope_run.items()})
     rope_fn, rope_cfg = rope_run[best]
     by2, fl2, src2 = ledger_cost("fusion.rmsnorm_rope_cost", m=M, n=N, dtype="bfloat16", rope_dim=R)

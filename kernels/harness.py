@@ -340,10 +340,30 @@ class Harness:
         return self._copy_bw
 
     def bench(self, name, fn, *, bytes=None, flops=None, baselines=None, targets=None,
-              ledger_source: str = "", **meta) -> dict:
-        ms = self.time(fn)
+              ledger_source: str = "", rounds: int = 1, **meta) -> dict:
+        """Time ``fn`` and each baseline; with ``rounds > 1`` the kernel and its baselines
+        are timed in alternation, ``rounds`` times, and each figure is the median of its
+        per-round statistics -- a slow drift of the clocks (a GPU heating up under a
+        minute of GEMMs) then moves kernel and baseline alike instead of biasing the ratio."""
+        if rounds < 1:
+            raise ValueError(f"rounds must be >= 1, got {rounds}")
+        per_round: dict[str, list] = {"kernel": []}
+        base_errors: dict[str, str] = {}
+        for _ in range(rounds):
+            per_round["kernel"].append(self.time(fn))
+            for label, bfn in (baselines or {}).items():
+                if bfn is None or label in base_errors:
+                    continue
+                try:
+                    per_round.setdefault(label, []).append(self.time(bfn))
+                except Exception as exc:  # a failing baseline must not lose the kernel
+                    base_errors[label] = f"{type(exc).__name__}: {exc}"
+        ms = statistics.median(per_round["kernel"])
         rec: dict = {"kind": "bench", "suite": self.suite, "name": name, "ms": ms,
                      "bytes": bytes, "flops": flops, "ledger_source": ledger_source}
+        if rounds > 1:
+            rec["rounds"] = rounds
+            rec["ms_per_round"] = per_round
         if bytes:
             rec["gbps"] = bytes / (ms * 1e-3) / 1e9
             bw = self.copy_bandwidth()
@@ -356,14 +376,13 @@ class Harness:
         for label, bfn in (baselines or {}).items():
             if bfn is None:
                 rec["baselines"][label] = None
-                continue
-            try:
-                bms = self.time(bfn)
+            elif label in base_errors:
+                rec["baselines"][label] = None
+                rec.setdefault("baseline_errors", {})[label] = base_errors[label]
+            else:
+                bms = statistics.median(per_round[label])
                 rec["baselines"][label] = bms
                 rec["speedup"][label] = bms / ms
-            except Exception as exc:  # a failing baseline must not lose the kernel
-                rec["baselines"][label] = None
-                rec.setdefault("baseline_errors", {})[label] = f"{type(exc).__name__}: {exc}"
         if targets:
             met = {}
             for key, want in targets.items():

@@ -13,6 +13,9 @@ from typing import Any
 
 #: Compile target for every GEMM kernel of chapter 14 (H200 = sm_90a).
 TARGET: dict[str, str] = {"kind": "cuda", "arch": "sm_90a"}
+#: Rounds of alternating kernel / library timing for the benches that are compared with a
+#: target ratio to cuBLAS or torch._scaled_mm (``Harness.bench(rounds=...)``).
+BENCH_ROUNDS = 5
 #: Plain sm_90 (no wgmma / setmaxnreg); used to show what the "a" suffix buys.
 TARGET_SM90: dict[str, str] = {"kind": "cuda", "arch": "sm_90"}
 

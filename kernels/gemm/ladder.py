@@ -32,7 +32,7 @@ import tilelang
 import tilelang.language as T
 from tilelang.layout import make_swizzled_layout
 
-from kernels.gemm.common import TARGET, check_cuda, check_matrix, check_tiles, check_wgmma_n, rel_fro_err, require
+from kernels.gemm.common import BENCH_ROUNDS, TARGET, check_cuda, check_matrix, check_tiles, check_wgmma_n, rel_fro_err, require
 
 # ----------------------------------------------------------------- reference
 
@@ -479,7 +479,7 @@ def gpu_suite(h: Any) -> None:
         target = 1.0 if M >= 8192 else 0.95
         record_bench(
             h, f"tuned rung4 {M}^3", lambda: kern(a, b, c), flops=flops, bytes=nbytes, ledger_source=src,
-            baselines={"cuBLAS": cublas}, targets={"speedup:cuBLAS": target},
+            baselines={"cuBLAS": cublas}, targets={"speedup:cuBLAS": target}, rounds=BENCH_ROUNDS,
             rung="rung4_tuned", config=cfg, shape=[M, N, K], rel_fro_err=err,
         )
         del a, b, ref, c_cublas

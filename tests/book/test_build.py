@@ -67,3 +67,34 @@ def test_no_hard_coded_chapter_numbers(repo_root):
             if pattern.search(line) and "草稿" not in line:
                 hits.append(f"{page.relative_to(repo_root)}:{i}: {line.strip()[:80]}")
     assert not hits, "cross-reference chapters by label, not by number:\n" + "\n".join(hits)
+
+
+def test_stamp_records_the_inputs_the_build_started_from(tmp_path, monkeypatch):
+    """An input edited while the book builds must leave the cache stale for the next build:
+    the stamp is the digest taken before the build, not after."""
+    import subprocess
+
+    from coursebook import build as B
+
+    (tmp_path / "pkg").mkdir()
+    src = tmp_path / "pkg" / "mod.py"
+    src.write_text("A = 1\n")
+    out = tmp_path / "_build" / "html"
+    monkeypatch.setattr(B, "ROOT", tmp_path)
+    monkeypatch.setattr(B, "OUT", out)
+    monkeypatch.setattr(B, "CACHE", tmp_path / "_build" / ".jupyter_cache")
+    monkeypatch.setattr(B, "STAMP", tmp_path / "_build" / ".inputs.sha256")
+    monkeypatch.setattr(B, "INPUTS", ("pkg",))
+    before = B.inputs_digest()
+
+    def fake_jupyter_book(cmd, cwd=None):
+        src.write_text("A = 2\n")  # someone saves a file halfway through the build
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "index.html").write_text('<meta http-equiv="Refresh" content="0; url=book/intro.html">')
+        return subprocess.CompletedProcess(cmd, 0)
+
+    monkeypatch.setattr(B.subprocess, "run", fake_jupyter_book)
+    B.build(strict=True)
+    assert B.STAMP.read_text().strip() == before != B.inputs_digest()
+    stale, _ = B._invalidate_stale_cache()
+    assert stale  # the next build re-executes every page

@@ -47,7 +47,7 @@ def derived(results):
     from coursebook.measured import measured_values
 
     return {**measured_values(results), **f13.measured_extras(results), **f13.exercise_values(),
-            **f13.ascend_values(), "rec13.provenance": "x"}
+            **f13.ascend_values(), **f13.fused_diagnosis(results), "rec13.provenance": "x"}
 
 
 def test_every_glue_key_exists(registry, derived):
@@ -237,3 +237,22 @@ def test_errata_table_lists_the_ledger_errata():
     for e in errata():
         if e.key.startswith("ch13."):
             assert e.figure in table
+
+
+def test_fused_diagnosis_reads_the_records_and_the_ncu_run(results):
+    from coursebook import figures_ch13 as f13
+
+    d = f13.fused_diagnosis(results)
+    # every value the passage quotes is present (no "—") with the results in the repository
+    assert all(v != "—" for v in d.values()), [k for k, v in d.items() if v == "—"]
+    # the passage's claims, checked on the data it glues
+    assert float(d["rec13.ncu.fused.issue"]) > float(d["rec13.ncu.fused.dram"])  # issue-bound
+    assert float(d["rec13.ncu.lean.instructions"]) < float(d["rec13.ncu.fused.instructions"])
+    assert float(d["rec13.ncu.rms.issue"]) < 50
+    assert float(d["rec13.diag.capped_us"]) < float(d["rec13.diag.orig_us"])
+    assert float(d["rec13.diag.pipe_us"]) > float(d["rec13.diag.lean_us"])
+    assert float(d["rec13.diag.warp_us"]) > float(d["rec13.diag.lean_us"])
+    # with no data every key falls back to a dash instead of failing the build
+    empty = f13.fused_diagnosis({"suites": {}}, {"kernels": {}})
+    assert set(empty) == set(d)
+    assert {v for k, v in empty.items() if not k.endswith(".cfg")} == {"—"}

@@ -120,3 +120,53 @@ def test_warp_supported_shapes():
     assert not Fu.warp_supported(4000, 128, 128)  # N % 256
     assert not Fu.warp_supported(4096, 96, 128)  # R not a power of two
     assert not Fu.warp_supported(4096, 128, 128, "float32")
+
+
+def test_min_blocks_caps_registers_through_launch_bounds():
+    k = Fu.rmsnorm_rope_fp8(16384, 4096, 128, 128, "bfloat16", 2, 256, 1e-6, 5)
+    assert "__launch_bounds__(256, 5)" in k.get_kernel_source()
+
+
+@pytest.fixture(scope="module")
+def pipe_src():
+    out = {}
+    for name, m in (("full", 16384), ("ragged", 37)):
+        s = Fu.rmsnorm_rope_fp8_pipe(m, 4096, 128, 128, "bfloat16", 2, 4, 132, 256, 1e-6).get_kernel_source()
+        out[name] = s[s.index("__global__ void __launch_bounds__"):]
+    return out
+
+
+def test_fp8_pipe_streams_rows_and_tables_by_tma(pipe_src):
+    s = pipe_src["full"]
+    assert "__launch_bounds__(384, 1)" in s and "tl::warpgroup_reg_alloc<240>()" in s
+    # x (2 tokens x 4096 bf16 = 16384 B) and the cos/sin rows (2 x 64 fp32 = 512 B) all by TMA
+    for d in ("X_desc", "C_desc", "Sn_desc"):
+        assert f"tl::tma_load({d}" in s
+    assert s.count("arrive_and_expect_tx(16384)") == 1 and s.count("arrive_and_expect_tx(512)") == 2
+    # the consumers keep the fragment schedule: group amax in 8 lanes, a block sum over 256
+    assert "tl::AllReduce<tl::MaxOp, 8, 1, 128" in s and "tl::AllReduce<tl::SumOp, 256, 8, 128" in s
+    # one __syncthreads (the mbarrier init); the tail exchange uses the consumers' named barrier
+    assert s.count("__syncthreads()") == 1 and "tl::__sync_thread_partial(3, 256)" in s
+    assert "*(fp8_e4_16_t*)(Q + " in s
+
+
+def test_fp8_pipe_ragged_tokens_are_stored_row_by_row(pipe_src):
+    s = pipe_src["ragged"]
+    assert "if (((((int)blockIdx.x) * 2) + i_11) < 37)" in s
+
+
+def test_pipe_supported_shapes():
+    assert Fu.pipe_supported(4096, 128, 128, 2) and Fu.pipe_supported(4096, 128, 128, 1)
+    assert not Fu.pipe_supported(4096, 128, 96, 2)  # N not a multiple of group
+    assert not Fu.pipe_supported(1024, 128, 128, 1)  # 1024 over 256 threads x 8
+    assert not Fu.pipe_supported(4096, 6, 128, 2)  # cos/sin rows of 12 bytes: not a TMA stride
+
+
+def test_lean_body_widens_once_and_drops_the_clamp():
+    s = Fu.rmsnorm_rope_fp8_lean(16384, 4096, 128, 128, "bfloat16", 2, 256, 1e-6, 4).get_kernel_source()
+    s = s[s.index("__global__ void __launch_bounds__"):]
+    assert "__launch_bounds__(256, 4)" in s
+    assert "float xf[32];" in s  # the row, widened to fp32 once, reused by every later step
+    assert s.count("fabsf(") == 4 and "0x0p+0f/*0.000000e+00*/ - " not in s  # amax over |y|, no 0 - y
+    assert "clamp" not in s and "__NV_SATFINITE, __NV_E4M3" in s  # the e4m3 cast saturates by itself
+    assert "tl::AllReduce<tl::MaxOp, 8, 1, 0" in s and "*(fp8_e4_16_t*)(Q + " in s

@@ -71,6 +71,35 @@ def test_bench_records_bandwidth_speedups_and_targets(h):
     assert any(r["kind"] == "copy_bandwidth" for r in h.records)
 
 
+def test_bench_rounds_alternate_kernel_and_baselines(h):
+    order = []
+    x = torch.randn(1 << 12)
+
+    def kern():
+        order.append("k")
+        return x
+
+    def base():
+        order.append("b")
+        time.sleep(0.002)
+
+    def broken():
+        raise RuntimeError("no library")
+
+    rec = h.bench("r", kern, baselines={"lib": base, "bad": broken}, rounds=3)
+    assert rec["rounds"] == 3 and len(rec["ms_per_round"]["kernel"]) == 3 and len(rec["ms_per_round"]["lib"]) == 3
+    # the statistic is the median of the per-round figures, the ratio is taken between medians
+    assert rec["ms"] == sorted(rec["ms_per_round"]["kernel"])[1]
+    assert rec["speedup"]["lib"] == sorted(rec["ms_per_round"]["lib"])[1] / rec["ms"]
+    # alternation: the kernel's samples and the baseline's samples interleave (k...b...k...b...)
+    runs = [c for i, c in enumerate(order) if i == 0 or order[i - 1] != c]
+    assert runs == ["k", "b"] * 3
+    # a failing baseline is recorded once, the kernel's figure survives
+    assert rec["baselines"]["bad"] is None and "RuntimeError" in rec["baseline_errors"]["bad"]
+    with pytest.raises(ValueError, match="rounds must be >= 1"):
+        h.bench("r0", kern, rounds=0)
+
+
 def test_search_picks_the_fastest(h):
     x = torch.randn(1 << 14)
     best, times = h.search("s", {"fast": lambda: x + 1, "slow": lambda: [x + 1 for _ in range(50)]})

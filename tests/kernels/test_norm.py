@@ -109,3 +109,43 @@ def test_warp_schedule_one_row_per_warp_shuffles_only(warp_src):
     # ragged M: surplus warps load row M-1 (clamped) and store nothing
     assert "min(" in s and "< 37)" in s
     assert "__launch_bounds__(128, 3)" in s  # max_regs=160 -> 3 blocks of 128 threads per SM
+
+
+def test_min_blocks_caps_registers_through_launch_bounds():
+    assert "__launch_bounds__(256, 5)" in body(Nm.rmsnorm_rows(256, 4096, "float16", 2, 256, 1e-6, 5))
+    assert "__launch_bounds__(256, 1)" in body(Nm.rmsnorm_rows(256, 4096, "float16", 2, 256, 1e-6))
+
+
+@pytest.fixture(scope="module")
+def pipe_src():
+    return {"full": body(Nm.rmsnorm_pipe(16384, 4096, "float16", 2, 4, 132, 256, 1e-6)),
+            "ragged": body(Nm.rmsnorm_pipe(37, 4096, "bfloat16", 2, 4, 132, 256, 1e-6))}
+
+
+def test_pipe_schedule_is_a_warp_specialized_tma_ring(pipe_src):
+    s = pipe_src["full"]
+    # T.Pipelined on sm_90a: one producer warp group (128 threads, registers given back)
+    # plus the 256 consumer threads; one block per SM
+    assert "__launch_bounds__(384, 1)" in s
+    assert "tl::warpgroup_reg_dealloc<24>()" in s and "tl::warpgroup_reg_alloc<240>()" in s
+    # the producer: one TMA load per tile of 2 rows x 4096 fp16 = 16384 bytes, 4 ring slots
+    assert "tl::tma_load(X_desc" in s and "arrive_and_expect_tx(16384)" in s
+    assert "(it & 3)" in s
+    # persistent: 16384 rows / 2 per tile = 8192 tiles over 132 blocks -> 63 trips
+    assert "for (int it = 0; it < 63; ++it)" in s
+    # consumers: the tile read from shared in 16-byte vectors, reduced across the 256 threads
+    assert "*(uint4*)(x + " in s and "tl::AllReduce<tl::SumOp, 256" in s
+    assert "*(uint4*)(Y + " in s
+
+
+def test_pipe_schedule_ragged_rows_are_stored_row_by_row(pipe_src):
+    s = pipe_src["ragged"]
+    # TMA fills rows past M with zeros; the stores test each row of the tile against M
+    assert re.search(r"if \(\(\(\(\(int\)blockIdx.x\) \* 2\) \+ \(i_\d+ >> 1\)\) < 37\)", s)
+
+
+def test_pipe_supported_shapes():
+    assert Nm.pipe_supported(4096, "float16", 1) and Nm.pipe_supported(4096, "bfloat16", 2)
+    assert not Nm.pipe_supported(4100, "float16", 2)  # 8200-byte rows: not a TMA stride (16 B)
+    assert not Nm.pipe_supported(1024, "float16", 1)  # 1024 elements over 256 threads x 8 per vector
+    assert Nm.pipe_supported(1024, "float32", 2)

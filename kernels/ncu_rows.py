@@ -1,0 +1,149 @@
+"""Why the row kernels of chapter 13 stop short of the copy bandwidth: Nsight Compute.
+
+One command on the GPU machine::
+
+    python -m kernels.ncu_rows [--out DIR]
+
+profiles, once each and after a warm-up, the bf16 16384 x 4096 row kernels the
+chapter times -- RMSNorm (rows, blk_m=2), FP8 quant (blk_m=2), the fused RMSNorm + RoPE
++ FP8 kernel with the original body (blk_m=1, 8 blocks per SM) and with the lean body
+(blk_m=1, 6 blocks per SM) -- and writes ``ncu_rows.json`` (and the raw ``ncu_rows.csv``)
+to ``DIR`` (default ``$OUT``, else ``kernels/results/ncu``).  Per kernel: DRAM bytes and
+throughput (% of peak), instructions executed, issue-slot use (% of peak) and warps
+active.  A kernel whose issue slots are near full while DRAM is not is issue-bound:
+fewer instructions per element, not more bytes in flight, is what makes it faster.
+The ncu options are those of :mod:`kernels.ncu_case` (``--clock-control none``; the
+default cache control flushes the caches before each profiled kernel).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from kernels.ncu_case import RESULTS, _provenance, find_ncu, read_csv
+
+METRICS = (
+    "gpu__time_duration.sum",
+    "dram__bytes_read.sum",
+    "dram__bytes_write.sum",
+    "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+    "sm__inst_executed.sum",
+    "sm__inst_issued.avg.pct_of_peak_sustained_active",
+    "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "launch__registers_per_thread",
+    "launch__grid_size",
+)
+ORDER = ("rmsnorm rows", "quant_fp8", "fused fp8", "fused fp8 lean")
+M, N, R, G = 16384, 4096, 128, 128
+FUSED_CFG = (1, 8)  # (blk_m, min blocks per SM) of the original fused body, as profiled
+LEAN_CFG = (1, 6)  # the same for the lean body
+
+
+def child() -> None:
+    """The profiled workload: every kernel warmed up, then one launch of each in ORDER."""
+    import torch
+
+    from kernels import fused, norm, quant, rope
+
+    dev = torch.device("cuda")
+    g = torch.Generator(device=dev)
+    g.manual_seed(13)
+    x = torch.randn((M, N), generator=g, device=dev).bfloat16()
+    w = (torch.randn(N, generator=g, device=dev) * 0.5 + 1).bfloat16()
+    cos, sin = rope.rope_tables(M, R, device=dev)
+    y = torch.empty_like(x)
+    q = torch.empty((M, N), dtype=torch.float8_e4m3fn, device=dev)
+    s = torch.empty((M, N // G), dtype=torch.float32, device=dev)
+    xv, wv, qv = x.view(M, N // G, G), w.view(N // G, G), q.view(M, N // G, G)
+    k_rms = norm.rmsnorm_rows(M, N, "bfloat16", 2, 256, 1e-6)
+    k_q = quant.quant_fp8(M, N, G, "bfloat16", 2, 256)
+    k_f = fused.rmsnorm_rope_fp8(M, N, R, G, "bfloat16", FUSED_CFG[0], 256, 1e-6, FUSED_CFG[1])
+    k_l = fused.rmsnorm_rope_fp8_lean(M, N, R, G, "bfloat16", LEAN_CFG[0], 256, 1e-6, LEAN_CFG[1])
+    launches = {
+        "rmsnorm rows": lambda: k_rms(x, w, y),
+        "quant_fp8": lambda: k_q(xv, qv, s),
+        "fused fp8": lambda: k_f(xv, wv, cos, sin, qv, s),
+        "fused fp8 lean": lambda: k_l(xv, wv, cos, sin, qv, s),
+    }
+    for _ in range(3):
+        for fn in launches.values():
+            fn()
+    torch.cuda.synchronize()
+    torch.cuda.profiler.start()
+    for name in ORDER:
+        launches[name]()
+    torch.cuda.synchronize()
+    torch.cuda.profiler.stop()
+
+
+def summarize(kernels: list[dict], provenance: dict | None = None) -> dict:
+    """Name the profiled kernels (launch order = ORDER) and derive GB/s and instructions per element."""
+    if len(kernels) != len(ORDER):
+        raise ValueError(f"expected {len(ORDER)} profiled kernels, got {len(kernels)}")
+    out: dict = {"provenance": provenance or {}, "shape": [M, N], "kernels": {}}
+    for name, k in zip(ORDER, kernels):
+        m = k["metrics"]
+        t = m.get("gpu__time_duration.sum")  # ns
+        rd, wr = m.get("dram__bytes_read.sum"), m.get("dram__bytes_write.sum")
+        inst = m.get("sm__inst_executed.sum")
+        out["kernels"][name] = {
+            "time_us": None if t is None else t / 1e3,
+            "dram_read_mb": None if rd is None else rd / 1e6,
+            "dram_write_mb": None if wr is None else wr / 1e6,
+            "dram_gbps": None if None in (t, rd, wr) else (rd + wr) / t,
+            "dram_pct_of_peak": m.get("dram__throughput.avg.pct_of_peak_sustained_elapsed"),
+            "warp_instructions": inst,
+            # thread instructions (warp instructions x 32) per element of x
+            "instructions_per_element": None if inst is None else inst * 32 / (M * N),
+            "issue_pct_of_peak": m.get("sm__inst_issued.avg.pct_of_peak_sustained_active"),
+            "warps_active_pct": m.get("sm__warps_active.avg.pct_of_peak_sustained_active"),
+            "registers_per_thread": m.get("launch__registers_per_thread"),
+            "grid": m.get("launch__grid_size"),
+        }
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--child", action="store_true", help="run the profiled workload (under ncu)")
+    ap.add_argument("--parse", metavar="CSV", help="summarize an existing ncu CSV log")
+    ap.add_argument("--out", default=os.environ.get("OUT") or str(RESULTS), help="output directory")
+    args = ap.parse_args(argv)
+    if args.child:
+        child()
+        return 0
+    out_dir = Path(args.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if args.parse:
+        text = Path(args.parse).read_text()
+        prov = dict(_provenance(None, None), parsed_from=str(args.parse))
+    else:
+        ncu = find_ncu()
+        log = out_dir / "ncu_rows.csv"
+        cmd = [ncu, "--clock-control", "none", "--profile-from-start", "off", "--print-units", "base",
+               "--csv", "--metrics", ",".join(METRICS), "--log-file", str(log),
+               sys.executable, "-m", "kernels.ncu_rows", "--child"]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=400)
+        sys.stderr.write(proc.stdout[-4000:] + proc.stderr[-4000:])
+        if proc.returncode != 0 or not log.exists():
+            raise RuntimeError(f"ncu failed (rc={proc.returncode}); see output above")
+        text = log.read_text()
+        prov = _provenance(ncu, cmd)
+    summary = summarize(read_csv(text), prov)
+    path = out_dir / "ncu_rows.json"
+    path.write_text(json.dumps(summary, indent=1) + "\n")
+    for n, d in summary["kernels"].items():
+        print(f"{n:15s} {d['time_us']:.1f} us  DRAM {d['dram_gbps']:.0f} GB/s ({d['dram_pct_of_peak']:.1f}% peak)  "
+              f"{d['instructions_per_element']:.2f} instr/elem  issue {d['issue_pct_of_peak']:.1f}%  "
+              f"warps {d['warps_active_pct']:.1f}%  regs {d['registers_per_thread']}")
+    print("wrote", path)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
