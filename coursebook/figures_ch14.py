@@ -24,7 +24,7 @@ from coursebook import style
 
 __all__ = [
     "NO_RESULT", "load", "glue_page_values", "page_values", "gemm_roofline", "ladder_bars", "splitk_bars",
-    "splitk_table", "streamk_table", "fp8_section", "audit_table", "errata_table", "verdict_table",
+    "splitk_table", "splitk_l2_table", "streamk_table", "fp8_section", "audit_table", "errata_table", "verdict_table",
     "lowered_evidence", "glued_keys", "records",
 ]
 
@@ -129,6 +129,23 @@ def page_values(results: dict | None) -> dict[str, str]:
         rec = _bench(results, f"tuned rung4 {side}^3")
         cub = ((rec or {}).get("baselines") or {}).get("cuBLAS")
         v[f"rec14.cublas.s{side}.tflops"] = f"{rec['flops'] / (cub * 1e-3) / 1e12:.1f}" if rec and cub else DASH
+    for s_ in (2, 4):
+        rec = _bench(results, f"split-K element 128x256 s={s_} 1024x1024x16384")
+        p = (rec or {}).get("predicted_speedup_vs_no_split")
+        v[f"rec14.splitk.wide.s{s_}.pred"] = f"{p:.2f}" if p else DASH
+    l2 = _splitk_l2(results)
+    full = [r["l2_tbps"] for r in l2 if (r["fill"] or 0) > 0.9]  # one nearly full wave: every SM pulling
+    part = [r["l2_tbps"] for r in l2 if r["split"] == 1]
+    v["rec14.splitk.l2_full_tbps"] = f"{min(full):.1f}–{max(full):.1f}" if full else DASH
+    v["rec14.splitk.l2_nosplit_tbps"] = f"{min(part):.1f}–{max(part):.1f}" if part else DASH
+    from ledger.gemm import tiled_traffic
+
+    v["ch14p.splitk.l2_mb_128"] = f"{tiled_traffic(1024, 1024, 16384, 128, 128, 'fp16', 'fp32') / 1e6:.0f}"
+    v["ch14p.splitk.l2_mb_256"] = f"{tiled_traffic(1024, 1024, 16384, 128, 256, 'fp16', 'fp32') / 1e6:.0f}"
+    for s_ in (1, 2, 4):
+        g, w, fill = grid_waves(1024, 1024, 128, 256, split=s_)
+        v[f"ch14p.splitk.wide.s{s_}.grid"] = str(g)
+        v[f"ch14p.splitk.wide.s{s_}.fill_pct"] = f"{100 * fill:.0f}"
     sk = _bench(results, "stream-K 1536x1536x8192")
     v["rec14.streamk.pred"] = f"{sk['predicted_speedup_vs_dp']:.2f}" if sk and sk.get("predicted_speedup_vs_dp") else DASH
     for s in (2, 4, 8):
@@ -277,10 +294,12 @@ def splitk_bars(results: dict | None = None):
 
 
 # ------------------------------------------------------------------ tables
-def _splitk_rows(results: dict | None, form: str = "tile") -> list[dict]:
+def _splitk_rows(results: dict | None, form: str = "tile", block_n: int = 128) -> list[dict]:
     rows = []
     for r in records(results, "gemm.splitk", kind="bench"):
         if r.get("form") != form or (r.get("split_k") or 1) == 1:
+            continue
+        if (r.get("config") or {}).get("block_N", 128) != block_n:
             continue
         sp = r.get("speedup") or {}
         w = r.get("waves") or {}
@@ -305,6 +324,43 @@ def splitk_table(results: dict | None = None) -> str:
         lines.append(f"| {r['split']} | {r['grid']} | {r['waves']} | {100 * (r['fill'] or 0):.0f}% | "
                      f"{r['pred']:.2f}× | {r['meas']:.2f}× | {e.get('meas', 0):.2f}× | "
                      f"{(r['part'] or 0) / 2**20:.0f} | {r['cub']:.2f}× |")
+    return "\n".join(lines)
+
+
+def _splitk_l2(results: dict | None) -> list[dict]:
+    """Every split-K record with the bytes its blocks pull from L2 (``ledger.gemm.tiled_traffic``:
+    each block reads its A rows and B columns, no reuse between blocks) and the rate that implies."""
+    from ledger.gemm import tiled_traffic
+
+    rows = []
+    for r in records(results, "gemm.splitk", kind="bench"):
+        cfg = r.get("config") or {}
+        bm, bn = cfg.get("block_M", 128), cfg.get("block_N", 128)
+        if r.get("form") != ("tile" if bn == 128 else "element") or not r.get("ms"):
+            continue
+        m, n, k = (int(v) for v in re.findall(r"(\d+)x(\d+)x(\d+)", r["name"])[0])
+        l2 = tiled_traffic(m, n, k, bm, bn, "fp16", "fp32")
+        w = r.get("waves") or {}
+        rows.append(dict(tile=f"{bm}×{bn}", split=r.get("split_k") or 1, grid=w.get("grid"),
+                         fill=w.get("last_wave_fill"), us=r["ms"] * 1e3, l2_mb=l2 / 1e6,
+                         l2_tbps=l2 / (r["ms"] * 1e-3) / 1e12, pred=r.get("predicted_speedup_vs_no_split"),
+                         meas=(r.get("speedup") or {}).get("no-split"), cub=(r.get("speedup") or {}).get("cuBLAS")))
+    return sorted(rows, key=lambda d: (d["tile"], d["split"]))
+
+
+def splitk_l2_table(results: dict | None = None) -> str:
+    """Both tile shapes: waves, predicted and measured speedup, and the implied L2 -> SM rate."""
+    results = load() if results is None else results
+    rows = _splitk_l2(results)
+    if not rows:
+        return f"**{NO_RESULT}**"
+    lines = ["| 块 | split | 网格（块） | 末波填充 | 预测加速比 | 实测加速比 | 时间 (µs) | 从 L2 读的操作数 (MB) | 折合 L2→SM (TB/s) | 对 cuBLAS |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        pred = "—" if r["split"] == 1 else f"{r['pred']:.2f}×"
+        meas = "—" if r["split"] == 1 or not r["meas"] else f"{r['meas']:.2f}×"
+        lines.append(f"| {r['tile']} | {r['split']} | {r['grid']} | {100 * (r['fill'] or 0):.0f}% | {pred} | {meas} | "
+                     f"{r['us']:.1f} | {r['l2_mb']:.0f} | {r['l2_tbps']:.2f} | {r['cub']:.2f}× |")
     return "\n".join(lines)
 
 

@@ -69,6 +69,11 @@ def splitk_gemm(
 
 
 DEFAULT = dict(block_M=128, block_N=128, block_K=64, stages=3, threads=128)
+#: The tuned rung-4 tile (two consumer warpgroups): 32 output tiles at 1024x1024, so the
+#: splits 1/2/4 fill 24 / 48 / 97 % of one wave.  Element form only: staging a 128x256
+#: fp32 tile for the tile-wise atomics would need 128 KiB of shared memory on top of the
+#: operand stages.
+WIDE = dict(block_M=128, block_N=256, block_K=64, stages=3, threads=256)
 
 
 def check_inputs(a: Any, b: Any, split_k: int, block_M: int = 128, block_N: int = 128, block_K: int = 64, form: str = "tile") -> tuple[int, int, int]:
@@ -132,7 +137,9 @@ def gpu_suite(h: Any) -> None:
     torch.backends.cuda.matmul.allow_tf32 = False
     M, N, K = (256, 256, 4096) if h.quick else (1024, 1024, 16384)
     forms = ("tile", "element")
-    built = par_build({f"{f}:{s}": (lambda f=f, s=s: splitk_gemm(M, N, K, s, form=f, **DEFAULT)) for f in forms for s in SPLITS})
+    thunks = {f"{f}:{s}": (lambda f=f, s=s: splitk_gemm(M, N, K, s, form=f, **DEFAULT)) for f in forms for s in SPLITS}
+    thunks.update({f"wide:{s}": (lambda s=s: splitk_gemm(M, N, K, s, form="element", **WIDE)) for s in SPLITS})
+    built = par_build(thunks)
     a = h.rand((M, K), torch.float16)
     b = h.rand((N, K), torch.float16)
     ref = splitk_ref(a, b)
@@ -140,10 +147,12 @@ def gpu_suite(h: Any) -> None:
     atol, rtol = fp32_tolerance(K)
     cublas = lambda: torch.matmul(a, b.t())  # noqa: E731
     base: dict[str, Any] = {}
-    for form in forms:
+    variants = [(form, DEFAULT, f"{form}:{{s}}", f"split-K {form} s={{s}} {M}x{N}x{K}") for form in forms]
+    variants.append(("element", WIDE, "wide:{s}", f"split-K element 128x256 s={{s}} {M}x{N}x{K}"))
+    for form, cfg, key, label in variants:
         for s in SPLITS:
-            rec = built[f"{form}:{s}"]
-            name = f"split-K {form} s={s} {M}x{N}x{K}"
+            rec = built[key.format(s=s)]
+            name = label.format(s=s)
             if rec["kernel"] is None:
                 h.error(name, RuntimeError(rec["error"]))
                 continue
@@ -157,16 +166,16 @@ def gpu_suite(h: Any) -> None:
             fn()
             err = rel_fro_err(c, ref)
             h.check(name, c, ref, atol=atol, rtol=rtol, rel_fro_err=err)
-            pred, waves = predicted_speedup(M, N, s, DEFAULT["block_M"], DEFAULT["block_N"])
+            pred, waves = predicted_speedup(M, N, s, cfg["block_M"], cfg["block_N"])
             baselines = {"cuBLAS": cublas}
-            if s > 1 and form in base:
-                baselines["no-split"] = base[form]
+            if s > 1 and key in base:
+                baselines["no-split"] = base[key]
             r = record_bench(h, name, fn, flops=flops, bytes=nbytes, ledger_source=src, baselines=baselines,
                              split_k=s, form=form, predicted_speedup_vs_no_split=pred, waves=waves,
                              partial_bytes=split_k_bytes(M, N, split=s, separate_reduce=False), rel_fro_err=err,
-                             compile_s=rec["compile_s"])
+                             compile_s=rec["compile_s"], config=cfg)
             if s == 1:
-                base[form] = fn
+                base[key] = fn
             elif "no-split" in r.get("speedup", {}):
                 h.note(name + " prediction", f"predicted {pred:.2f}x vs no split, measured {r['speedup']['no-split']:.2f}x",
                        predicted=pred, measured=r["speedup"]["no-split"])

@@ -198,7 +198,9 @@ def test_fp8_search_lists_are_small_and_fit_shared_memory():
     from ledger.cost import dtype_bytes
     from ledger.tiles import smem_total
 
-    assert len(lowp.FP8_PROMOTED_CANDIDATES) <= 6 and len(lowp.FP8_CANDIDATES) <= 6
+    # small enough for the suite's time budget (run 6: 8 promoted + 4 single-level candidates,
+    # both shapes: the whole gemm.lowp suite took 32 s of the H200)
+    assert len(lowp.FP8_PROMOTED_CANDIDATES) <= 8 and len(lowp.FP8_CANDIDATES) <= 6
     labels = [lowp._fp8_label(c) for c in lowp.FP8_PROMOTED_CANDIDATES + lowp.FP8_CANDIDATES]
     assert len(set(labels)) == len(labels)
     for cfg in lowp.FP8_PROMOTED_CANDIDATES + lowp.FP8_CANDIDATES:
