@@ -147,6 +147,12 @@ def page_values(results: dict | None) -> dict[str, str]:
         v[f"ch14p.splitk.wide.s{s_}.grid"] = str(g)
         v[f"ch14p.splitk.wide.s{s_}.fill_pct"] = f"{100 * fill:.0f}"
     sk = _bench(results, "stream-K 1536x1536x8192")
+    # the same L2 -> SM reading as for split-K: operand bytes of 128x128 blocks over the time
+    l2_sk = tiled_traffic(1536, 1536, 8192, 128, 128, "fp16", "fp16")
+    v["ch14p.streamk.l2_mb"] = f"{l2_sk / 1e6:.0f}"
+    dp_ms = ((sk or {}).get("baselines") or {}).get("data-parallel")
+    v["rec14.streamk.l2_tbps"] = f"{l2_sk / (sk['ms'] * 1e-3) / 1e12:.1f}" if sk and sk.get("ms") else DASH
+    v["rec14.streamk.dp_l2_tbps"] = f"{l2_sk / (dp_ms * 1e-3) / 1e12:.1f}" if dp_ms else DASH
     v["rec14.streamk.pred"] = f"{sk['predicted_speedup_vs_dp']:.2f}" if sk and sk.get("predicted_speedup_vs_dp") else DASH
     for s in (2, 4, 8):
         rec = _bench(results, f"split-K tile s={s} 1024x1024x16384")
