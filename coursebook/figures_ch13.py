@@ -325,7 +325,12 @@ def fused_diagnosis(results: dict | None = None, ncu: dict | None = None) -> dic
         out[f"rec13.diag.{g}_us"] = "—" if t is None else f"{t * 1e3:.1f}"
         out[f"rec13.diag.{g}_cfg"] = lab or "—"
     out["rec13.diag.best"] = srch.get("best") or "—"
+    from kernels.fused import PIPE_THREADS
     from kernels.ncu_rows import FUSED_CFG, LEAN_CFG
+    from kernels.ncu_rows import N as ROW
+
+    out["rec13.diag.warp_elems"] = str(ROW // 32)  # the warp schedule: one row over 32 lanes
+    out["rec13.diag.pipe_consumers"] = str(PIPE_THREADS)
 
     for key, (bm, mb) in (("fused", FUSED_CFG), ("lean", LEAN_CFG)):
         out[f"rec13.ncu.{key}.cfg"] = f"blk_m={bm}，每 SM {mb} 块"

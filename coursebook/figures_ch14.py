@@ -86,20 +86,25 @@ def page_values(results: dict | None) -> dict[str, str]:
     from ledger.tiles import accumulator_per_thread, smem_total, tile_decision
 
     v: dict[str, str] = {}
+    from kernels.gemm import splitk, streamk
+    from ledger.cost import dtype_bytes
+
+    SM, SN, SK = splitk.SHAPE
+    bm, bn = splitk.DEFAULT["block_M"], splitk.DEFAULT["block_N"]
     # split-K shape of the suite: 1024 x 1024 output, 128 x 128 tiles, 132 SMs
-    for s in (1, 2, 4, 8):
-        grid, w, fill = grid_waves(1024, 1024, 128, 128, split=s)
+    for s in splitk.SPLITS:
+        grid, w, fill = grid_waves(SM, SN, bm, bn, split=s)
         v[f"ch14p.splitk.s{s}.grid"] = str(grid)
         v[f"ch14p.splitk.s{s}.waves"] = str(w)
         v[f"ch14p.splitk.s{s}.fill_pct"] = f"{100 * fill:.1f}"
-        v[f"ch14p.splitk.s{s}.out_mib"] = f"{split_k_bytes(1024, 1024, split=s, separate_reduce=False) / 2**20:.0f}"
+        v[f"ch14p.splitk.s{s}.out_mib"] = f"{split_k_bytes(SM, SN, split=s, separate_reduce=False) / 2**20:.0f}"
     # exercise values
     r = tile_decision(128, 256, 64, stages=4, threads=256)
     v["ch14p.ex.s4_smem_kb"] = f"{r.smem_total / 1024:.0f}"
     v["ch14p.ex.s4_blocks"] = str(r.blocks_per_sm)
     v["ch14p.ex.acc_256x128_t256"] = f"{accumulator_per_thread(256, 128, 256):.0f}"
     v["ch14p.ex.smem_fp8_128x256x128_s4_kb"] = f"{smem_total(128, 256, 128, 4, 1) / 1024:.0f}"
-    g, w, fill = grid_waves(1536, 1536, 128, 128)
+    g, w, fill = grid_waves(streamk.SHAPE[0], streamk.SHAPE[1], streamk.DEFAULT["block_M"], streamk.DEFAULT["block_N"])
     v["ch14p.streamk.grid"] = str(g)
     v["ch14p.streamk.waves"] = str(w)
     v["ch14p.streamk.fill_pct"] = f"{100 * fill:.1f}"
@@ -140,15 +145,18 @@ def page_values(results: dict | None) -> dict[str, str]:
     v["rec14.splitk.l2_nosplit_tbps"] = f"{min(part):.1f}–{max(part):.1f}" if part else DASH
     from ledger.gemm import tiled_traffic
 
-    v["ch14p.splitk.l2_mb_128"] = f"{tiled_traffic(1024, 1024, 16384, 128, 128, 'fp16', 'fp32') / 1e6:.0f}"
-    v["ch14p.splitk.l2_mb_256"] = f"{tiled_traffic(1024, 1024, 16384, 128, 256, 'fp16', 'fp32') / 1e6:.0f}"
+    wm, wn = splitk.WIDE["block_M"], splitk.WIDE["block_N"]
+    v["ch14p.splitk.l2_mb_128"] = f"{tiled_traffic(SM, SN, SK, bm, bn, 'fp16', 'fp32') / 1e6:.0f}"
+    v["ch14p.splitk.l2_mb_256"] = f"{tiled_traffic(SM, SN, SK, wm, wn, 'fp16', 'fp32') / 1e6:.0f}"
+    # staging one fp32 output tile of the wide blocks (why they use element-wise atomics)
+    v["ch14p.splitk.wide.stage_kib"] = f"{wm * wn * dtype_bytes('fp32') / 1024:.0f}"
     for s_ in (1, 2, 4):
-        g, w, fill = grid_waves(1024, 1024, 128, 256, split=s_)
+        g, w, fill = grid_waves(SM, SN, wm, wn, split=s_)
         v[f"ch14p.splitk.wide.s{s_}.grid"] = str(g)
         v[f"ch14p.splitk.wide.s{s_}.fill_pct"] = f"{100 * fill:.0f}"
     sk = _bench(results, "stream-K 1536x1536x8192")
     # the same L2 -> SM reading as for split-K: operand bytes of 128x128 blocks over the time
-    l2_sk = tiled_traffic(1536, 1536, 8192, 128, 128, "fp16", "fp16")
+    l2_sk = tiled_traffic(*streamk.SHAPE, streamk.DEFAULT["block_M"], streamk.DEFAULT["block_N"], "fp16", "fp16")
     v["ch14p.streamk.l2_mb"] = f"{l2_sk / 1e6:.0f}"
     dp_ms = ((sk or {}).get("baselines") or {}).get("data-parallel")
     v["rec14.streamk.l2_tbps"] = f"{l2_sk / (sk['ms'] * 1e-3) / 1e12:.1f}" if sk and sk.get("ms") else DASH

@@ -104,11 +104,30 @@ def rmsnorm_rope(M: int, N: int, rope_dim: int, dtype: str = "bfloat16", blk_m: 
 
 
 @T.macro
+def _tail_rope(v, tail, cs, ss, blk_m, G, group, start, half, dtype):
+    """NeoX RoPE on the channels ``c = g * group + k >= start`` of the row fragment ``v``
+    (whose cos/sin rows sit in the shared ``cs``/``ss``): the tail is published to the
+    shared ``tail`` tile, each owning thread rotates its channels with the partner read
+    back, rounds to ``dtype`` and keeps the result in ``v``'s own dtype.  The condition is
+    resolved at compile time per register, so only the threads that own tail channels work."""
+    for i, g, k in T.Parallel(blk_m, G, group):
+        if g * group + k >= start:
+            tail[i, g * group + k - start] = v[i, g, k]
+    for i, g, k in T.Parallel(blk_m, G, group):
+        if g * group + k >= start:
+            r = g * group + k - start
+            p = r % half
+            partner = T.if_then_else(r < half, r + half, r - half)
+            sign = T.if_then_else(r < half, -1.0, 1.0)
+            v[i, g, k] = T.cast(T.cast(T.cast(v[i, g, k], ACC) * cs[i, p]
+                                       + sign * T.cast(tail[i, partner], ACC) * ss[i, p], dtype), v.dtype)
+
+
+@T.macro
 def _rms_rope_quant(x, w, sqe, sq, rs, tail, cs, ss, amax, inv, q, blk_m, G, group, N, start, half, eps):
-    """The work of the FP8 fused kernels on a row fragment ``x (blk_m, G, group)`` whose
-    cos/sin rows sit in the shared ``cs``/``ss``: RMSNorm in place (rounded to dtype),
-    RoPE on the tail through the shared ``tail`` tile, group amax, quantize into ``q``;
-    the scales are left in ``amax``."""
+    """The work of the FP8 fused kernels on a row fragment ``x (blk_m, G, group)``:
+    RMSNorm in place (rounded to dtype), RoPE on the tail (:func:`_tail_rope`), group
+    amax, quantize into ``q``; the scales are left in ``amax``."""
     for i, g, k in T.Parallel(blk_m, G, group):
         sqe[i, g, k] = T.cast(x[i, g, k], ACC) * T.cast(x[i, g, k], ACC)
     T.reduce_sum(sqe, sq, dim=2)  # within a group: a few lanes of one warp
@@ -117,19 +136,7 @@ def _rms_rope_quant(x, w, sqe, sq, rs, tail, cs, ss, amax, inv, q, blk_m, G, gro
         rs[i] = T.rsqrt(rs[i] / N + eps)
     for i, g, k in T.Parallel(blk_m, G, group):
         x[i, g, k] = T.cast(T.cast(x[i, g, k], ACC) * rs[i] * T.cast(w[g, k], ACC), x.dtype)
-    # RoPE on channels c = g * group + k >= start; the condition is resolved at compile
-    # time per register, so only the threads that own tail channels do any work
-    for i, g, k in T.Parallel(blk_m, G, group):
-        if g * group + k >= start:
-            tail[i, g * group + k - start] = x[i, g, k]
-    for i, g, k in T.Parallel(blk_m, G, group):
-        if g * group + k >= start:
-            r = g * group + k - start
-            p = r % half
-            partner = T.if_then_else(r < half, r + half, r - half)
-            sign = T.if_then_else(r < half, -1.0, 1.0)
-            x[i, g, k] = T.cast(T.cast(x[i, g, k], ACC) * cs[i, p]
-                                + sign * T.cast(tail[i, partner], ACC) * ss[i, p], x.dtype)
+    _tail_rope(x, tail, cs, ss, blk_m, G, group, start, half, x.dtype)
     # x now holds y2 in dtype: the same numbers the unfused chain hands the quantizer
     T.reduce_absmax(x, amax, dim=2)
     for i, g in T.Parallel(blk_m, G):
@@ -148,7 +155,7 @@ def _rms_rope_quant_lean(x, xf, w, sqe, sq, rs, tail, cs, ss, amax, ab, inv, q, 
     fp32 copy of the dtype-rounded values instead of unpacking bf16 again; the group amax
     is a max over ``|y|`` (one min/max instruction with an abs modifier); no clamp before
     the cast -- the e4m3 conversion saturates (``__NV_SATFINITE``) and ``|y| * inv``
-    exceeds 448 only by rounding."""
+    exceeds the largest finite e4m3 value only by rounding."""
     for i, g, k in T.Parallel(blk_m, G, group):
         xf[i, g, k] = T.cast(x[i, g, k], ACC)
     for i, g, k in T.Parallel(blk_m, G, group):
@@ -159,16 +166,7 @@ def _rms_rope_quant_lean(x, xf, w, sqe, sq, rs, tail, cs, ss, amax, ab, inv, q, 
         rs[i] = T.rsqrt(rs[i] / N + eps)
     for i, g, k in T.Parallel(blk_m, G, group):  # y1 rounded to dtype, kept as fp32
         xf[i, g, k] = T.cast(T.cast(xf[i, g, k] * rs[i] * T.cast(w[g, k], ACC), x.dtype), ACC)
-    for i, g, k in T.Parallel(blk_m, G, group):
-        if g * group + k >= start:
-            tail[i, g * group + k - start] = xf[i, g, k]
-    for i, g, k in T.Parallel(blk_m, G, group):
-        if g * group + k >= start:
-            r = g * group + k - start
-            p = r % half
-            partner = T.if_then_else(r < half, r + half, r - half)
-            sign = T.if_then_else(r < half, -1.0, 1.0)
-            xf[i, g, k] = T.cast(T.cast(xf[i, g, k] * cs[i, p] + sign * tail[i, partner] * ss[i, p], x.dtype), ACC)
+    _tail_rope(xf, tail, cs, ss, blk_m, G, group, start, half, x.dtype)
     for i, g, k in T.Parallel(blk_m, G, group):
         ab[i, g, k] = T.abs(xf[i, g, k])
     T.reduce_max(ab, amax, dim=2)
@@ -180,50 +178,15 @@ def _rms_rope_quant_lean(x, xf, w, sqe, sq, rs, tail, cs, ss, amax, ab, inv, q, 
 
 
 @tilelang.jit(target=TARGET)
-def rmsnorm_rope_fp8_lean(M: int, N: int, rope_dim: int, group: int = 128, dtype: str = "bfloat16",
-                          blk_m: int = 1, threads: int = 256, eps: float = 1e-6, min_blocks: int = 0):
-    """:func:`rmsnorm_rope_fp8` with the body :func:`_rms_rope_quant_lean` (same results)."""
-    start, half = N - rope_dim, rope_dim // 2
-    G = N // group
-
-    @T.prim_func
-    def main(X: T.Tensor((M, G, group), dtype), W: T.Tensor((G, group), dtype), C: T.Tensor((M, half), ACC),
-             Sn: T.Tensor((M, half), ACC), Q: T.Tensor((M, G, group), FP8), S: T.Tensor((M, G), ACC)):
-        with T.Kernel(T.ceildiv(M, blk_m), threads=threads) as bx:
-            if min_blocks:
-                T.annotate_min_blocks_per_sm(min_blocks)
-            x = T.alloc_fragment((blk_m, G, group), dtype)
-            xf = T.alloc_fragment((blk_m, G, group), ACC)
-            w = T.alloc_fragment((G, group), dtype)
-            sqe = T.alloc_fragment((blk_m, G, group), ACC)
-            sq = T.alloc_fragment((blk_m, G), ACC)
-            rs = T.alloc_fragment((blk_m,), ACC)
-            tail = T.alloc_shared((blk_m, rope_dim), ACC)
-            cs = T.alloc_shared((blk_m, half), ACC)
-            ss = T.alloc_shared((blk_m, half), ACC)
-            amax = T.alloc_fragment((blk_m, G), ACC)
-            ab = T.alloc_fragment((blk_m, G, group), ACC)
-            inv = T.alloc_fragment((blk_m, G), ACC)
-            q = T.alloc_fragment((blk_m, G, group), FP8)
-            T.copy(X[bx * blk_m, 0, 0], x)
-            T.copy(W[0, 0], w)
-            T.copy(C[bx * blk_m, 0], cs)
-            T.copy(Sn[bx * blk_m, 0], ss)
-            _rms_rope_quant_lean(x, xf, w, sqe, sq, rs, tail, cs, ss, amax, ab, inv, q, blk_m, G, group, N, start,
-                                 half, eps)
-            T.copy(q, Q[bx * blk_m, 0, 0])
-            T.copy(amax, S[bx * blk_m, 0])
-
-    return main
-
-
-@tilelang.jit(target=TARGET)
 def rmsnorm_rope_fp8(M: int, N: int, rope_dim: int, group: int = 128, dtype: str = "bfloat16",
-                     blk_m: int = 1, threads: int = 256, eps: float = 1e-6, min_blocks: int = 0):
+                     blk_m: int = 1, threads: int = 256, eps: float = 1e-6, min_blocks: int = 0,
+                     lean: bool = False):
     """Same schedule on a (blk_m, G, group) fragment, so the group amax stays in a warp.
 
     ``min_blocks`` (0 = let ptxas choose) asks for that many resident blocks per SM
-    (``__launch_bounds__``): fewer registers per thread, more rows in flight."""
+    (``__launch_bounds__``): fewer registers per thread, more rows in flight.
+    ``lean=True`` runs the body :func:`_rms_rope_quant_lean` (same results, fewer
+    instructions per element) instead of :func:`_rms_rope_quant`."""
     start, half = N - rope_dim, rope_dim // 2
     G = N // group
 
@@ -238,7 +201,7 @@ def rmsnorm_rope_fp8(M: int, N: int, rope_dim: int, group: int = 128, dtype: str
             sqe = T.alloc_fragment((blk_m, G, group), ACC)  # squares, element by element
             sq = T.alloc_fragment((blk_m, G), ACC)  # sum of squares of each group
             rs = T.alloc_fragment((blk_m,), ACC)
-            tail = T.alloc_shared((blk_m, rope_dim), dtype)
+            tail = T.alloc_shared((blk_m, rope_dim), ACC if lean else dtype)
             cs = T.alloc_shared((blk_m, half), ACC)
             ss = T.alloc_shared((blk_m, half), ACC)
             amax = T.alloc_fragment((blk_m, G), ACC)
@@ -248,7 +211,13 @@ def rmsnorm_rope_fp8(M: int, N: int, rope_dim: int, group: int = 128, dtype: str
             T.copy(W[0, 0], w)
             T.copy(C[bx * blk_m, 0], cs)
             T.copy(Sn[bx * blk_m, 0], ss)
-            _rms_rope_quant(x, w, sqe, sq, rs, tail, cs, ss, amax, inv, q, blk_m, G, group, N, start, half, eps)
+            if lean:
+                xf = T.alloc_fragment((blk_m, G, group), ACC)  # the row widened once
+                ab = T.alloc_fragment((blk_m, G, group), ACC)  # |y|
+                _rms_rope_quant_lean(x, xf, w, sqe, sq, rs, tail, cs, ss, amax, ab, inv, q, blk_m, G, group, N,
+                                     start, half, eps)
+            else:
+                _rms_rope_quant(x, w, sqe, sq, rs, tail, cs, ss, amax, inv, q, blk_m, G, group, N, start, half, eps)
             T.copy(q, Q[bx * blk_m, 0, 0])
             T.copy(amax, S[bx * blk_m, 0])
 
@@ -351,12 +320,31 @@ def _warp_row_rsqrt(X, xl, acc, rs, row, lane, NJ, N, eps):
     rs[0] = T.rsqrt(rs[0] / N + eps)
 
 
+@T.macro
+def _warp_tail_rope(xl, pv, cl, sl, C, Sn, row, lane, NJ, half, rope_dim, dtype):
+    """RoPE on the last chunk of a warp's row (the R tail channels are lanes
+    ``32 - R/8 ..`` of it): every lane shuffles (full mask) for the partner half/8 lanes
+    away, the tail lanes load their cos/sin and rotate in registers, rounding to dtype."""
+    for v in T.unroll(8):
+        pv[v] = T.shfl_xor(T.cast(xl[(NJ - 1) * 8 + v], ACC), half // 8)
+    if lane >= 32 - rope_dim // 8:
+        r0 = lane * 8 - (256 - rope_dim)
+        p0 = r0 % half
+        for v in T.vectorized(8):
+            cl[v] = C[row, p0 + v]
+        for v in T.vectorized(8):
+            sl[v] = Sn[row, p0 + v]
+        for v in T.unroll(8):
+            xl[(NJ - 1) * 8 + v] = T.cast(
+                T.cast(xl[(NJ - 1) * 8 + v], ACC) * cl[v]
+                + T.if_then_else(r0 < half, -1.0, 1.0) * pv[v] * sl[v], dtype)
+
+
 @tilelang.jit(target=TARGET)
 def rmsnorm_rope_warp(M: int, N: int, rope_dim: int, dtype: str = "bfloat16", rows: int = 4,
                       eps: float = 1e-6, max_regs: int = 0):
     assert warp_supported(N, rope_dim, None, dtype)
     NJ, half = N // 256, rope_dim // 2
-    L0 = 32 - rope_dim // 8  # first lane holding a tail channel (in the last chunk)
 
     @T.prim_func
     def main(X: T.Tensor((M, N), dtype), W: T.Tensor((N,), dtype), C: T.Tensor((M, half), ACC),
@@ -388,20 +376,7 @@ def rmsnorm_rope_warp(M: int, N: int, rope_dim: int, dtype: str = "bfloat16", ro
                 if live and j < NJ - 1:
                     for v in T.vectorized(8):
                         Y[row, j * 256 + lane * 8 + v] = xl[j * 8 + v]
-            # RoPE on the last chunk: every lane shuffles (full mask), tail lanes rotate
-            for v in T.unroll(8):
-                pv[v] = T.shfl_xor(T.cast(xl[(NJ - 1) * 8 + v], ACC), half // 8)
-            if lane >= L0:
-                r0 = lane * 8 - (256 - rope_dim)
-                p0 = r0 % half
-                for v in T.vectorized(8):
-                    cl[v] = C[row, p0 + v]
-                for v in T.vectorized(8):
-                    sl[v] = Sn[row, p0 + v]
-                for v in T.unroll(8):
-                    xl[(NJ - 1) * 8 + v] = T.cast(
-                        T.cast(xl[(NJ - 1) * 8 + v], ACC) * cl[v]
-                        + T.if_then_else(r0 < half, -1.0, 1.0) * pv[v] * sl[v], dtype)
+            _warp_tail_rope(xl, pv, cl, sl, C, Sn, row, lane, NJ, half, rope_dim, dtype)
             if live:
                 for v in T.vectorized(8):
                     Y[row, (NJ - 1) * 256 + lane * 8 + v] = xl[(NJ - 1) * 8 + v]
@@ -415,7 +390,6 @@ def rmsnorm_rope_fp8_warp(M: int, N: int, rope_dim: int, group: int = 128, dtype
     """The warp schedule + the group quantizer: a group is group/8 lanes of one chunk."""
     assert warp_supported(N, rope_dim, group, dtype)
     NJ, half, G = N // 256, rope_dim // 2, N // group
-    L0 = 32 - rope_dim // 8
     GL = group // 8  # lanes per group
     NSH = GL.bit_length() - 1  # xor-shuffle steps of the group amax
 
@@ -447,19 +421,7 @@ def rmsnorm_rope_fp8_warp(M: int, N: int, rope_dim: int, group: int = 128, dtype
                     wl[v] = ws[j * 256 + lane * 8 + v]
                 for v in T.unroll(8):
                     xl[j * 8 + v] = T.cast(T.cast(xl[j * 8 + v], ACC) * rs[0] * T.cast(wl[v], ACC), dtype)
-            for v in T.unroll(8):  # RoPE partner: half/8 lanes away in the last chunk
-                pv[v] = T.shfl_xor(T.cast(xl[(NJ - 1) * 8 + v], ACC), half // 8)
-            if lane >= L0:
-                r0 = lane * 8 - (256 - rope_dim)
-                p0 = r0 % half
-                for v in T.vectorized(8):
-                    cl[v] = C[row, p0 + v]
-                for v in T.vectorized(8):
-                    sl[v] = Sn[row, p0 + v]
-                for v in T.unroll(8):
-                    xl[(NJ - 1) * 8 + v] = T.cast(
-                        T.cast(xl[(NJ - 1) * 8 + v], ACC) * cl[v]
-                        + T.if_then_else(r0 < half, -1.0, 1.0) * pv[v] * sl[v], dtype)
+            _warp_tail_rope(xl, pv, cl, sl, C, Sn, row, lane, NJ, half, rope_dim, dtype)
             # xl holds y2 in dtype; per chunk: group amax (shuffles over GL lanes), quantize
             for j in T.unroll(NJ):
                 am[0] = 0.0
@@ -545,6 +507,7 @@ WARP_CFGS = ((4, 168), (2, 168), (1, 168))  # (rows per block, register cap) of 
 CAPPED_CFGS = ((2, 256, 4), (2, 256, 5), (1, 256, 8))  # fragment schedule: (blk_m, threads, min blocks/SM)
 PIPE_CFGS = ((1, 8), (2, 4), (2, 8), (4, 4))  # pipe schedule: (rows per tile, ring stages)
 LEAN_CFGS = ((1, 256, 6), (1, 256, 8), (2, 256, 4))  # lean FP8 body: (blk_m, threads, min blocks/SM)
+PIPE_THREADS = 256  # consumer threads of the pipe schedule (tilelang adds a 128-thread producer group)
 BASELINE_PIPE_CFGS = ((2, 4), (2, 8))  # norm.rmsnorm_pipe configs tried for step 1 of the unfused chain
 
 
@@ -591,16 +554,16 @@ def _extra_candidates(h, M, N, R, G, grid):
                           lambda m, bm=bm, th=th, mb=mb: (m, N, R, G, "bfloat16", bm, th, 1e-6, mb), _grouped(G),
                           {**cfg, "group": G}))
     for bm, th, mb in LEAN_CFGS:
-        fp8_specs.append((f"lean,blk_m={bm},min_blocks={mb}", rmsnorm_rope_fp8_lean,
-                          lambda m, bm=bm, th=th, mb=mb: (m, N, R, G, "bfloat16", bm, th, 1e-6, mb), _grouped(G),
+        fp8_specs.append((f"lean,blk_m={bm},min_blocks={mb}", rmsnorm_rope_fp8,
+                          lambda m, bm=bm, th=th, mb=mb: (m, N, R, G, "bfloat16", bm, th, 1e-6, mb, True), _grouped(G),
                           {"schedule": "lean", "blk_m": bm, "threads": th, "min_blocks": mb, "rope_dim": R,
                            "group": G}))
     for bm, st in PIPE_CFGS:
         if pipe_supported(N, R, G, bm):
             fp8_specs.append((f"pipe,blk_m={bm},stages={st}", rmsnorm_rope_fp8_pipe,
-                              lambda m, bm=bm, st=st: (m, N, R, G, "bfloat16", bm, st, grid, 256, 1e-6),
+                              lambda m, bm=bm, st=st: (m, N, R, G, "bfloat16", bm, st, grid, PIPE_THREADS, 1e-6),
                               _grouped(G), {"schedule": "pipe", "blk_m": bm, "stages": st, "grid": grid,
-                                            "threads": 256 + 128, "group": G, "rope_dim": R}))
+                                            "threads": PIPE_THREADS + 128, "group": G, "rope_dim": R}))
     h.precompile([(fac, args(m)) for _l, fac, args, _a, _c in rope_specs + fp8_specs for m in (M, 37)])
     good = {("rope", spec[0]): True for spec in rope_specs}
     good.update({("fp8", spec[0]): True for spec in fp8_specs})

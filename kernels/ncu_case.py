@@ -43,6 +43,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Callable
 
 METRICS = (
     "dram__bytes_read.sum",
@@ -207,10 +208,11 @@ def find_ncu() -> str:
 MINIMAL_METRICS = METRICS[:3] + ("launch__grid_size",)
 
 
-def ncu_command(ncu: str, log_file: str, metrics: tuple[str, ...] = METRICS) -> list[str]:
+def ncu_command(ncu: str, log_file: str, metrics: tuple[str, ...] = METRICS,
+                module: str = "kernels.ncu_case") -> list[str]:
     return [ncu, "--clock-control", "none", "--profile-from-start", "off", "--print-units", "base",
             "--csv", "--metrics", ",".join(metrics), "--log-file", log_file,
-            sys.executable, "-m", "kernels.ncu_case", "--child"]
+            sys.executable, "-m", module, "--child"]
 
 
 def _provenance(ncu: str | None, cmd: list[str] | None) -> dict:
@@ -239,8 +241,13 @@ def _provenance(ncu: str | None, cmd: list[str] | None) -> dict:
     return prov
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def cli(argv: list[str] | None, *, doc: str, name: str, module: str, child: Callable[[], None],
+        summarize: Callable[[list[dict], dict], dict], report: Callable[[dict], None],
+        metrics: tuple[str, ...], fallback_metrics: tuple[str, ...] | None = None) -> int:
+    """The command line shared by the ncu modules: ``--child`` runs the profiled workload;
+    ``--parse CSV`` summarizes an existing log; otherwise ncu runs ``module --child`` and
+    ``DIR/<name>.csv`` and ``DIR/<name>.json`` are written (``--out DIR``)."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
     ap.add_argument("--child", action="store_true", help="run the profiled workload (under ncu)")
     ap.add_argument("--parse", metavar="CSV", help="summarize an existing ncu CSV log")
     ap.add_argument("--out", default=os.environ.get("OUT") or str(RESULTS), help="output directory")
@@ -256,14 +263,15 @@ def main(argv: list[str] | None = None) -> int:
         prov["parsed_from"] = str(args.parse)
     else:
         ncu = find_ncu()
-        log = out_dir / "ncu_case.csv"
-        cmd = ncu_command(ncu, str(log))
+        log = out_dir / f"{name}.csv"
+        cmd = ncu_command(ncu, str(log), metrics, module)
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=540)
         sys.stderr.write(proc.stdout[-4000:] + proc.stderr[-4000:])
-        if proc.returncode != 0 or not log.exists() or '"ID"' not in log.read_text():
-            # one retry with the three metrics the chapter needs (an unknown metric name
-            # fails the whole ncu run)
-            cmd = ncu_command(ncu, str(log), MINIMAL_METRICS)
+        failed = proc.returncode != 0 or not log.exists() or '"ID"' not in log.read_text()
+        if failed and fallback_metrics:
+            # one retry with the metrics the chapter needs (an unknown metric name fails
+            # the whole ncu run)
+            cmd = ncu_command(ncu, str(log), fallback_metrics, module)
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
             sys.stderr.write(proc.stdout[-4000:] + proc.stderr[-4000:])
         if proc.returncode != 0 or not log.exists():
@@ -271,16 +279,25 @@ def main(argv: list[str] | None = None) -> int:
         text = log.read_text()
         prov = _provenance(ncu, cmd)
     summary = summarize(read_csv(text), prov)
-    path = out_dir / "ncu_case.json"
+    path = out_dir / f"{name}.json"
     path.write_text(json.dumps(summary, indent=1) + "\n")
+    report(summary)
+    print("wrote", path)
+    return 0
+
+
+def _report(summary: dict) -> None:
     cal = summary["calibration"]
     print(f"calibration: read {cal['dram_read_mb']:.1f} MB write {cal['dram_write_mb']:.1f} MB "
           f"(expected {cal['expected_mb_each_way']:.1f} each way)")
     for n, d in summary["designs"].items():
         print(f"design {n}: DRAM {d['dram_mb']:.2f} MB (ledger {d['ledger_mb']:.2f}, "
               f"x{d['measured_over_ledger']:.2f}), L2 {d['l2_mb']} MB, {d['time_us']:.1f} us")
-    print("wrote", path)
-    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return cli(argv, doc=__doc__, name="ncu_case", module="kernels.ncu_case", child=child, summarize=summarize,
+               report=_report, metrics=METRICS, fallback_metrics=MINIMAL_METRICS)
 
 
 if __name__ == "__main__":

@@ -18,14 +18,7 @@ default cache control flushes the caches before each profiled kernel).
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-
-from kernels.ncu_case import RESULTS, _provenance, find_ncu, read_csv
+from kernels.ncu_case import RESULTS, cli  # noqa: F401  (RESULTS: where the json lives, read by the book)
 
 METRICS = (
     "gpu__time_duration.sum",
@@ -63,7 +56,7 @@ def child() -> None:
     k_rms = norm.rmsnorm_rows(M, N, "bfloat16", 2, 256, 1e-6)
     k_q = quant.quant_fp8(M, N, G, "bfloat16", 2, 256)
     k_f = fused.rmsnorm_rope_fp8(M, N, R, G, "bfloat16", FUSED_CFG[0], 256, 1e-6, FUSED_CFG[1])
-    k_l = fused.rmsnorm_rope_fp8_lean(M, N, R, G, "bfloat16", LEAN_CFG[0], 256, 1e-6, LEAN_CFG[1])
+    k_l = fused.rmsnorm_rope_fp8(M, N, R, G, "bfloat16", LEAN_CFG[0], 256, 1e-6, LEAN_CFG[1], True)
     launches = {
         "rmsnorm rows": lambda: k_rms(x, w, y),
         "quant_fp8": lambda: k_q(xv, qv, s),
@@ -108,41 +101,16 @@ def summarize(kernels: list[dict], provenance: dict | None = None) -> dict:
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--child", action="store_true", help="run the profiled workload (under ncu)")
-    ap.add_argument("--parse", metavar="CSV", help="summarize an existing ncu CSV log")
-    ap.add_argument("--out", default=os.environ.get("OUT") or str(RESULTS), help="output directory")
-    args = ap.parse_args(argv)
-    if args.child:
-        child()
-        return 0
-    out_dir = Path(args.out)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    if args.parse:
-        text = Path(args.parse).read_text()
-        prov = dict(_provenance(None, None), parsed_from=str(args.parse))
-    else:
-        ncu = find_ncu()
-        log = out_dir / "ncu_rows.csv"
-        cmd = [ncu, "--clock-control", "none", "--profile-from-start", "off", "--print-units", "base",
-               "--csv", "--metrics", ",".join(METRICS), "--log-file", str(log),
-               sys.executable, "-m", "kernels.ncu_rows", "--child"]
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=400)
-        sys.stderr.write(proc.stdout[-4000:] + proc.stderr[-4000:])
-        if proc.returncode != 0 or not log.exists():
-            raise RuntimeError(f"ncu failed (rc={proc.returncode}); see output above")
-        text = log.read_text()
-        prov = _provenance(ncu, cmd)
-    summary = summarize(read_csv(text), prov)
-    path = out_dir / "ncu_rows.json"
-    path.write_text(json.dumps(summary, indent=1) + "\n")
+def _report(summary: dict) -> None:
     for n, d in summary["kernels"].items():
         print(f"{n:15s} {d['time_us']:.1f} us  DRAM {d['dram_gbps']:.0f} GB/s ({d['dram_pct_of_peak']:.1f}% peak)  "
               f"{d['instructions_per_element']:.2f} instr/elem  issue {d['issue_pct_of_peak']:.1f}%  "
               f"warps {d['warps_active_pct']:.1f}%  regs {d['registers_per_thread']}")
-    print("wrote", path)
-    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return cli(argv, doc=__doc__, name="ncu_rows", module="kernels.ncu_rows", child=child, summarize=summarize,
+               report=_report, metrics=METRICS)
 
 
 if __name__ == "__main__":

@@ -111,6 +111,7 @@ def run(a: Any, b: Any, split_k: int, form: str = "tile", out: Any = None, **cfg
 # ------------------------------------------------------------------ GPU suite
 
 SPLITS = (1, 2, 4, 8)
+SHAPE = (1024, 1024, 16384)  # (M, N, K) of the suite: few output tiles, long K
 
 
 def predicted_speedup(M: int, N: int, split: int, block_M: int = 128, block_N: int = 128) -> tuple[float, dict[str, Any]]:
@@ -135,7 +136,7 @@ def gpu_suite(h: Any) -> None:
     from ledger.gemm import split_k_bytes
 
     torch.backends.cuda.matmul.allow_tf32 = False
-    M, N, K = (256, 256, 4096) if h.quick else (1024, 1024, 16384)
+    M, N, K = (256, 256, 4096) if h.quick else SHAPE
     forms = ("tile", "element")
     thunks = {f"{f}:{s}": (lambda f=f, s=s: splitk_gemm(M, N, K, s, form=f, **DEFAULT)) for f in forms for s in SPLITS}
     thunks.update({f"wide:{s}": (lambda s=s: splitk_gemm(M, N, K, s, form="element", **WIDE)) for s in SPLITS})

@@ -201,6 +201,9 @@ def make_runner(a: Any, b: Any, sms: int = H200_SMS, **cfg: Any):
 # ------------------------------------------------------------------ GPU suite
 
 
+SHAPE = (1536, 1536, 8192)  # (M, N, K) of the suite: 144 tiles of 128x128, a nearly empty second wave
+
+
 def predicted_speedup(M: int, N: int, block_M: int = 128, block_N: int = 128, sms: int = H200_SMS) -> tuple[float, dict[str, Any]]:
     """Waves of the data-parallel grid over the ideal ``tiles / sms`` waves of stream-K (from the ledger)."""
     from ledger.gemm import grid_waves
@@ -218,7 +221,7 @@ def gpu_suite(h: Any) -> None:
 
     torch.backends.cuda.matmul.allow_tf32 = False
     # 12 x 12 = 144 tiles of 128x128: one full wave of 132 and a second wave of 12 (9 % full)
-    M, N, K = (512, 512, 2048) if h.quick else (1536, 1536, 8192)
+    M, N, K = (512, 512, 2048) if h.quick else SHAPE
     sms = torch.cuda.get_device_properties(0).multi_processor_count if torch.cuda.is_available() else H200_SMS
     cfg = dict(DEFAULT)
     a = h.rand((M, K), torch.float16)

@@ -163,7 +163,7 @@ def test_pipe_supported_shapes():
 
 
 def test_lean_body_widens_once_and_drops_the_clamp():
-    s = Fu.rmsnorm_rope_fp8_lean(16384, 4096, 128, 128, "bfloat16", 2, 256, 1e-6, 4).get_kernel_source()
+    s = Fu.rmsnorm_rope_fp8(16384, 4096, 128, 128, "bfloat16", 2, 256, 1e-6, 4, True).get_kernel_source()
     s = s[s.index("__global__ void __launch_bounds__"):]
     assert "__launch_bounds__(256, 4)" in s
     assert "float xf[32];" in s  # the row, widened to fp32 once, reused by every later step
