@@ -6,14 +6,16 @@ One command on the GPU machine::
 
 profiles, once each and after a warm-up, the bf16 16384 x 4096 row kernels the
 chapter times -- RMSNorm (rows, blk_m=2), FP8 quant (blk_m=2), the fused RMSNorm + RoPE
-+ FP8 kernel with the original body (blk_m=1, 8 blocks per SM) and with the lean body
-(blk_m=1, 6 blocks per SM) -- and writes ``ncu_rows.json`` (and the raw ``ncu_rows.csv``)
-to ``DIR`` (default ``$OUT``, else ``kernels/results/ncu``).  Per kernel: DRAM bytes and
-throughput (% of peak), instructions executed, issue-slot use (% of peak) and warps
-active.  A kernel whose issue slots are near full while DRAM is not is issue-bound:
-fewer instructions per element, not more bytes in flight, is what makes it faster.
-The ncu options are those of :mod:`kernels.ncu_case` (``--clock-control none``; the
-default cache control flushes the caches before each profiled kernel).
++ FP8 kernel with the original body (blk_m=1, 8 blocks per SM), with the lean body
+(blk_m=1, 6 blocks per SM), in the vec schedule (128 threads per token) and the vecp one
+(vec, 2 tokens per block, the next one prefetched) -- and
+writes ``ncu_rows.json`` (and the raw ``ncu_rows.csv``) to ``DIR`` (default ``$OUT``,
+else ``kernels/results/ncu``).  Per kernel: DRAM bytes and throughput (% of peak),
+instructions executed, issue-slot use (% of peak) and warps active.  A kernel whose
+issue slots are near full while DRAM is not is issue-bound: fewer instructions per
+element, not more bytes in flight, is what makes it faster.  The ncu options are those
+of :mod:`kernels.ncu_case` (``--clock-control none``; the default cache control flushes
+the caches before each profiled kernel).
 """
 
 from __future__ import annotations
@@ -31,10 +33,12 @@ METRICS = (
     "launch__registers_per_thread",
     "launch__grid_size",
 )
-ORDER = ("rmsnorm rows", "quant_fp8", "fused fp8", "fused fp8 lean")
+ORDER = ("rmsnorm rows", "quant_fp8", "fused fp8", "fused fp8 lean", "fused fp8 vec", "fused fp8 vecp")
 M, N, R, G = 16384, 4096, 128, 128
 FUSED_CFG = (1, 8)  # (blk_m, min blocks per SM) of the original fused body, as profiled
 LEAN_CFG = (1, 6)  # the same for the lean body
+VEC_CFG = (128, 1, 8, 9)  # vec schedule: (threads per token, tokens per block, channels per lane, min blocks)
+VECP_CFG = (128, 8, 2, 2, 8)  # vecp: (threads per token, channels per lane, tokens per block, stages, min blocks)
 
 
 def child() -> None:
@@ -57,11 +61,15 @@ def child() -> None:
     k_q = quant.quant_fp8(M, N, G, "bfloat16", 2, 256)
     k_f = fused.rmsnorm_rope_fp8(M, N, R, G, "bfloat16", FUSED_CFG[0], 256, 1e-6, FUSED_CFG[1])
     k_l = fused.rmsnorm_rope_fp8(M, N, R, G, "bfloat16", LEAN_CFG[0], 256, 1e-6, LEAN_CFG[1], True)
+    k_v = fused.rmsnorm_rope_fp8_vec(M, N, R, G, "bfloat16", *VEC_CFG[:3], 1e-6, VEC_CFG[3])
+    k_p = fused.rmsnorm_rope_fp8_vecp(M, N, R, G, "bfloat16", *VECP_CFG[:4], 1e-6, VECP_CFG[4])
     launches = {
         "rmsnorm rows": lambda: k_rms(x, w, y),
         "quant_fp8": lambda: k_q(xv, qv, s),
         "fused fp8": lambda: k_f(xv, wv, cos, sin, qv, s),
         "fused fp8 lean": lambda: k_l(xv, wv, cos, sin, qv, s),
+        "fused fp8 vec": lambda: k_v(x, w, cos, sin, q, s),
+        "fused fp8 vecp": lambda: k_p(x, w, cos, sin, q, s),
     }
     for _ in range(3):
         for fn in launches.values():

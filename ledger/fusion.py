@@ -390,9 +390,13 @@ def rmsnorm_rope_fp8(m: int = 4096, n: int = 4096, dtype: str = "bf16", rope_dim
 
 
 def rmsnorm_rope_fp8_cost(m: int, n: int, dtype: str = "bfloat16", rope_dim: int = 128,
-                          group: int | None = None, *, fused: bool = True) -> Cost:
-    """Cost of the fused RMSNorm+RoPE+FP8 kernel (or, ``fused=False``, of the three kernels)."""
-    sc = rmsnorm_rope_fp8(m, n, dtype, rope_dim, group)
+                          group: int | None = None, *, fused: bool = True,
+                          cos_sin_dtype: str | None = None) -> Cost:
+    """Cost of the fused RMSNorm+RoPE+FP8 kernel (or, ``fused=False``, of the three kernels).
+
+    ``cos_sin_dtype`` defaults to ``dtype``, the chapter's scenario; the course's kernels
+    read fp32 tables (``kernels.rope.rope_tables``) and are priced with ``"float32"``."""
+    sc = rmsnorm_rope_fp8(m, n, dtype, rope_dim, group, cos_sin_dtype)
     return (sc.fused if fused else sc.unfused).cost
 
 

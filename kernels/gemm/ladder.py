@@ -174,6 +174,57 @@ def rung4_annotated(
     return main
 
 
+@tilelang.jit(target=TARGET)
+def rung4_persistent(
+    M: int,
+    N: int,
+    K: int,
+    block_M: int = 128,
+    block_N: int = 256,
+    block_K: int = 64,
+    stages: int = 3,
+    threads: int = 256,
+    panel: int = 8,
+    policy: str = "square",
+    workers: int = 132,
+    m_fastest: bool = True,
+):
+    """Rung 4 as a persistent kernel: ``workers`` blocks (one per SM) walk the output tiles
+    ``w, w + workers, ...`` in a loop, decoded by ``T.PersistentTileScheduler`` with a
+    raster panel of ``panel`` tiles (``m_fastest``: the panel sweeps M, else N).  The warp-specialized pipeline spans the tile loop:
+    the producer warpgroup keeps issuing TMA loads for the next tile while the consumers
+    write the finished one back (``stmatrix`` into a separate C tile, then a TMA store),
+    so a tile's prologue and epilogue no longer leave the tensor cores idle.  The price
+    is a C tile that cannot reuse the operand ring (``smem_budget`` adds it)."""
+    warp_policy = {"square": T.GemmWarpPolicy.Square, "row": T.GemmWarpPolicy.FullRow,
+                   "col": T.GemmWarpPolicy.FullCol}[policy]
+    m_blocks, n_blocks = T.ceildiv(M, block_M), T.ceildiv(N, block_N)
+    waves = T.ceildiv(m_blocks * n_blocks, workers)
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), T.float16), B: T.Tensor((N, K), T.float16), C: T.Tensor((M, N), T.float16)):
+        with T.Kernel(workers, threads=threads) as (wid,):
+            A_s = T.alloc_shared((block_M, block_K), T.float16)
+            B_s = T.alloc_shared((block_N, block_K), T.float16)
+            C_s = T.alloc_shared((block_M, block_N), T.float16)
+            acc = T.alloc_fragment((block_M, block_N), T.float32)
+            T.annotate_layout({A_s: make_swizzled_layout(A_s), B_s: make_swizzled_layout(B_s)})
+            sched = T.PersistentTileScheduler(m_blocks, n_blocks, num_workers=workers, swizzle_size=panel,
+                                              column_major=m_fastest, stateful=False)
+            for w in T.serial(waves):
+                bm, bn = sched.coord(workers * w + wid)
+                if bm < m_blocks and bn < n_blocks:
+                    T.clear(acc)
+                    for ko in T.Pipelined(T.ceildiv(K, block_K), num_stages=stages):
+                        T.copy(A[bm * block_M, ko * block_K], A_s)
+                        T.copy(B[bn * block_N, ko * block_K], B_s)
+                        T.gemm(A_s, B_s, acc, transpose_B=True, policy=warp_policy)
+                    T.copy(acc, C_s)
+                    T.copy(C_s, C[bm * block_M, bn * block_N])
+
+    return main
+
+
 # ------------------------------------------------------------------- rung 5
 
 
@@ -321,16 +372,19 @@ def run(name: str, a: Any, b: Any, out: Any = None, **overrides: Any) -> Any:
 
 #: The explicit search space of the tuned rung 4 (Hopper, fp16, large square shapes).
 #: ``threads`` counts consumer threads (2 warpgroups = 256); tilelang adds a
-#: producer warpgroup. Axes: block shape (128x256, 256x128, 128x128, 128x192), stages
-#: (3-4, bounded by 227 KB of shared memory), raster panel (8/10/16), annotated vs
-#: inferred swizzle, and the warp partition of ``T.gemm`` (``policy``): the last two
-#: candidates give each consumer warpgroup whole rows, so 128x256 issues m64n256k16
+#: producer warpgroup. Axes: block shape (128x256, 256x128), stages (3-4, bounded by
+#: 227 KB of shared memory), raster panel (8/10), annotated vs inferred swizzle, the
+#: warp partition of ``T.gemm`` (``policy``) and the launch (``persistent``).
+#: ``policy="row"`` gives each consumer warpgroup whole rows, so 128x256 issues m64n256k16
 #: (the shape of CUTLASS's cooperative 128x256 kernel) instead of two m64n128k16, and
 #: 256x128 issues m64n128 instead of m64n64 -- fewer shared-memory operand reads per
 #: step, same registers (128 fp32 per thread, no spill under the 240-register budget).
+#: ``persistent=True`` is :func:`rung4_persistent`: one block per SM walks the tiles, so
+#: the next tile's loads overlap the current tile's epilogue (3 stages + the C tile fit).
 #: Ruled out by compiling for sm_90a: three consumer warpgroups (192x256, 512 threads)
 #: cap registers at 128 and ptxas refuses the m64n256 wgmma; block_K=128 with 2 stages
-#: compiles but leaves the producer only one stage ahead.
+#: compiles but leaves the producer only one stage ahead.  Dropped after the recorded
+#: searches (runs 2-6): 128x128 and 128x192 blocks and panel 16, never within 5 % of the best.
 #: Cost: len(TUNE_CANDIDATES) = 12 compiles per shape (about 5 s each, in parallel in
 #: the suite's thread pool) plus one timed run each (~0.2 s at 4096^3, ~0.3 s at 8192^3).
 TUNE_CANDIDATES: list[dict[str, Any]] = [
@@ -339,14 +393,24 @@ TUNE_CANDIDATES: list[dict[str, Any]] = [
     dict(block_M=128, block_N=256, block_K=64, stages=4, threads=256, panel=8),
     dict(block_M=256, block_N=128, block_K=64, stages=3, threads=256, panel=8),
     dict(block_M=256, block_N=128, block_K=64, stages=4, threads=256, panel=10),
-    dict(block_M=128, block_N=128, block_K=64, stages=4, threads=256, panel=10),
-    dict(block_M=128, block_N=192, block_K=64, stages=4, threads=256, panel=8),
-    dict(block_M=128, block_N=256, block_K=64, stages=3, threads=256, panel=16),
     dict(block_M=128, block_N=256, block_K=64, stages=3, threads=256, panel=8, annotate=False),
     dict(block_M=256, block_N=128, block_K=64, stages=3, threads=256, panel=8, annotate=False),
     dict(block_M=128, block_N=256, block_K=64, stages=3, threads=256, panel=8, policy="row"),
     dict(block_M=256, block_N=128, block_K=64, stages=3, threads=256, panel=8, policy="row"),
+    dict(block_M=128, block_N=256, block_K=64, stages=3, threads=256, panel=8, persistent=True),
+    dict(block_M=128, block_N=256, block_K=64, stages=3, threads=256, panel=8, policy="row", persistent=True),
+    dict(block_M=128, block_N=256, block_K=64, stages=3, threads=256, panel=8, persistent=True, m_fastest=False),
 ]
+
+
+def build_tuned(M: int, N: int, K: int, cfg: dict[str, Any], workers: int = 132) -> Any:
+    """Compile one tuned rung-4 candidate: :func:`rung4_persistent` on ``workers`` blocks
+    when ``cfg["persistent"]``, else :func:`rung4_annotated`."""
+    kw = {k: v for k, v in cfg.items() if k != "persistent"}
+    check_wgmma_n(kw["block_N"])
+    if cfg.get("persistent"):
+        return rung4_persistent(M, N, K, workers=workers, **kw)
+    return rung4_annotated(M, N, K, **kw)
 
 
 def label(cfg: dict[str, Any]) -> str:
@@ -354,6 +418,8 @@ def label(cfg: dict[str, Any]) -> str:
     tag = "" if cfg.get("annotate", True) else "_inferred"
     if cfg.get("policy", "square") != "square":
         tag += f"_{cfg['policy']}"
+    if cfg.get("persistent"):
+        tag += "_pers" if cfg.get("m_fastest", True) else "_pers_nfast"
     return f"{cfg['block_M']}x{cfg['block_N']}x{cfg['block_K']}_s{cfg['stages']}_t{cfg['threads']}_p{cfg['panel']}{tag}"
 
 
@@ -361,12 +427,16 @@ def smem_budget(cfg: dict[str, Any], in_dtype: str = "fp16") -> int:
     """Shared memory the ledger predicts for a pipelined rung: the stage ring of A and B tiles.
 
     The fp16 C staging tile of rung 4 is not added: tilelang reuses the A/B ring for it
-    once the K loop is over (the tests check this against the lowered kernel).
+    once the K loop is over (the tests check this against the lowered kernel).  The
+    persistent kernel cannot reuse it -- the producer is already filling the ring for the
+    next tile while the consumers write C -- so there the C tile is added.
     """
     from ledger.cost import dtype_bytes
     from ledger.tiles import smem_total
 
-    return int(smem_total(cfg["block_M"], cfg["block_N"], cfg["block_K"], cfg.get("stages", 1), dtype_bytes(in_dtype)))
+    ring = smem_total(cfg["block_M"], cfg["block_N"], cfg["block_K"], cfg.get("stages", 1), dtype_bytes(in_dtype))
+    c_tile = cfg["block_M"] * cfg["block_N"] * dtype_bytes(in_dtype) if cfg.get("persistent") else 0
+    return int(ring + c_tile)
 
 
 # ------------------------------------------------------------------ GPU suite
@@ -383,6 +453,8 @@ def gpu_suite(h: Any) -> None:
            allow_tf32=torch.backends.cuda.matmul.allow_tf32,
            allow_fp16_reduced_precision_reduction=torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction)
     shapes = [(1024, 1024, 1024)] if h.quick else [(4096, 4096, 4096), (8192, 8192, 8192)]
+    sms = torch.cuda.get_device_properties(h.device).multi_processor_count if h.is_cuda else 132
+    pers = next(c for c in TUNE_CANDIDATES if c.get("persistent"))
     # every kernel of the suite compiled up front, in parallel
     thunks: dict[str, Any] = {}
     for (M, N, K) in shapes:
@@ -391,9 +463,10 @@ def gpu_suite(h: Any) -> None:
                 continue
             thunks[f"{name}@{M}"] = (lambda n=name, m=M, nn=N, k=K: build(n, m, nn, k))
         for cfg in TUNE_CANDIDATES:
-            thunks[f"tuned:{label(cfg)}@{M}"] = (lambda c=cfg, m=M, nn=N, k=K: rung4_annotated(m, nn, k, **c))
+            thunks[f"tuned:{label(cfg)}@{M}"] = (lambda c=cfg, m=M, nn=N, k=K: build_tuned(m, nn, k, c, sms))
     for name in ("rung3_pipelined", "rung4_annotated"):
         thunks[f"{name}@ragged"] = (lambda n=name: build(n, 1000, 1016, 1000))
+    thunks["persistent@ragged"] = lambda: build_tuned(1000, 1016, 1000, pers, sms)
     t0 = time.perf_counter()
     built = par_build(thunks)
     wall = time.perf_counter() - t0
@@ -412,6 +485,12 @@ def gpu_suite(h: Any) -> None:
             h.check(f"{name} ragged {Mr}x{Nr}x{Kr}", c, ref, rel_fro_err=rel_fro_err(c, ref), **gemm_tolerance(Kr))
         except Exception as exc:
             h.error(f"{name} ragged {Mr}x{Nr}x{Kr}", exc)
+    if built["persistent@ragged"]["kernel"] is None:  # the persistent candidates must also serve ragged tiles
+        h.error(f"{label(pers)} ragged {Mr}x{Nr}x{Kr}", RuntimeError(built["persistent@ragged"]["error"]))
+    else:
+        c = h.poisoned((Mr, Nr), torch.float16)
+        built["persistent@ragged"]["kernel"](a, b, c)
+        h.check(f"{label(pers)} ragged {Mr}x{Nr}x{Kr}", c, ref, rel_fro_err=rel_fro_err(c, ref), **gemm_tolerance(Kr))
 
     for (M, N, K) in shapes:
         a = h.rand((M, K), torch.float16)

@@ -170,3 +170,75 @@ def test_lean_body_widens_once_and_drops_the_clamp():
     assert s.count("fabsf(") == 4 and "0x0p+0f/*0.000000e+00*/ - " not in s  # amax over |y|, no 0 - y
     assert "clamp" not in s and "__NV_SATFINITE, __NV_E4M3" in s  # the e4m3 cast saturates by itself
     assert "tl::AllReduce<tl::MaxOp, 8, 1, 0" in s and "*(fp8_e4_16_t*)(Q + " in s
+
+
+@pytest.fixture(scope="module")
+def vec_src():
+    out = {}
+    for name, args in (("full", (16384, 4096, 128, 128, "bfloat16", 128, 1, 8, 1e-6)),
+                       ("ragged", (37, 4096, 128, 128, "bfloat16", 128, 2, 8, 1e-6)),
+                       ("seg16", (16384, 4096, 128, 128, "bfloat16", 128, 1, 16, 1e-6)),
+                       ("fp16", (37, 4096, 64, 128, "float16", 128, 2, 8, 1e-6))):
+        s = Fu.rmsnorm_rope_fp8_vec(*args).get_kernel_source()
+        out[name] = s[s.index("__global__ void __launch_bounds__"):]
+    return out
+
+
+def test_vec_schedule_has_one_barrier_and_no_shared_tree(vec_src):
+    for s in vec_src.values():
+        assert s.count("__syncthreads()") == 1 and "tl::AllReduce" not in s and "workspace" not in s
+        assert "tl::warp_reduce_sum(" in s  # per-warp sum, one value per warp in shared memory
+        assert "*(uint4*)(xl + " in s and "= *(uint4*)(X + " in s  # 16-byte loads of 8 channels
+        assert "tl::fast_rcp(sc[0])" in s and "__NV_SATFINITE, __NV_E4M3" in s
+    # 128 threads x 8 channels per chunk: lane t holds channels 1024c + 8t .. + 8 (c < 4)
+    assert "(c * 1024)) + (((int)threadIdx.x) * 8))" in vec_src["full"]
+    assert "*(fp8_e4_8_t*)(Q + " in vec_src["full"] and "*(fp8_e4_16_t*)(Q + " in vec_src["seg16"]
+
+
+def test_vec_schedule_unpacks_bf16_by_shift_and_mask(vec_src):
+    for name in ("full", "ragged", "seg16"):
+        s = vec_src[name]
+        # x, w and the rounded y1/y2: each 32-bit word of two bf16 -> (w << 16, w & 0xffff0000)
+        assert s.count("<< (uint)16") == s.count("& (uint)4294901760") >= 3
+        assert "__bfloat1622float2" not in s
+    assert "<< (uint)16" not in vec_src["fp16"]  # fp16 keeps the plain conversion
+
+
+def test_vec_schedule_rope_partner_and_group_amax_are_shuffles(vec_src):
+    s = vec_src["full"]
+    # R = 128 over 8-channel lanes: the tail is lanes 16..31 of the row's last warp, the
+    # partner 64 channels = 8 lanes away; a 128-channel group is 16 lanes: shuffles 8, 4, 2, 1
+    assert "if ((((int)threadIdx.x) >> 5) == 3)" in s
+    assert "__shfl_xor_sync((uint)4294967295, xf[(v_2 + 24)], 8, 32)" in s
+    assert "if (16 <= (((int)threadIdx.x) & 31))" in s
+    assert "__shfl_xor_sync((uint)4294967295, am[0], (8 >> s), 32)" in s and "s < 4" in s
+    # ragged: two tokens per block, the surplus one is recomputed and never stored
+    r = vec_src["ragged"]
+    assert "min(((((int)blockIdx.x) * 2) + (((int)threadIdx.x) >> 7)), 36)" in r
+    assert "if (((((int)blockIdx.x) * 2) + (((int)threadIdx.x) >> 7)) < 37)" in r
+
+
+def test_vec_supported_shapes():
+    assert Fu.vec_supported(4096, 128, 128) and Fu.vec_supported(4096, 128, 128, tpr=256)
+    assert Fu.vec_supported(4096, 128, 128, seg=16)
+    assert not Fu.vec_supported(4096, 128, 128, tpr=32)  # 128 channels per lane: too many registers
+    assert not Fu.vec_supported(4000, 128, 128)  # N % (tpr * seg)
+    assert not Fu.vec_supported(4096, 512, 128)  # the tail would span two warps
+    assert not Fu.vec_supported(4096, 128, 96)  # group not a power of two
+    assert not Fu.vec_supported(4096, 128, 128, "float32")
+    with pytest.raises(AssertionError):
+        Fu.rmsnorm_rope_fp8_vec(64, 4000, 128, 128, "bfloat16", 128, 1, 8, 1e-6)
+
+
+def test_vecp_prefetches_the_next_tokens_with_cp_async():
+    s = Fu.rmsnorm_rope_fp8_vecp(37, 4096, 128, 128, "bfloat16", 128, 8, 4, 3, 1e-6, 8).get_kernel_source()
+    s = s[s.index("__global__ void __launch_bounds__"):]
+    assert "__launch_bounds__(128, 8)" in s
+    # 4 chunks of 16 bytes per lane and token: 2 tokens in the prologue, 1 per iteration
+    assert s.count("tl::cp_async_gs<16>(") == 2 and s.count("tl::cp_async_commit()") == 2
+    assert "tl::cp_async_wait<2>()" in s  # stages=3: two tokens stay in flight
+    assert "((i + 2) % 3) * 4096" in s  # the ring slot the next fetch fills
+    assert "min((((((int)blockIdx.x) * 4) + i) + 2), 36)" in s  # fetches past the end are clamped
+    assert "if (((((int)blockIdx.x) * 4) + i) < 37) {" in s  # a ragged block stops early
+    assert "tl::warp_reduce_sum(" in s and "tl::AllReduce" not in s
+    assert "<< (uint)16" in s and "__NV_SATFINITE, __NV_E4M3" in s

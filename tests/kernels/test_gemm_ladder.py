@@ -199,7 +199,7 @@ def test_ragged_shapes_get_guarded_stores(rungs):
 
 def test_row_partition_candidates_issue_full_width_wgmma():
     """policy="row": each consumer warpgroup owns 64 whole rows of the tile."""
-    rows = [c for c in ladder.TUNE_CANDIDATES if c.get("policy") == "row"]
+    rows = [c for c in ladder.TUNE_CANDIDATES if c.get("policy") == "row" and not c.get("persistent")]
     assert len(rows) == 2 and len(ladder.TUNE_CANDIDATES) <= 12
     want = {(128, 256): {(64, 256, 16)}, (256, 128): {(64, 128, 16)}}
     for cfg in rows:
@@ -215,3 +215,22 @@ def test_default_partition_splits_n_between_warpgroups(tuned):
     """The square default (every other candidate): 128x256 as two m64n128 halves, 256x128 as m64n64."""
     shapes = {(c["block_M"], c["block_N"]): set(wgmma_shapes(src)) for c, src, _ in tuned}
     assert shapes == {(128, 256): {(64, 128, 16)}, (256, 128): {(64, 64, 16)}}
+
+
+def test_persistent_candidates_walk_the_tiles_on_one_block_per_sm():
+    """rung4_persistent: ``workers`` blocks, a loop over the waves of tiles, the same TMA +
+    wgmma pipeline, a C tile of its own (the ledger's budget adds it) and no spill."""
+    pers = [c for c in ladder.TUNE_CANDIDATES if c.get("persistent")]
+    assert pers and all("_pers" in ladder.label(c) for c in pers)
+    for cfg in pers:
+        k = ladder.build_tuned(8192, 8192, 8192, cfg, workers=132)
+        src, info = k.get_kernel_source(), launch_info(k)
+        tiles = (8192 // cfg["block_M"]) * (8192 // cfg["block_N"])
+        assert info.grid == (132, 1, 1) and info.threads == cfg["threads"] + 128
+        assert f"for (int w = 0; w < {-(-tiles // 132)}; ++w)" in src  # 2048 tiles: 16 rounds of 132
+        p = instruction_path(src)
+        assert p["wgmma"] and p["tma_load"] and p["tma_store"] and not p["rasterization"]
+        assert info.dyn_smem_bytes == ladder.smem_budget(cfg) <= 232448
+        # the C tile does not alias the operand ring: the producer refills it during the epilogue
+        ring = ladder.smem_budget({**cfg, "persistent": False})
+        assert ladder.smem_budget(cfg) - ring == cfg["block_M"] * cfg["block_N"] * 2

@@ -92,6 +92,10 @@ def test_kernel_costs_for_the_timing_suite():
     fused = F.rmsnorm_rope_fp8_cost(4096, 4096, "bfloat16")
     split = F.rmsnorm_rope_fp8_cost(4096, 4096, "bfloat16", fused=False)
     assert round(split.bytes / fused.bytes, 2) == 3.61
+    # the kernels read fp32 cos/sin tables: both plans read them once more in the wider dtype
+    f32 = F.rmsnorm_rope_fp8_cost(4096, 4096, "bfloat16", cos_sin_dtype="float32")
+    s32 = F.rmsnorm_rope_fp8_cost(4096, 4096, "bfloat16", fused=False, cos_sin_dtype="float32")
+    assert f32.bytes - fused.bytes == s32.bytes - split.bytes == 2 * 4096 * 64 * (4 - 2)
     nr = F.rmsnorm_rope_cost(4096, 4096, "bfloat16", 128)
     assert nr.bytes == (2 * 4096 * 4096 + 4096) * 2 + 4096 * 64 * 2 * 4
     assert F.fragment_kib((1, 4096), "fp32") == 16
