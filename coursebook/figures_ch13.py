@@ -12,6 +12,7 @@ page glues), :func:`exercise_values` (the ``ch13x.*`` texts of the exercises),
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from coursebook import style
@@ -251,7 +252,12 @@ def measured_extras(results: dict | None = None) -> dict[str, str]:
                             "rec13.targets.met_list", "rec13.targets.missed_list",
                             "rec13.fused_fp8.byte_ratio", "rec13.fused_fp8.share",
                             "rec13.add.per_thread_over_parallel", "rec13.rope.neox_blocked_over_naive",
-                            "rec13.rope.interleaved_blocked_over_naive", "rec13.splitk.second_read_pct")}
+                            "rec13.rope.interleaved_blocked_over_naive", "rec13.splitk.second_read_pct",
+                            "rec13.rms.copy_us", "rec13.rms.bound_compile", "rec13.rms.bound_f",
+                            "rec13.rms.need_pct", "rec13.rms.target_compile", "rec13.ln.copy_us",
+                            "rec13.ln.bound_compile",
+                            "rec13.fused_fp8.mb", "rec13.fused_fp8.mb_bf16_tables",
+                            "rec13.fused_fp8.pct_bf16_tables")}
     if not results:
         return out
     ts = _targets(results)
@@ -277,6 +283,35 @@ def measured_extras(results: dict | None = None) -> dict[str, str]:
     ratio("rec13.add.per_thread_over_parallel", "add[parallel]", "add[per_thread]")
     ratio("rec13.rope.neox_blocked_over_naive", "rope[neox,naive]", "rope[neox,blocked]")
     ratio("rec13.rope.interleaved_blocked_over_naive", "rope[interleaved,naive]", "rope[interleaved,blocked]")
+    # the same-bytes copy timed in the norm benches: the most any kernel of that shape can gain
+    from kernels.norm import COPY
+
+    for key, prefix, lib in (("rms", "rmsnorm[rows]", "F.rms_norm"), ("ln", "layernorm[rows]", "F.layer_norm")):
+        r = _find(results, prefix)
+        cms = ((r or {}).get("baselines") or {}).get(COPY)
+        bound = (r or {}).get("speedup_bound") or {}
+        if cms:
+            out[f"rec13.{key}.copy_us"] = f"{cms * 1e3:.1f}"
+        if "torch.compile" in bound:
+            out[f"rec13.{key}.bound_compile"] = f"{bound['torch.compile']:.2f}"
+        if key == "rms" and lib in bound:
+            out["rec13.rms.bound_f"] = f"{bound[lib]:.2f}"
+        tgt = ((r or {}).get("targets") or {}).get("speedup:torch.compile")
+        comp = ((r or {}).get("baselines") or {}).get("torch.compile")
+        if key == "rms" and tgt and comp and r.get("bytes") and r.get("copy_gbps"):
+            # the copy-bandwidth share a kernel would need to be `target` times faster than compile
+            need_ms = comp / tgt["target"]
+            out["rec13.rms.target_compile"] = f"{tgt['target']:.2f}"
+            out["rec13.rms.need_pct"] = f"{100 * r['bytes'] / (need_ms * 1e-3) / 1e9 / r['copy_gbps']:.1f}"
+    if f8 and f8.get("bytes") and f8.get("ms") and f8.get("copy_gbps"):
+        from ledger.fusion import rmsnorm_rope_fp8_cost
+
+        cfg = f8.get("config") or {}
+        old = rmsnorm_rope_fp8_cost(*(int(v) for v in re.findall(r"(\d+)x(\d+)", f8["name"])[0]), "bfloat16",
+                                    cfg.get("rope_dim", 128), cfg.get("group"), cos_sin_dtype="bfloat16").bytes
+        out["rec13.fused_fp8.mb"] = f"{f8['bytes'] / 1e6:.1f}"
+        out["rec13.fused_fp8.mb_bf16_tables"] = f"{old / 1e6:.1f}"
+        out["rec13.fused_fp8.pct_bf16_tables"] = f"{100 * old / (f8['ms'] * 1e-3) / 1e9 / f8['copy_gbps']:.1f}"
     sk = _find(results, "rmsnorm[splitk]")
     if sk and sk.get("frac_copy_bw"):
         # the ledger counts one read of x; split-K reads it twice: 3 passes of x-sized traffic instead of 2
@@ -319,6 +354,9 @@ def fused_diagnosis(results: dict | None = None, ncu: dict | None = None) -> dic
         "lean": lambda k: k.startswith("lean,"),
         "pipe": lambda k: k.startswith("pipe,"),
         "warp": lambda k: k.startswith("warp,"),
+        "vec": lambda k: k.startswith("vec,") and not k.endswith(",prefetch"),
+        "vecpf": lambda k: k.startswith("vec,") and k.endswith(",prefetch"),
+        "vecp": lambda k: k.startswith("vecp,"),
     }
     for g, pred in groups.items():
         lab, t = best(pred)
@@ -326,15 +364,19 @@ def fused_diagnosis(results: dict | None = None, ncu: dict | None = None) -> dic
         out[f"rec13.diag.{g}_cfg"] = lab or "—"
     out["rec13.diag.best"] = srch.get("best") or "—"
     from kernels.fused import PIPE_THREADS
-    from kernels.ncu_rows import FUSED_CFG, LEAN_CFG
+    from kernels.ncu_rows import FUSED_CFG, LEAN_CFG, VEC_CFG, VECP_CFG
     from kernels.ncu_rows import N as ROW
 
     out["rec13.diag.warp_elems"] = str(ROW // 32)  # the warp schedule: one row over 32 lanes
     out["rec13.diag.pipe_consumers"] = str(PIPE_THREADS)
+    out["rec13.diag.vec_elems"] = str(ROW // VEC_CFG[0])  # the vec schedule: one row over tpr lanes
 
     for key, (bm, mb) in (("fused", FUSED_CFG), ("lean", LEAN_CFG)):
         out[f"rec13.ncu.{key}.cfg"] = f"blk_m={bm}，每 SM {mb} 块"
-    names = {"rms": "rmsnorm rows", "quant": "quant_fp8", "fused": "fused fp8", "lean": "fused fp8 lean"}
+    out["rec13.ncu.vec.cfg"] = f"每行 {VEC_CFG[0]} 线程，每 SM {VEC_CFG[3]} 块"
+    out["rec13.ncu.vecp.cfg"] = f"每块 {VECP_CFG[2]} 行，预取 {VECP_CFG[3] - 1} 行"
+    names = {"rms": "rmsnorm rows", "quant": "quant_fp8", "fused": "fused fp8", "lean": "fused fp8 lean",
+             "vec": "fused fp8 vec", "vecp": "fused fp8 vecp"}
     ks = (ncu or {}).get("kernels", {})
     for key, name in names.items():
         k = ks.get(name) or {}

@@ -33,7 +33,8 @@ blocks fed by a TMA ring), ``warp`` (:func:`rmsnorm_rope_warp`,
 :func:`rmsnorm_rope_fp8_warp`: one warp per token, no block-level reduction), ``vec``
 (:func:`rmsnorm_rope_fp8_vec`: a token over a few warps, one barrier, bf16 unpacked by bit
 operations) and ``vecp`` (:func:`rmsnorm_rope_fp8_vecp`: vec over several tokens per block,
-the next ones prefetched by ``cp.async``).  The suite searches them all and times the winner under the same record name.
+the next ones prefetched by ``cp.async``).  The suite searches them all and times the winner
+under the same record name; :func:`fused_rmsnorm_rope_fp8` runs vec where it serves the shape.
 """
 import tilelang
 import tilelang.language as T
@@ -505,6 +506,18 @@ def _widen(src, dst, base, n, dtype):
             dst[base + v] = T.cast(src[v], ACC)
 
 
+def _vec_locals(NC: int, seg: int, dtype: str):
+    """The registers of a vec lane, allocated inside the kernel being traced: the lane's
+    ``NC * seg`` channels in fp32 (``xf``), one chunk of x / w / y in dtype and w in fp32,
+    the FP8 codes of a chunk, the RoPE partner and cos/sin of a chunk, four partial sums and
+    the scalars (1/rms, amax, scale, 1/scale)."""
+    return (T.alloc_local((NC * seg,), ACC), T.alloc_local((seg,), dtype), T.alloc_local((seg,), dtype),
+            T.alloc_local((seg,), ACC), T.alloc_local((seg,), dtype), T.alloc_local((seg,), FP8),
+            T.alloc_local((seg,), ACC), T.alloc_local((seg,), ACC), T.alloc_local((seg,), ACC),
+            T.alloc_local((4,), ACC), T.alloc_local((1,), ACC), T.alloc_local((1,), ACC),
+            T.alloc_local((1,), ACC), T.alloc_local((1,), ACC))
+
+
 @T.macro
 def _vec_token(xf, w_l, wf, yl, ql, pv, cl, sl, acc, rs, am, sc, inv, red, red_row, W, C, Sn, Q, S, row, live,
                t, warp, lane, N, NC, seg, WC, NW, half, GL, TLN, PD, group, eps, dtype):
@@ -585,20 +598,7 @@ def rmsnorm_rope_fp8_vec(M: int, N: int, rope_dim: int, group: int = 128, dtype:
             if min_blocks:
                 T.annotate_min_blocks_per_sm(min_blocks)
             tx = T.get_thread_binding()
-            xf = T.alloc_local((NC * seg,), ACC)  # the lane's channels in fp32
-            xl = T.alloc_local((seg,), dtype)
-            w_l = T.alloc_local((seg,), dtype)
-            wf = T.alloc_local((seg,), ACC)
-            yl = T.alloc_local((seg,), dtype)
-            ql = T.alloc_local((seg,), FP8)
-            pv = T.alloc_local((seg,), ACC)
-            cl = T.alloc_local((seg,), ACC)
-            sl = T.alloc_local((seg,), ACC)
-            acc = T.alloc_local((4,), ACC)
-            rs = T.alloc_local((1,), ACC)
-            am = T.alloc_local((1,), ACC)
-            sc = T.alloc_local((1,), ACC)
-            inv = T.alloc_local((1,), ACC)
+            xf, xl, w_l, wf, yl, ql, pv, cl, sl, acc, rs, am, sc, inv = _vec_locals(NC, seg, dtype)
             red = T.alloc_shared((rows, NW), ACC)  # one partial sum per warp
             r, t = tx // tpr, tx % tpr
             warp, lane = t // 32, tx % 32
@@ -649,20 +649,7 @@ def rmsnorm_rope_fp8_vecp(M: int, N: int, rope_dim: int, group: int = 128, dtype
             t = T.get_thread_binding()
             xs = T.alloc_shared((stages, N), dtype)  # the ring of prefetched tokens
             red = T.alloc_shared((2, NW), ACC)  # double-buffered: token i+1 may write while i is read
-            xf = T.alloc_local((NC * seg,), ACC)
-            xl = T.alloc_local((seg,), dtype)
-            w_l = T.alloc_local((seg,), dtype)
-            wf = T.alloc_local((seg,), ACC)
-            yl = T.alloc_local((seg,), dtype)
-            ql = T.alloc_local((seg,), FP8)
-            pv = T.alloc_local((seg,), ACC)
-            cl = T.alloc_local((seg,), ACC)
-            sl = T.alloc_local((seg,), ACC)
-            acc = T.alloc_local((4,), ACC)
-            rs = T.alloc_local((1,), ACC)
-            am = T.alloc_local((1,), ACC)
-            sc = T.alloc_local((1,), ACC)
-            inv = T.alloc_local((1,), ACC)
+            xf, xl, w_l, wf, yl, ql, pv, cl, sl, acc, rs, am, sc, inv = _vec_locals(NC, seg, dtype)
             warp, lane = t // 32, t % 32
             for s in T.unroll(stages - 1):  # prologue: the block's first tokens on their way
                 for c in T.unroll(NC):
@@ -735,20 +722,39 @@ def fused_rmsnorm_rope(x, weight, cos, sin, rope_dim: int, eps: float = 1e-6, ou
     return out
 
 
+VEC_DEFAULT = (128, 1, 8, 9)  # (tpr, rows, seg, min_blocks): the fastest recorded vec configuration
+
+
 def fused_rmsnorm_rope_fp8(x, weight, cos, sin, rope_dim: int, group: int = 128, eps: float = 1e-6,
-                           q=None, scale=None, *, blk_m: int = 1, threads: int = 256):
+                           q=None, scale=None, *, schedule: str = "auto", blk_m: int = 1, threads: int = 256):
+    """(q, scale) of RMSNorm + RoPE + per-group FP8.  ``schedule``: ``"vec"``
+    (:func:`rmsnorm_rope_fp8_vec` at :data:`VEC_DEFAULT`, the fastest recorded on the H200),
+    ``"fragment"`` (:func:`rmsnorm_rope_fp8` with ``blk_m`` and ``threads``) or ``"auto"``
+    (vec where :func:`vec_supported` serves the shape, else fragment)."""
     import torch
 
+    if schedule not in ("auto", "vec", "fragment"):
+        raise ValueError(f"schedule must be 'auto', 'vec' or 'fragment', got {schedule!r}")
+    validate_tensor("x", x, dtype=(torch.float16, torch.bfloat16), ndim=2, device=None)
+    M, N = x.shape
+    dt = str(x.dtype).replace("torch.", "")
+    tpr, rows, seg, mb = VEC_DEFAULT
+    vec_ok = vec_supported(N, rope_dim, group, dt, tpr, seg)
+    if schedule == "vec" and not vec_ok:
+        raise ValueError(f"schedule 'vec' does not serve N={N}, rope_dim={rope_dim}, group={group}, dtype={dt} "
+                         f"(see vec_supported)")
     outs = tuple((n, t) for n, t in (("q", q), ("scale", scale)) if t is not None)
     check_inputs(x, weight, cos, sin, rope_dim, group, blk_m=blk_m, threads=threads, outs=outs)
-    M, N = x.shape
     if q is not None and (tuple(q.shape) != (M, N) or q.dtype != torch.float8_e4m3fn):
         raise ValueError(f"q: must be float8_e4m3fn of shape {(M, N)}")
     if scale is not None and (tuple(scale.shape) != (M, N // group) or scale.dtype != torch.float32):
         raise ValueError(f"scale: must be float32 of shape {(M, N // group)}")
     q = torch.empty((M, N), dtype=torch.float8_e4m3fn, device=x.device) if q is None else q
     scale = torch.empty((M, N // group), dtype=torch.float32, device=x.device) if scale is None else scale
-    k = rmsnorm_rope_fp8(M, N, rope_dim, group, str(x.dtype).replace("torch.", ""), blk_m, threads, float(eps))
+    if vec_ok and schedule != "fragment":
+        rmsnorm_rope_fp8_vec(M, N, rope_dim, group, dt, tpr, rows, seg, float(eps), mb)(x, weight, cos, sin, q, scale)
+        return q, scale
+    k = rmsnorm_rope_fp8(M, N, rope_dim, group, dt, blk_m, threads, float(eps))
     k(x.view(M, N // group, group), weight.view(N // group, group), cos, sin, q.view(M, N // group, group), scale)
     return q, scale
 
@@ -902,6 +908,8 @@ def gpu_suite(h) -> None:
     for dt, M, N, R, bm in cases:
         dn = str(dt).replace("torch.", "")
         jobs += [(rmsnorm_rope, (M, N, R, dn, bm, 256, 1e-6)), (rmsnorm_rope_fp8, (M, N, R, 128, dn, bm, 256, 1e-6))]
+        if vec_supported(N, R, 128, dn):
+            jobs.append((rmsnorm_rope_fp8_vec, (M, N, R, 128, dn, *VEC_DEFAULT[:3], 1e-6, VEC_DEFAULT[3])))
     jobs += [(rmsnorm_rope_fp8, (Mp, Np, Rp, Gp, "bfloat16", bm, 256, 1e-6)) for bm in BLK_MS]
     jobs += [(rmsnorm_rope, (Mp, Np, Rp, "bfloat16", bm, 256, 1e-6)) for bm in BLK_MS]
     # the unfused baseline, each step at a good configuration: quant_fp8 at the best blk_m of
@@ -929,18 +937,21 @@ def gpu_suite(h) -> None:
         y = h.poisoned((M, N), dt)
         fused_rmsnorm_rope(x, w, cos, sin, R, 1e-6, y, blk_m=bm)
         h.check("fused rmsnorm+rope", y, want, atol=atol)
-        q = h.poisoned((M, N), torch.float8_e4m3fn)
-        s = h.poisoned((M, N // 128), torch.float32)
-        fused_rmsnorm_rope_fp8(x, w, cos, sin, R, 128, 1e-6, q, s, blk_m=bm)
         G = N // 128
         wg = want.view(M, G, 128)
         s_ref = wg.abs().amax(-1).clamp_min(EPS) / FP8_MAX
-        h.check("fused rmsnorm+rope+fp8 scale", s, s_ref, rtol=2 * eps, atol=0.0)
-        # dequantized value against the fp64 chain: one e4m3 ulp relative, plus the
-        # one-dtype-ulp slack above (and half the smallest e4m3 step of each group)
-        deq = (q.double().view(M, G, 128) * s.double()[..., None]).view(M, N)
-        h.check("fused rmsnorm+rope+fp8 dequantized", deq, want, dtype=torch.float8_e4m3fn,
-                rtol=0.0625, atol=atol + float(s_ref.max()) * 2.0 ** -9)
+        # both schedules of the launcher on every case the vec schedule serves
+        scheds = ("fragment", "vec") if vec_supported(N, R, 128, str(dt).replace("torch.", "")) else ("fragment",)
+        for sched in scheds:
+            q = h.poisoned((M, N), torch.float8_e4m3fn)
+            s = h.poisoned((M, N // 128), torch.float32)
+            fused_rmsnorm_rope_fp8(x, w, cos, sin, R, 128, 1e-6, q, s, schedule=sched, blk_m=bm)
+            h.check(f"fused rmsnorm+rope+fp8[{sched}] scale", s, s_ref, rtol=2 * eps, atol=0.0)
+            # dequantized value against the fp64 chain: one e4m3 ulp relative, plus the
+            # one-dtype-ulp slack above (and half the smallest e4m3 step of each group)
+            deq = (q.double().view(M, G, 128) * s.double()[..., None]).view(M, N)
+            h.check(f"fused rmsnorm+rope+fp8[{sched}] dequantized", deq, want, dtype=torch.float8_e4m3fn,
+                    rtol=0.0625, atol=atol + float(s_ref.max()) * 2.0 ** -9)
 
     M, N, R, G = Mp, Np, Rp, Gp
     x = h.rand((M, N), bf16)

@@ -122,6 +122,10 @@ def rung3_pipelined(
 
 # ------------------------------------------------------------------- rung 4
 
+#: ``policy`` names of ``T.gemm``'s warp partition (see :func:`rung4_annotated`).
+WARP_POLICY = {"square": T.GemmWarpPolicy.Square, "row": T.GemmWarpPolicy.FullRow, "col": T.GemmWarpPolicy.FullCol}
+
+
 
 @tilelang.jit(target=TARGET)
 def rung4_annotated(
@@ -150,8 +154,7 @@ def rung4_annotated(
     both 64-row halves); ``"row"`` gives each warpgroup whole rows (one m64n256 wgmma per
     k16 step), which reads about 17% fewer operand bytes from shared memory per step.
     """
-    warp_policy = {"square": T.GemmWarpPolicy.Square, "row": T.GemmWarpPolicy.FullRow,
-                   "col": T.GemmWarpPolicy.FullCol}[policy]
+    warp_policy = WARP_POLICY[policy]
 
     @T.prim_func
     def main(A: T.Tensor((M, K), T.float16), B: T.Tensor((N, K), T.float16), C: T.Tensor((M, N), T.float16)):
@@ -196,8 +199,7 @@ def rung4_persistent(
     write the finished one back (``stmatrix`` into a separate C tile, then a TMA store),
     so a tile's prologue and epilogue no longer leave the tensor cores idle.  The price
     is a C tile that cannot reuse the operand ring (``smem_budget`` adds it)."""
-    warp_policy = {"square": T.GemmWarpPolicy.Square, "row": T.GemmWarpPolicy.FullRow,
-                   "col": T.GemmWarpPolicy.FullCol}[policy]
+    warp_policy = WARP_POLICY[policy]
     m_blocks, n_blocks = T.ceildiv(M, block_M), T.ceildiv(N, block_N)
     waves = T.ceildiv(m_blocks * n_blocks, workers)
 

@@ -17,7 +17,14 @@ Probes:
 * ``wgmma_n24``    -- the fp16 rung-4 body with ``block_N = 24`` (= 8 mod 16), the
   shape class behind the 0.1.x wgmma issue; the library refuses it
   (:func:`kernels.gemm.common.check_wgmma_n`), the probe shows what the compiler
-  would emit.
+  would emit;
+* ``multicast_gemm`` -- the pipelined fp16 body in a cluster of two blocks along M
+  whose B tile is loaded once with ``T.copy_cluster(..., cluster_mask=0b11)`` (TMA
+  multicast into both blocks).  It lowers into the automatic warp-specialized pipeline,
+  but :func:`multicast_release` shows the hazard that keeps it out of the course's
+  search: a stage is released to the producer by the arrivals of the *local* consumers
+  only, so the leading block can overwrite the other block's stage before that block's
+  consumers have read it (a cluster-scope release would be needed).
 """
 
 from typing import Any, Callable
@@ -95,6 +102,39 @@ def probe_mx(M: int = 256, N: int = 256, K: int = 256, block_M: int = 128, block
     return main
 
 
+@tilelang.jit(target=TARGET)
+def probe_multicast(M: int = 512, N: int = 512, K: int = 512, block_M: int = 128, block_N: int = 256,
+                    block_K: int = 64, stages: int = 3):
+    @T.prim_func
+    def main(A: T.Tensor((M, K), T.float16), B: T.Tensor((N, K), T.float16), C: T.Tensor((M, N), T.float16)):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=256, cluster_dims=(1, 2, 1)) as (bx, by):
+            A_s = T.alloc_shared((block_M, block_K), T.float16)
+            B_s = T.alloc_shared((block_N, block_K), T.float16)
+            acc = T.alloc_fragment((block_M, block_N), T.float32)
+            T.clear(acc)
+            for ko in T.Pipelined(T.ceildiv(K, block_K), num_stages=stages):
+                T.copy(A[by * block_M, ko * block_K], A_s)
+                # the two blocks of a cluster share the B tile: the lower rank loads it for both
+                T.copy_cluster(B[bx * block_N, ko * block_K], B_s, cluster_mask=0b11)
+                T.gemm(A_s, B_s, acc, transpose_B=True)
+            T.copy(acc, C[by * block_M, bx * block_N])
+
+    return main
+
+
+def multicast_release(src: str) -> dict[str, Any]:
+    """How a multicast pipeline's stages are handed back to the producer, read off the source:
+    ``multicast`` (a TMA multicast load is emitted), ``barrier_counts`` (arrival counts of the
+    stage barriers), ``cluster_release`` (any arrival on another block's barrier)."""
+    import re
+
+    return {
+        "multicast": "tma_load_multicast" in src,
+        "barrier_counts": [int(n) for n in re.findall(r"mbarrier\[\d+\]\.init\((\d+)\)", src)],
+        "cluster_release": any(k in src for k in ("arrive_cluster", "cluster_arrive", "mapa", "remote_arrive")),
+    }
+
+
 def _fp8() -> Any:
     from kernels.gemm.lowp import fp8_gemm
 
@@ -113,6 +153,7 @@ PROBES: dict[str, Callable[[], Any]] = {
     "fp8_gemm": _fp8,
     "mx_blockscaled": lambda: probe_mx(),
     "wgmma_n24": _n24,
+    "multicast_gemm": lambda: probe_multicast(),
 }
 
 

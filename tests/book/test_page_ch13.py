@@ -252,9 +252,38 @@ def test_fused_diagnosis_reads_the_records_and_the_ncu_run(results):
     assert float(d["rec13.diag.capped_us"]) < float(d["rec13.diag.orig_us"])
     assert float(d["rec13.diag.pipe_us"]) > float(d["rec13.diag.lean_us"])
     assert float(d["rec13.diag.warp_us"]) > float(d["rec13.diag.lean_us"])
+    # the vec schedule: the fastest searched, fewer instructions per element than the lean body,
+    # about as few as the quantizer alone; neither the cp.async ring nor the L1 prefetch beat it
+    assert d["rec13.diag.best"].startswith("vec,")
+    assert float(d["rec13.diag.vec_us"]) < float(d["rec13.diag.lean_us"])
+    assert float(d["rec13.ncu.vec.instructions"]) < float(d["rec13.ncu.lean.instructions"])
+    assert float(d["rec13.ncu.vec.instructions"]) < 1.05 * float(d["rec13.ncu.quant.instructions"])
+    assert float(d["rec13.diag.vecp_us"]) > float(d["rec13.diag.vec_us"])
+    # "no distinguishable difference": within 2 % either way
+    assert abs(float(d["rec13.diag.vecpf_us"]) / float(d["rec13.diag.vec_us"]) - 1) < 0.02
     # with no data every key falls back to a dash instead of failing the build
     empty = f13.fused_diagnosis({"suites": {}}, {"kernels": {}})
     assert set(empty) == set(d)
-    constants = {"rec13.ncu.fused.cfg", "rec13.ncu.lean.cfg", "rec13.diag.warp_elems", "rec13.diag.pipe_consumers"}
+    constants = {"rec13.ncu.fused.cfg", "rec13.ncu.lean.cfg", "rec13.ncu.vec.cfg", "rec13.ncu.vecp.cfg",
+                 "rec13.diag.warp_elems", "rec13.diag.pipe_consumers", "rec13.diag.vec_elems"}
     assert {v for k, v in empty.items() if k not in constants} == {"—"}
     assert all(empty[k] == d[k] for k in constants)  # code constants, not measurements
+
+
+def test_norm_bounds_and_fused_pricing_follow_the_records(results):
+    """The same-bytes copy bound of the norms and the two pricings of the fused FP8 kernel."""
+    from coursebook import figures_ch13 as f13
+
+    e = f13.measured_extras(results)
+    # RMSNorm: even a kernel as fast as the copy could not reach the torch.compile target
+    assert float(e["rec13.rms.bound_compile"]) < float(e["rec13.rms.target_compile"])
+    rms = next(r for s in results["suites"].values() for r in s["records"]
+               if r.get("kind") == "bench" and r["name"].startswith("rmsnorm[rows]"))
+    copy_pct = 100 * rms["bytes"] / (float(e["rec13.rms.copy_us"]) * 1e-6) / 1e9 / rms["copy_gbps"]
+    assert float(e["rec13.rms.need_pct"]) > copy_pct  # faster than copying the same bytes
+    assert float(e["rec13.ln.bound_compile"]) > float(e["rec13.rms.bound_compile"])
+    # the kernel reads fp32 tables: more bytes than the bf16-table pricing, a higher share
+    assert float(e["rec13.fused_fp8.mb"]) > float(e["rec13.fused_fp8.mb_bf16_tables"])
+    fused = next(r for s in results["suites"].values() for r in s["records"]
+                 if r.get("kind") == "bench" and r["name"].startswith("fused rmsnorm+rope+fp8"))
+    assert float(e["rec13.fused_fp8.pct_bf16_tables"]) < 100 * fused["frac_copy_bw"]

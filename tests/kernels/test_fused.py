@@ -79,6 +79,9 @@ F = lambda *s: torch.zeros(*s)  # noqa: E731
     (lambda: Fu.fused_rmsnorm_rope(B(4, 512), B(512), F(4, 64), F(4, 64), 128), "cuda"),
     (lambda: Fu.fused_rmsnorm_rope_fp8(B(4, 512), B(512), F(4, 64), F(4, 64), 128, 100), "group"),
     (lambda: Fu.fused_rmsnorm_rope_fp8(torch.zeros(4, 512), F(512), F(4, 64), F(4, 64), 128), "dtype"),
+    (lambda: Fu.fused_rmsnorm_rope_fp8(B(4, 512), B(512), F(4, 64), F(4, 64), 128, schedule="rows"), "schedule"),
+    (lambda: Fu.fused_rmsnorm_rope_fp8(B(4, 512), B(512), F(4, 64), F(4, 64), 128, schedule="vec"),
+     "does not serve N=512"),
 ])
 def test_bad_input_raises_value_error_before_launch(make, match):
     with pytest.raises(ValueError, match=match):

@@ -221,3 +221,17 @@ def test_tolerance_stats_flag_a_wrong_tile_and_pass_bf16_rounding():
     nan = ref.clone()
     nan[0, 0] = float("nan")
     assert lowp.tolerance_stats(nan, ref, **tol)["mismatched"] == 1
+
+
+def test_multicast_pipeline_releases_stages_locally_only(audit):
+    """T.copy_cluster with a cluster mask lowers to a TMA multicast inside the automatic
+    warp-specialized pipeline, but the stage barriers count only this block's consumers and
+    nothing arrives on the other block's barrier: the leader may refill a stage its peer is
+    still reading. The course keeps it out of the tuned search (chapter 14 says why)."""
+    r = audit["multicast_gemm"]
+    assert r["supported"] and r["path"]["warp_specialized"] and r["path"]["tma_load"]
+    rel = support.multicast_release(support.probe_multicast().get_kernel_source())
+    assert rel["multicast"]
+    # 3 full barriers (1 producer arrival + bytes) and 3 empty barriers (the 256 local consumer threads)
+    assert sorted(rel["barrier_counts"]) == [1, 1, 1, 256, 256, 256]
+    assert not rel["cluster_release"]
