@@ -255,7 +255,8 @@ def measured_extras(results: dict | None = None) -> dict[str, str]:
                             "rec13.rope.interleaved_blocked_over_naive", "rec13.splitk.second_read_pct",
                             "rec13.rms.copy_us", "rec13.rms.bound_compile", "rec13.rms.bound_f",
                             "rec13.rms.need_pct", "rec13.rms.target_compile", "rec13.ln.copy_us",
-                            "rec13.ln.bound_compile",
+                            "rec13.ln.bound_compile", "rec13.rmsL.copy_us", "rec13.rmsL.bound_compile",
+                            "rec13.rmsL.shape",
                             "rec13.fused_fp8.mb", "rec13.fused_fp8.mb_bf16_tables",
                             "rec13.fused_fp8.pct_bf16_tables")}
     if not results:
@@ -286,7 +287,13 @@ def measured_extras(results: dict | None = None) -> dict[str, str]:
     # the same-bytes copy timed in the norm benches: the most any kernel of that shape can gain
     from kernels.norm import COPY
 
-    for key, prefix, lib in (("rms", "rmsnorm[rows]", "F.rms_norm"), ("ln", "layernorm[rows]", "F.layer_norm")):
+    norms = [r for r in _bench(results) if r.get("name", "").startswith("rmsnorm[rows]")]
+    large = max(norms, key=lambda r: r.get("bytes") or 0) if len(norms) > 1 else None
+    if large:
+        out["rec13.rmsL.shape"] = large["name"].rsplit(" ", 1)[-1].replace("x", "×")
+    small = min(norms, key=lambda r: r.get("bytes") or 0)["name"] if norms else "rmsnorm[rows]"
+    for key, prefix, lib in (("rms", small, "F.rms_norm"), ("ln", "layernorm[rows]", "F.layer_norm"),
+                             ("rmsL", large["name"] if large else "\0", "F.rms_norm")):
         r = _find(results, prefix)
         cms = ((r or {}).get("baselines") or {}).get(COPY)
         bound = (r or {}).get("speedup_bound") or {}

@@ -430,7 +430,8 @@ def _extra_candidates(h, M, N, r64, grid):
     with a register cap, the "warp" schedule, the "pipe" schedule on ``grid`` persistent
     blocks -- at the bench shape and a ragged M; yields ``(label, kernel, config)`` only
     for the ones that pass.  A failure (compile, launch or a wrong value) is recorded and
-    the candidate is left out of the search: a new variant can never break the suite."""
+    the candidate is left out of the search: a new variant can never break the suite.
+    Each entry also carries ``build(m)``, the same configuration compiled for ``m`` rows."""
     import torch
 
     f16 = torch.float16
@@ -461,7 +462,7 @@ def _extra_candidates(h, M, N, r64, grid):
                 rec = h.check(f"rmsnorm[{label}] {m}x{N}", yc, r64(xc, wc, 1e-6), schedule=cfg["schedule"])
                 ok = ok and bool(rec.get("ok"))
             if ok:
-                out.append((label, fac(*args(M)), cfg))
+                out.append((label, fac(*args(M)), cfg, (lambda m, fac=fac, args=args: fac(*args(m)))))
             else:
                 h.note("rmsnorm candidates", f"{label}: failed its check, left out of the search")
         except Exception as exc:  # a new variant must never break the suite
@@ -536,16 +537,17 @@ def gpu_suite(h) -> None:
     by, fl, src = ledger_cost("fusion.rmsnorm_cost", m=M, n=N, dtype="float16")
     configs = {(bm, th): rmsnorm_rows(M, N, "float16", bm, th, 1e-6) for bm, th in cfgs}
     cands = {f"blk_m={k[0]},threads={k[1]}": (lambda k=k: configs[k](x, w, y)) for k in configs}
-    cand_cfg = {f"blk_m={k[0]},threads={k[1]}": (configs[k], {"schedule": "rows", "blk_m": k[0], "threads": k[1]})
+    cand_cfg = {f"blk_m={k[0]},threads={k[1]}": (configs[k], {"schedule": "rows", "blk_m": k[0], "threads": k[1]},
+                                                 (lambda m, k=k: rmsnorm_rows(m, N, "float16", k[0], k[1], 1e-6)))
                 for k in configs}
     # extra candidates (register caps, schedules "warp" and "pipe"), each verified (fp64)
     # before it may be timed
     grid = torch.cuda.get_device_properties(h.device).multi_processor_count if h.is_cuda else 132
-    for label, kern, cfg in _extra_candidates(h, M, N, r64, grid):
+    for label, kern, cfg, build in _extra_candidates(h, M, N, r64, grid):
         cands[label] = lambda kern=kern: kern(x, w, y)
-        cand_cfg[label] = (kern, cfg)
+        cand_cfg[label] = (kern, cfg, build)
     best, _ = h.search("rmsnorm rows (blk_m, threads)", cands)
-    k_best, best_cfg = cand_cfg[best]
+    k_best, best_cfg, build_best = cand_cfg[best]
 
     def eager_rms(t):
         tf = t.float()
@@ -559,6 +561,26 @@ def gpu_suite(h) -> None:
                            "speedup:eager": 8.0},
                   rounds=BENCH_ROUNDS, config=best_cfg)
     _speedup_bounds(h, rec)
+    # the other example size of the course's targets, 2^28 elements (4x the rows): the same
+    # winner, verified at this shape, against the same baselines and the same-bytes copy
+    if not h.quick:
+        ML = 4 * M
+        xL, yL = h.rand((ML, N), f16), h.poisoned((ML, N), f16)
+        kL = build_best(ML)
+        kL(xL, w, yL)
+        h.check(f"rmsnorm[{best}] {ML}x{N}", yL, r64(xL, w, 1e-6), schedule=best_cfg.get("schedule", "rows"))
+        byL, flL, srcL = ledger_cost("fusion.rmsnorm_cost", m=ML, n=N, dtype="float16")
+        # a function of its own: torch.compile of the same function at a second shape would
+        # recompile it with dynamic shapes
+        compL = h.warm_compiled(h.torch_compile(lambda t: eager_rms(t), "rmsnorm large"), xL, name="rmsnorm large")
+        recL = h.bench(f"rmsnorm[rows] fp16 {ML}x{N}", lambda: kL(xL, w, yL), bytes=byL, flops=flL, ledger_source=srcL,
+                       baselines={"eager": lambda: eager_rms(xL), "F.rms_norm": lambda: F.rms_norm(xL, (N,), w, 1e-6),
+                                  "torch.compile": compL, COPY: lambda: yL.copy_(xL)},
+                       targets={"frac_copy_bw": 0.85, "speedup:F.rms_norm": 1.15, "speedup:torch.compile": 1.15,
+                                "speedup:eager": 8.0},
+                       rounds=BENCH_ROUNDS, config=best_cfg)
+        _speedup_bounds(h, recL)
+        del xL, yL
     ksh = rmsnorm_shared(M, N, "float16", 256, 1e-6)
     h.bench(f"rmsnorm[shared] fp16 {M}x{N}", lambda: ksh(x, w, y), bytes=by, flops=fl, ledger_source=src,
             targets={"frac_copy_bw": 0.85}, config={"schedule": "shared", "threads": 256})
