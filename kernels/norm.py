@@ -553,14 +553,19 @@ def gpu_suite(h) -> None:
         tf = t.float()
         return (tf * torch.rsqrt(tf.pow(2).mean(-1, keepdim=True) + 1e-6) * w.float()).to(t.dtype)
 
-    comp = h.warm_compiled(h.torch_compile(eager_rms, "rmsnorm"), x, name="rmsnorm")
-    rec = h.bench(f"rmsnorm[rows] fp16 {M}x{N}", lambda: k_best(x, w, y), bytes=by, flops=fl, ledger_source=src,
-                  baselines={"eager": lambda: eager_rms(x), "F.rms_norm": lambda: F.rms_norm(x, (N,), w, 1e-6),
-                             "torch.compile": comp, COPY: lambda: y.copy_(x)},
-                  targets={"frac_copy_bw": 0.85, "speedup:F.rms_norm": 1.15, "speedup:torch.compile": 1.15,
-                           "speedup:eager": 8.0},
-                  rounds=BENCH_ROUNDS, config=best_cfg)
-    _speedup_bounds(h, rec)
+    def bench_rms(m, kern, xx, yy, comp):
+        """The targeted RMSNorm bench at ``m`` rows: library, eager, torch.compile and the copy
+        of the same tensors in alternating rounds; the speedup bounds added to the record."""
+        nb, nf, nsrc = ledger_cost("fusion.rmsnorm_cost", m=m, n=N, dtype="float16")
+        rec = h.bench(f"rmsnorm[rows] fp16 {m}x{N}", lambda: kern(xx, w, yy), bytes=nb, flops=nf, ledger_source=nsrc,
+                      baselines={"eager": lambda: eager_rms(xx), "F.rms_norm": lambda: F.rms_norm(xx, (N,), w, 1e-6),
+                                 "torch.compile": comp, COPY: lambda: yy.copy_(xx)},
+                      targets={"frac_copy_bw": 0.85, "speedup:F.rms_norm": 1.15, "speedup:torch.compile": 1.15,
+                               "speedup:eager": 8.0},
+                      rounds=BENCH_ROUNDS, config=best_cfg)
+        _speedup_bounds(h, rec)
+
+    bench_rms(M, k_best, x, y, h.warm_compiled(h.torch_compile(eager_rms, "rmsnorm"), x, name="rmsnorm"))
     # the other example size of the course's targets, 2^28 elements (4x the rows): the same
     # winner, verified at this shape, against the same baselines and the same-bytes copy
     if not h.quick:
@@ -569,17 +574,10 @@ def gpu_suite(h) -> None:
         kL = build_best(ML)
         kL(xL, w, yL)
         h.check(f"rmsnorm[{best}] {ML}x{N}", yL, r64(xL, w, 1e-6), schedule=best_cfg.get("schedule", "rows"))
-        byL, flL, srcL = ledger_cost("fusion.rmsnorm_cost", m=ML, n=N, dtype="float16")
         # a function of its own: torch.compile of the same function at a second shape would
         # recompile it with dynamic shapes
-        compL = h.warm_compiled(h.torch_compile(lambda t: eager_rms(t), "rmsnorm large"), xL, name="rmsnorm large")
-        recL = h.bench(f"rmsnorm[rows] fp16 {ML}x{N}", lambda: kL(xL, w, yL), bytes=byL, flops=flL, ledger_source=srcL,
-                       baselines={"eager": lambda: eager_rms(xL), "F.rms_norm": lambda: F.rms_norm(xL, (N,), w, 1e-6),
-                                  "torch.compile": compL, COPY: lambda: yL.copy_(xL)},
-                       targets={"frac_copy_bw": 0.85, "speedup:F.rms_norm": 1.15, "speedup:torch.compile": 1.15,
-                                "speedup:eager": 8.0},
-                       rounds=BENCH_ROUNDS, config=best_cfg)
-        _speedup_bounds(h, recL)
+        bench_rms(ML, kL, xL, yL, h.warm_compiled(h.torch_compile(lambda t: eager_rms(t), "rmsnorm large"), xL,
+                                                  name="rmsnorm large"))
         del xL, yL
     ksh = rmsnorm_shared(M, N, "float16", 256, 1e-6)
     h.bench(f"rmsnorm[shared] fp16 {M}x{N}", lambda: ksh(x, w, y), bytes=by, flops=fl, ledger_source=src,
