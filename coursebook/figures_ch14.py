@@ -25,7 +25,7 @@ from coursebook import style
 __all__ = [
     "NO_RESULT", "load", "glue_page_values", "page_values", "gemm_roofline", "ladder_bars", "splitk_bars",
     "splitk_table", "splitk_l2_table", "streamk_table", "fp8_section", "audit_table", "errata_table", "verdict_table",
-    "lowered_evidence", "glued_keys", "records",
+    "lowered_evidence", "ws_evidence", "glued_keys", "records",
 ]
 
 NO_RESULT = "尚无记录结果 / no recorded result yet"
@@ -119,6 +119,15 @@ def page_values(results: dict | None) -> dict[str, str]:
     from ledger.tiles import HOPPER
 
     v["ch14p.bench.rounds"] = str(BENCH_ROUNDS)
+    from kernels.gemm import ladder as _ladder
+    from kernels.gemm import ws as _ws
+
+    v["ch14p.tune.search_rounds"] = str(_ladder.SEARCH_ROUNDS)
+    v["ch14p.tune.n_ws"] = str(sum(1 for c in _ladder.TUNE_CANDIDATES if c.get("ws")))
+    v["ch14p.tune.n_auto"] = str(sum(1 for c in _ladder.TUNE_CANDIDATES if not c.get("ws")))
+    v["ch14p.ws.producer_regs"] = str(_ws.PRODUCER_REGS)
+    v["ch14p.ws.consumer_regs"] = str(_ws.CONSUMER_REGS)
+    v["ch14p.ws.cluster_arrivals"] = str(_ws.empty_arrivals(2))
     # fp8 at 4096^3: the waves of the promoted kernel's tile shapes (one block per SM)
     for bn in (192, 128):
         g, w, fill = grid_waves(4096, 4096, 128, bn)
@@ -185,9 +194,24 @@ def page_values(results: dict | None) -> dict[str, str]:
         else:
             for k in ("round_ratios", "rounds", "bench_over_search_pct"):
                 v[f"rec14.tune.s{side}.{k}"] = DASH
-        pers = [t for k, t in ms.items() if "_pers" in k]
-        plain = [t for k, t in ms.items() if "_pers" not in k]
+        # tilelang's automatic persistent candidates against the best automatic one-block-per-tile one
+        pers = [t for k, t in ms.items() if "_pers" in k and "_ws" not in k]
+        plain = [t for k, t in ms.items() if "_pers" not in k and "_ws" not in k]
         v[f"rec14.tune.s{side}.pers_gap_pct"] = (f"{100 * (min(pers) / min(plain) - 1):.0f}" if pers and plain else DASH)
+        v[f"rec14.tune.s{side}.best"] = (srch or {}).get("best") or DASH
+        v[f"rec14.tune.s{side}.best_pipeline"] = ("手写" if "_ws" in v[f"rec14.tune.s{side}.best"] else "自动"
+                                                  if srch else DASH)
+        # what NVML saw while the winner and cuBLAS were timed (sampled by Harness.bench)
+        for who, key in (("kernel", "kernel"), ("cuBLAS", "cublas")):
+            mhz = ((rec or {}).get("mhz_per_round") or {}).get(who)
+            w = ((rec or {}).get("watts_per_round") or {}).get(who)
+            v[f"rec14.power.s{side}.{key}_mhz"] = f"{min(mhz):.0f}–{max(mhz):.0f}" if mhz else DASH
+            v[f"rec14.power.s{side}.{key}_w"] = f"{min(w):.0f}–{max(w):.0f}" if w else DASH
+        v[f"rec14.power.s{side}.limit_w"] = f"{rec['power_limit_w']:.0f}" if rec and rec.get("power_limit_w") else DASH
+        v[f"rec14.power.s{side}.events"] = ", ".join((rec or {}).get("clock_events") or []) or DASH
+        note = next((r for r in records(results, "gemm.ladder", kind="note") if r.get("name") == f"cuBLAS kernel {side}^3"), None)
+        v[f"rec14.cublas.s{side}.kernel"] = ", ".join((note or {}).get("kernels") or []) or DASH
+    _replicate_values(results, v)
     # identical generated code, timed twice under different labels: the spread of the search's timings
     for side in (4096, 8192):
         srch = next((r for r in records(results, "gemm.ladder", kind="search") if r.get("name") == f"tuned rung4 {side}^3"), None)
@@ -202,6 +226,69 @@ def page_values(results: dict | None) -> dict[str, str]:
     v["rec14.grouped.smallest"] = str(min(g["sizes"])) if g and g.get("sizes") else DASH
     v["rec14.grouped.largest"] = str(max(g["sizes"])) if g and g.get("sizes") else DASH
     return v
+
+
+#: The hand-written candidates the prose compares, by what they change (kernels.gemm.ws).
+WS_KEYS = {
+    "s3_if1": dict(stages=3, inflight=1), "s3_if0": dict(stages=3, inflight=0),
+    "s4_if0": dict(stages=4, inflight=0, persistent=False),
+    "pers_if0": dict(stages=4, inflight=0, persistent=True, cluster=1),
+    "pers_if1": dict(stages=4, inflight=1, persistent=True, cluster=1),
+    "c2_if0": dict(stages=4, inflight=0, persistent=True, cluster=2),
+    "c2_if1": dict(stages=4, inflight=1, persistent=True, cluster=2),
+}
+
+
+def ws_label(key: str) -> str:
+    """Label of the hand-written candidate :data:`WS_KEYS` names."""
+    from kernels.gemm.ladder import TUNE_CANDIDATES, label
+
+    want = WS_KEYS[key]
+    (cfg,) = [c for c in TUNE_CANDIDATES if c.get("ws") and all(
+        (c.get(k) or (1 if k == "cluster" else False)) == x for k, x in want.items())]
+    return label(cfg)
+
+
+def _span(xs: list, spec: str) -> str:
+    xs = [x for x in xs if x is not None]
+    if not xs:
+        return DASH
+    lo, hi = format(min(xs), spec), format(max(xs), spec)
+    return lo if lo == hi else f"{lo}～{hi}"
+
+
+def _replicate_values(results: dict | None, v: dict[str, str]) -> None:
+    """Values over every recorded repeat of the same tuned search (``report.ladder_replicates``):
+    the winner's ratio to cuBLAS per run, and the hand-written candidates' gains as ranges."""
+    from kernels.gemm import report
+
+    runs = report.ladder_replicates(results) if results else []
+    v["rec14.tune.runs"] = "、".join(n.replace("run ", "") for n, _ in runs) or DASH
+    v["rec14.tune.n_runs"] = str(len(runs)) if runs else DASH
+    for side in (4096, 8192):
+        ratios = []
+        for _, res in runs:
+            b = _bench(res, f"tuned rung4 {side}^3")
+            ratios.append((b.get("speedup") or {}).get("cuBLAS") if b else None)
+        v[f"rec14.tune.s{side}.ratio_runs"] = ("、".join(floor3(r) for r in ratios if r is not None) or DASH)
+        v[f"rec14.tune.s{side}.ratio_min"] = floor3(min(r for r in ratios if r is not None)) if any(
+            r is not None for r in ratios) else DASH
+        labels = {k: ws_label(k) for k in WS_KEYS}
+        for k, lab in labels.items():
+            v[f"rec14.ws.s{side}.{k}_pct"] = _span([report.vs_automatic(res, side, lab) for _, res in runs], "+.1f")
+
+        def gain(a: str, b: str) -> str:
+            out = []
+            for _, res in runs:
+                ms = report.search_times(res, side)
+                if labels[a] in ms and labels[b] in ms:
+                    out.append(100 * (ms[labels[a]] / ms[labels[b]] - 1))
+            return _span(out, "+.1f")
+
+        v[f"rec14.ws.s{side}.pers_gain_pct"] = gain("s4_if0", "pers_if0")
+        v[f"rec14.ws.s{side}.mc_gain_pct"] = gain("pers_if0", "c2_if0")
+        v[f"rec14.ws.s{side}.stage_gain_pct"] = gain("s3_if0", "s4_if0")
+        v[f"rec14.ws.s{side}.if1_loss_pct"] = gain("s3_if0", "s3_if1")
 
 
 def glue_page_values(results: dict | None, measured: dict[str, str] | None = None,
@@ -569,6 +656,42 @@ def lowered_evidence(name: str, shape: tuple[int, int, int] = (1024, 1024, 1024)
         for h in hits:
             out.append(f"  [{key}] " + (h if len(h) <= width else h[: width - 1] + "…"))
     return "\n".join(out), src
+
+
+#: What :func:`ws_evidence` pulls out of the hand-written kernel's CUDA, in this order.
+WS_EVIDENCE = (
+    ("barriers", r"\w+\[\d\]\.init\(\d+\)"),
+    ("registers", r"warpgroup_reg_(?:alloc|dealloc)<\d+>"),
+    ("multicast", r"tma_load_multicast\([^;]*"),
+    ("release", r"\w+\[[^\]]*\]\.arrive\(\w+\)"),
+    ("wgmma wait", r"wait_wgmma<\d>"),
+    ("cluster", r"tl::cluster_sync\(\)"),
+)
+
+
+def ws_evidence(shape: tuple[int, int, int] = (1024, 1024, 1024)) -> str:
+    """Compile the hand-written pipeline (persistent, clusters of two) for sm_90a on this machine
+    and list the lines of its CUDA that carry the claims of the text, then the stage-release
+    reading (``support.multicast_release``) of it and of tilelang's automatic multicast pipeline."""
+    from kernels.gemm import support, ws
+
+    src = ws.rung4_ws(*shape, stages=4, epi_cols=128, inflight=0, cluster=2, workers=8).get_kernel_source()
+    out = [f"rung4_ws{shape}, cluster=2, 8 persistent blocks, lowered for sm_90a on this machine:"]
+    for what, pat in WS_EVIDENCE:
+        hits = list(dict.fromkeys(m.group(0) for m in re.finditer(pat, src)))
+        if what == "barriers":  # full[0..3].init(128) -> "full[4 stages].init(128)"
+            per: dict[str, int] = {}
+            for h in hits:
+                key = re.sub(r"\[\d\]", "[s]", h)
+                per[key] = per.get(key, 0) + 1
+            hits = [f"{k} x{n}" for k, n in per.items()]
+        out.append(f"  {what:<11s}" + ("; ".join(hits[:4]) if hits else "(absent)"))
+    auto = support.multicast_release(support.probe_multicast().get_kernel_source())
+    mine = support.multicast_release(src)
+    for name, r in (("automatic pipeline (T.copy_cluster)", auto), ("hand-written (kernels.gemm.ws)", mine)):
+        out.append(f"{name}: multicast={r['multicast']}, barrier counts={r['barrier_counts']}, "
+                   f"arrives on the peer's barriers={r['cluster_release']}")
+    return "\n".join(out)
 
 
 def wgmma_descriptors(src: str) -> list[str]:

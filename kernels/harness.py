@@ -43,9 +43,16 @@ Timing
     ``targets`` such as ``{"frac_copy_bw": 0.85, "speedup:F.rms_norm": 1.15}``,
     whether each was met.  ``bytes`` and ``flops`` must come from :mod:`ledger`;
     ``ledger_source`` names the ledger function.
-``h.search(name, candidates)``
-    ``candidates`` maps a config label to a zero-argument callable; times each,
-    returns ``(best_label, {label: ms})`` and records the search.
+    With ``rounds > 1`` kernel and baselines alternate, the order reversed every other
+    round (no one always runs first, on a cooler card); where NVML answers (``pynvml``,
+    installed with the GPU machine's driver stack) each round also records the median SM
+    clock and board power during that call (``mhz_per_round``, ``watts_per_round``) and
+    the record names the power limit and the clock-event reasons seen
+    (``clock_events``), so a power-capped comparison says so.
+``h.search(name, candidates, rounds=1)``
+    ``candidates`` maps a config label to a zero-argument callable; times each (``rounds``
+    times, the starting point rotated every round, the median kept), returns
+    ``(best_label, {label: ms})`` and records the search.
 ``h.precompile([(factory, args), (factory, args, kwargs), ...])``
     Compiles ``@tilelang.jit`` kernels in parallel (nvcc in threads) into tilelang's
     cache, so the suite's later calls load them; call it first in a suite.
@@ -74,7 +81,8 @@ import time
 import traceback
 from typing import Any, Callable, Mapping
 
-__all__ = ["Harness", "TOLERANCES", "default_protocol", "tolerance", "ledger_cost", "validate_tensor"]
+__all__ = ["Harness", "ClockSampler", "TOLERANCES", "clock_event_names", "default_protocol", "tolerance", "ledger_cost",
+           "validate_tensor"]
 
 # (atol, rtol) by output dtype name, against an fp64 reference computed from the
 # same (rounded) inputs.  fp16/bf16: a few ulps of the format; fp8 e4m3: one ulp
@@ -163,6 +171,84 @@ def _statistic(proto: Mapping, samples: list) -> float:
     if stat == "max":
         return max(samples)
     return statistics.median(samples)
+
+
+#: NVML clock-event reason bits (``nvmlClocksEventReasons``) named in bench records.
+CLOCK_EVENT_BITS: dict[int, str] = {
+    0x1: "gpu_idle", 0x2: "applications_clocks_setting", 0x4: "sw_power_cap", 0x8: "hw_slowdown",
+    0x20: "sync_boost", 0x40: "sw_thermal_slowdown", 0x80: "hw_thermal_slowdown",
+    0x100: "hw_power_brake_slowdown", 0x200: "display_clock_setting",
+}
+
+
+def clock_event_names(mask: int) -> list[str]:
+    """Names of the bits set in an NVML clock-event-reason mask (unknown bits as hex)."""
+    names = [name for bit, name in CLOCK_EVENT_BITS.items() if mask & bit]
+    rest = mask & ~sum(CLOCK_EVENT_BITS)
+    return names + ([hex(rest)] if rest else [])
+
+
+class ClockSampler:
+    """Samples SM clock (MHz), board power (W) and the clock-event reasons through NVML
+    every ``period_s`` while the ``with`` block runs.  Without NVML (no ``pynvml``, no
+    driver: every CPU machine) it records nothing and ``available`` is False."""
+
+    def __init__(self, device_index: int = 0, period_s: float = 0.005) -> None:
+        self.period_s = period_s
+        self.mhz: list[float] = []
+        self.watts: list[float] = []
+        self.events = 0
+        self._stop = False
+        self._thread = None
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+            self._nv = pynvml
+            self._h = pynvml.nvmlDeviceGetHandleByIndex(device_index)
+            self.available = True
+        except Exception:  # no NVML: timing goes on, unsampled
+            self._nv = None
+            self.available = False
+
+    def power_limit_w(self) -> float | None:
+        if not self.available:
+            return None
+        try:
+            return self._nv.nvmlDeviceGetEnforcedPowerLimit(self._h) / 1000.0
+        except Exception:
+            return None
+
+    def _run(self) -> None:
+        nv, h = self._nv, self._h
+        while not self._stop:
+            try:
+                self.mhz.append(float(nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM)))
+                self.watts.append(nv.nvmlDeviceGetPowerUsage(h) / 1000.0)
+                self.events |= int(nv.nvmlDeviceGetCurrentClocksEventReasons(h))
+            except Exception:
+                return
+            time.sleep(self.period_s)
+
+    def __enter__(self) -> "ClockSampler":
+        self.mhz, self.watts, self.events, self._stop = [], [], 0, False
+        if self.available:
+            import threading
+
+            self._thread = threading.Thread(target=self._run, daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop = True
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+
+    def summary(self) -> tuple[float | None, float | None]:
+        """(median MHz, median W) of the last ``with`` block, ``None`` where unsampled."""
+        return (statistics.median(self.mhz) if self.mhz else None,
+                statistics.median(self.watts) if self.watts else None)
 
 
 class Harness:
@@ -348,15 +434,31 @@ class Harness:
         if rounds < 1:
             raise ValueError(f"rounds must be >= 1, got {rounds}")
         per_round: dict[str, list] = {"kernel": []}
+        mhz: dict[str, list] = {}
+        watts: dict[str, list] = {}
         base_errors: dict[str, str] = {}
-        for _ in range(rounds):
-            per_round["kernel"].append(self.time(fn))
-            for label, bfn in (baselines or {}).items():
-                if bfn is None or label in base_errors:
+        sampler = self._sampler() if rounds > 1 else None
+        events = 0
+        order = [("kernel", fn)] + [(k, v) for k, v in (baselines or {}).items() if v is not None]
+        for rnd in range(rounds):
+            for label, f in (order if rnd % 2 == 0 else order[::-1]):
+                if label in base_errors:
                     continue
                 try:
-                    per_round.setdefault(label, []).append(self.time(bfn))
+                    if sampler is not None:
+                        with sampler:
+                            t = self.time(f)
+                        m, w = sampler.summary()
+                        events |= sampler.events
+                        if m is not None:
+                            mhz.setdefault(label, []).append(m)
+                            watts.setdefault(label, []).append(w)
+                    else:
+                        t = self.time(f)
+                    per_round.setdefault(label, []).append(t)
                 except Exception as exc:  # a failing baseline must not lose the kernel
+                    if label == "kernel":
+                        raise
                     base_errors[label] = f"{type(exc).__name__}: {exc}"
         ms = statistics.median(per_round["kernel"])
         rec: dict = {"kind": "bench", "suite": self.suite, "name": name, "ms": ms,
@@ -364,6 +466,12 @@ class Harness:
         if rounds > 1:
             rec["rounds"] = rounds
             rec["ms_per_round"] = per_round
+            rec["order"] = "alternating, reversed every other round"
+            if mhz:
+                rec["mhz_per_round"] = mhz
+                rec["watts_per_round"] = watts
+                rec["power_limit_w"] = sampler.power_limit_w()
+                rec["clock_events"] = clock_event_names(events)
         if bytes:
             rec["gbps"] = bytes / (ms * 1e-3) / 1e9
             bw = self.copy_bandwidth()
@@ -406,19 +514,46 @@ class Harness:
         self.log(f"  bench {name:<40s} " + "  ".join(parts))
         return rec
 
-    def search(self, name, candidates: Mapping[str, Callable[[], Any]]):
-        times: dict[str, float] = {}
+    def _sampler(self) -> "ClockSampler | None":
+        """One :class:`ClockSampler` per harness (CUDA only; ``None`` when NVML is absent)."""
+        if not self.is_cuda:
+            return None
+        if getattr(self, "_clock_sampler", None) is None:
+            idx = self.device.index if self.device.index is not None else self.torch.cuda.current_device()
+            self._clock_sampler = ClockSampler(idx)
+        return self._clock_sampler if self._clock_sampler.available else None
+
+    def search(self, name, candidates: Mapping[str, Callable[[], Any]], rounds: int = 1):
+        """Time every candidate, return ``(best_label, {label: ms})`` and record the search.
+
+        With ``rounds > 1`` every candidate is timed once per round, each round starting one
+        ``len / rounds`` further down the list (no candidate always runs at the same point of
+        a power-capped minute), and its figure is the median of its rounds
+        (``ms_per_round`` in the record)."""
+        if rounds < 1:
+            raise ValueError(f"rounds must be >= 1, got {rounds}")
+        labels = list(candidates)
+        per: dict[str, list] = {k: [] for k in labels}
         errors: dict[str, str] = {}
-        for label, fn in candidates.items():
-            try:
-                times[label] = self.time(fn)
-            except Exception as exc:
-                errors[label] = f"{type(exc).__name__}: {exc}"
+        for rnd in range(rounds):
+            start = (rnd * len(labels)) // rounds
+            for label in labels[start:] + labels[:start]:
+                if label in errors:
+                    continue
+                try:
+                    per[label].append(self.time(candidates[label]))
+                except Exception as exc:
+                    errors[label] = f"{type(exc).__name__}: {exc}"
+        times = {k: statistics.median(v) for k, v in per.items() if v and k not in errors}
         if not times:
             raise RuntimeError(f"{name}: every candidate failed: {errors}")
         best = min(times, key=times.get)
-        self.records.append({"kind": "search", "suite": self.suite, "name": name, "best": best,
-                             "ms": times, "errors": errors, "ok": True})
+        rec = {"kind": "search", "suite": self.suite, "name": name, "best": best,
+               "ms": times, "errors": errors, "ok": True}
+        if rounds > 1:
+            rec["rounds"] = rounds
+            rec["ms_per_round"] = {k: per[k] for k in times}
+        self.records.append(rec)
         self.log(f"  search {name}: best {best} ({times[best] * 1e3:.1f} us) of "
                  + ", ".join(f"{k}={v * 1e3:.1f}us" for k, v in times.items()))
         return best, times

@@ -15,7 +15,7 @@ from typing import Any
 TARGET: dict[str, str] = {"kind": "cuda", "arch": "sm_90a"}
 #: Rounds of alternating kernel / library timing for the benches that are compared with a
 #: target ratio to cuBLAS or torch._scaled_mm (``Harness.bench(rounds=...)``).
-BENCH_ROUNDS = 5
+BENCH_ROUNDS = 7
 #: Plain sm_90 (no wgmma / setmaxnreg); used to show what the "a" suffix buys.
 TARGET_SM90: dict[str, str] = {"kind": "cuda", "arch": "sm_90"}
 
@@ -159,6 +159,20 @@ def wgmma_shapes(src: str) -> list[tuple[int, int, int]]:
 
 
 # ------------------------------------------------------------- GPU-side helpers
+
+
+def library_kernels(fn: Any) -> list[str]:
+    """Names of the CUDA kernels one call of ``fn`` launches (torch.profiler), memsets and
+    copies left out -- which cuBLAS kernel ``torch.matmul`` picked for a shape."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    names = {e.name for e in prof.events() if getattr(e.device_type, "name", "") == "CUDA"}
+    return sorted(n for n in names if not n.startswith(("Memset", "Memcpy")))
 
 
 def par_build(thunks: dict[str, Any], workers: int = 16) -> dict[str, dict[str, Any]]:

@@ -376,19 +376,26 @@ def run(name: str, a: Any, b: Any, out: Any = None, **overrides: Any) -> Any:
 #: ``threads`` counts consumer threads (2 warpgroups = 256); tilelang adds a
 #: producer warpgroup. Axes: block shape (128x256, 256x128), stages (3-4, bounded by
 #: 227 KB of shared memory), raster panel (8/10), annotated vs inferred swizzle, the
-#: warp partition of ``T.gemm`` (``policy``) and the launch (``persistent``).
+#: warp partition of ``T.gemm`` (``policy``), the launch (``persistent``) and who writes the
+#: pipeline (``ws``: by hand, :mod:`kernels.gemm.ws`; otherwise tilelang's automatic one).
 #: ``policy="row"`` gives each consumer warpgroup whole rows, so 128x256 issues m64n256k16
 #: (the shape of CUTLASS's cooperative 128x256 kernel) instead of two m64n128k16, and
 #: 256x128 issues m64n128 instead of m64n64 -- fewer shared-memory operand reads per
 #: step, same registers (128 fp32 per thread, no spill under the 240-register budget).
 #: ``persistent=True`` is :func:`rung4_persistent`: one block per SM walks the tiles, so
 #: the next tile's loads overlap the current tile's epilogue (3 stages + the C tile fit).
+#: The ``ws`` candidates are the hand-written pipeline (always the row partition, 128x256x64):
+#: ``inflight`` (0/1 wgmma batches left running when a stage is released), ``epi_cols`` (C
+#: stored in 128-column halves frees room for a fourth stage), ``persistent`` (one block per
+#: SM, the producer's ring running across tiles) and ``cluster`` (2: B multicast to a pair of
+#: blocks, released by the consumers of both).
 #: Ruled out by compiling for sm_90a: three consumer warpgroups (192x256, 512 threads)
 #: cap registers at 128 and ptxas refuses the m64n256 wgmma; block_K=128 with 2 stages
 #: compiles but leaves the producer only one stage ahead.  Dropped after the recorded
 #: searches (runs 2-6): 128x128 and 128x192 blocks and panel 16, never within 5 % of the best.
-#: Cost: len(TUNE_CANDIDATES) = 12 compiles per shape (about 5 s each, in parallel in
+#: Cost: len(TUNE_CANDIDATES) = 19 compiles per shape (about 5 s each, in parallel in
 #: the suite's thread pool) plus one timed run each (~0.2 s at 4096^3, ~0.3 s at 8192^3).
+_WS = dict(block_M=128, block_N=256, block_K=64, threads=256, panel=8, ws=True)
 TUNE_CANDIDATES: list[dict[str, Any]] = [
     dict(block_M=128, block_N=256, block_K=64, stages=3, threads=256, panel=8),
     dict(block_M=128, block_N=256, block_K=64, stages=3, threads=256, panel=10),
@@ -402,14 +409,29 @@ TUNE_CANDIDATES: list[dict[str, Any]] = [
     dict(block_M=128, block_N=256, block_K=64, stages=3, threads=256, panel=8, persistent=True),
     dict(block_M=128, block_N=256, block_K=64, stages=3, threads=256, panel=8, policy="row", persistent=True),
     dict(block_M=128, block_N=256, block_K=64, stages=3, threads=256, panel=8, persistent=True, m_fastest=False),
+    dict(_WS, stages=3, inflight=1),
+    dict(_WS, stages=3, inflight=0),
+    dict(_WS, stages=4, inflight=0, epi_cols=128),
+    dict(_WS, stages=4, inflight=0, epi_cols=128, persistent=True),
+    dict(_WS, stages=4, inflight=1, epi_cols=128, persistent=True),
+    dict(_WS, stages=4, inflight=0, epi_cols=128, persistent=True, cluster=2),
+    dict(_WS, stages=4, inflight=1, epi_cols=128, persistent=True, cluster=2),
 ]
 
 
 def build_tuned(M: int, N: int, K: int, cfg: dict[str, Any], workers: int = 132) -> Any:
-    """Compile one tuned rung-4 candidate: :func:`rung4_persistent` on ``workers`` blocks
-    when ``cfg["persistent"]``, else :func:`rung4_annotated`."""
+    """Compile one tuned rung-4 candidate: the hand-written :func:`kernels.gemm.ws.rung4_ws`
+    when ``cfg["ws"]`` (on ``workers`` blocks when also persistent), :func:`rung4_persistent`
+    on ``workers`` blocks when ``cfg["persistent"]``, else :func:`rung4_annotated`."""
     kw = {k: v for k, v in cfg.items() if k != "persistent"}
     check_wgmma_n(kw["block_N"])
+    if cfg.get("ws"):
+        from kernels.gemm.ws import WS_BLOCK_M, WS_THREADS, rung4_ws
+
+        require(cfg["block_M"] == WS_BLOCK_M and cfg["threads"] + 128 == WS_THREADS,
+                f"the hand-written pipeline is {WS_BLOCK_M} rows on {WS_THREADS - 128} consumer threads")
+        wk = {k: cfg[k] for k in ("block_N", "block_K", "stages", "panel", "cluster", "inflight", "epi_cols") if k in cfg}
+        return rung4_ws(M, N, K, workers=workers if cfg.get("persistent") else 0, **wk)
     if cfg.get("persistent"):
         return rung4_persistent(M, N, K, workers=workers, **kw)
     return rung4_annotated(M, N, K, **kw)
@@ -420,8 +442,12 @@ def label(cfg: dict[str, Any]) -> str:
     tag = "" if cfg.get("annotate", True) else "_inferred"
     if cfg.get("policy", "square") != "square":
         tag += f"_{cfg['policy']}"
+    if cfg.get("ws"):
+        tag += "_ws" + (f"_e{cfg['epi_cols']}" if cfg.get("epi_cols") else "") + f"_if{cfg.get('inflight', 1)}"
     if cfg.get("persistent"):
         tag += "_pers" if cfg.get("m_fastest", True) else "_pers_nfast"
+    if cfg.get("cluster", 1) > 1:
+        tag += f"_c{cfg['cluster']}"
     return f"{cfg['block_M']}x{cfg['block_N']}x{cfg['block_K']}_s{cfg['stages']}_t{cfg['threads']}_p{cfg['panel']}{tag}"
 
 
@@ -431,24 +457,40 @@ def smem_budget(cfg: dict[str, Any], in_dtype: str = "fp16") -> int:
     The fp16 C staging tile of rung 4 is not added: tilelang reuses the A/B ring for it
     once the K loop is over (the tests check this against the lowered kernel).  The
     persistent kernel cannot reuse it -- the producer is already filling the ring for the
-    next tile while the consumers write C -- so there the C tile is added.
+    next tile while the consumers write C -- so there the C tile is added.  The hand-written
+    pipeline (``ws``) always has its own C staging, ``block_M x epi_cols`` (all of
+    ``block_N`` unless ``epi_cols`` is given).
     """
     from ledger.cost import dtype_bytes
     from ledger.tiles import smem_total
 
-    ring = smem_total(cfg["block_M"], cfg["block_N"], cfg["block_K"], cfg.get("stages", 1), dtype_bytes(in_dtype))
-    c_tile = cfg["block_M"] * cfg["block_N"] * dtype_bytes(in_dtype) if cfg.get("persistent") else 0
+    nbytes = dtype_bytes(in_dtype)
+    ring = smem_total(cfg["block_M"], cfg["block_N"], cfg["block_K"], cfg.get("stages", 1), nbytes)
+    if cfg.get("ws"):
+        c_tile = cfg["block_M"] * (cfg.get("epi_cols") or cfg["block_N"]) * nbytes
+    else:
+        c_tile = cfg["block_M"] * cfg["block_N"] * nbytes if cfg.get("persistent") else 0
     return int(ring + c_tile)
 
 
 # ------------------------------------------------------------------ GPU suite
+
+#: Rounds of the tuned search: every candidate timed this many times, the starting point of the
+#: list rotated each round; one timed call of a candidate moves by several percent with the
+#: card's power-capped clock (runs 16-18 timed byte-identical twins up to 11 % apart).
+SEARCH_ROUNDS = 3
+
+#: Ragged shape of the hand-written candidates' check: 1100 rows are 9 blocks of 128 (an odd
+#: count, so a cluster of two is padded), 1016 columns end inside a 256-wide tile, K = 1000
+#: ends inside a 64-deep step.
+WS_RAGGED = (1100, 1016, 1000)
 
 
 def gpu_suite(h: Any) -> None:
     """Rungs 1-5 and the tuned rung 4 at 4096^3 and 8192^3 against cuBLAS (``torch.matmul``)."""
     import torch
 
-    from kernels.gemm.common import gemm_cost, gemm_tolerance, launch_info, par_build, record_bench
+    from kernels.gemm.common import gemm_cost, gemm_tolerance, launch_info, library_kernels, par_build, record_bench
 
     torch.backends.cuda.matmul.allow_tf32 = False
     h.note("cuBLAS settings", "torch.matmul on fp16 with the library defaults",
@@ -457,6 +499,9 @@ def gpu_suite(h: Any) -> None:
     shapes = [(1024, 1024, 1024)] if h.quick else [(4096, 4096, 4096), (8192, 8192, 8192)]
     sms = torch.cuda.get_device_properties(h.device).multi_processor_count if h.is_cuda else 132
     pers = next(c for c in TUNE_CANDIDATES if c.get("persistent"))
+    # the hand-written pipeline on a ragged shape: plain, and persistent on clusters of two
+    # (1100 rows = 9 blocks of 128, so the last cluster is padded with a block past the edge)
+    ws_ragged = [c for c in TUNE_CANDIDATES if c.get("ws") and (not c.get("persistent") or c.get("cluster", 1) > 1)][::2]
     # every kernel of the suite compiled up front, in parallel
     thunks: dict[str, Any] = {}
     for (M, N, K) in shapes:
@@ -469,6 +514,8 @@ def gpu_suite(h: Any) -> None:
     for name in ("rung3_pipelined", "rung4_annotated"):
         thunks[f"{name}@ragged"] = (lambda n=name: build(n, 1000, 1016, 1000))
     thunks["persistent@ragged"] = lambda: build_tuned(1000, 1016, 1000, pers, sms)
+    for cfg in ws_ragged:
+        thunks[f"ws:{label(cfg)}@ragged"] = (lambda c=cfg: build_tuned(*WS_RAGGED, c, sms))
     t0 = time.perf_counter()
     built = par_build(thunks)
     wall = time.perf_counter() - t0
@@ -493,6 +540,18 @@ def gpu_suite(h: Any) -> None:
         c = h.poisoned((Mr, Nr), torch.float16)
         built["persistent@ragged"]["kernel"](a, b, c)
         h.check(f"{label(pers)} ragged {Mr}x{Nr}x{Kr}", c, ref, rel_fro_err=rel_fro_err(c, ref), **gemm_tolerance(Kr))
+    Mw, Nw, Kw = WS_RAGGED
+    a = h.rand((Mw, Kw), torch.float16)
+    b = h.rand((Nw, Kw), torch.float16)
+    ref = gemm_ref(a, b)
+    for cfg in ws_ragged:
+        rec = built[f"ws:{label(cfg)}@ragged"]
+        if rec["kernel"] is None:
+            h.error(f"{label(cfg)} ragged {Mw}x{Nw}x{Kw}", RuntimeError(rec["error"]))
+            continue
+        c = h.poisoned((Mw, Nw), torch.float16)
+        rec["kernel"](a, b, c)
+        h.check(f"{label(cfg)} ragged {Mw}x{Nw}x{Kw}", c, ref, rel_fro_err=rel_fro_err(c, ref), **gemm_tolerance(Kw))
 
     for (M, N, K) in shapes:
         a = h.rand((M, K), torch.float16)
@@ -503,6 +562,12 @@ def gpu_suite(h: Any) -> None:
         c_cublas = cublas()
         tol = gemm_tolerance(K)
         h.check(f"cuBLAS {M}^3", c_cublas, ref, rel_fro_err=rel_fro_err(c_cublas, ref), **tol)
+        if h.is_cuda:
+            try:
+                names = library_kernels(cublas)
+                h.note(f"cuBLAS kernel {M}^3", ", ".join(names) or "none seen", kernels=names)
+            except Exception as exc:  # the profiler is a nicety; the bench goes on without it
+                h.error(f"cuBLAS kernel {M}^3", exc)
         for name, (_, cfg) in RUNGS.items():
             key = f"{name}@{M}"
             if key not in built:
@@ -550,7 +615,7 @@ def gpu_suite(h: Any) -> None:
         if not cands:
             h.error(f"tuned rung4 {M}^3", RuntimeError(f"no valid candidate: {errs}"))
             continue
-        best, _times = h.search(f"tuned rung4 {M}^3", cands)
+        best, _times = h.search(f"tuned rung4 {M}^3", cands, rounds=SEARCH_ROUNDS)
         cfg = next(c for c in TUNE_CANDIDATES if label(c) == best)
         kern = built[f"tuned:{best}@{M}"]["kernel"]
         c = h.poisoned((M, N), torch.float16)

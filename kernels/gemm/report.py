@@ -57,15 +57,118 @@ def ladder_rows(results: dict[str, Any] | None) -> list[dict[str, str]]:
     return rows
 
 
+def _pipeline(label: str) -> str:
+    return "hand-written" if "_ws" in label else "automatic"
+
+
 def tuning_rows(results: dict[str, Any] | None) -> list[dict[str, str]]:
-    """Every candidate of the tuned rung 4 with its time at each shape, the winner marked."""
+    """Every candidate of the tuned rung 4 with its time at each shape, the winner marked;
+    ``pipeline`` says who wrote the warp-specialized pipeline (tilelang or :mod:`kernels.gemm.ws`)."""
     rows = []
     for r in _records(results, "gemm.ladder", "search"):
         for label, ms in sorted((r.get("ms") or {}).items(), key=lambda kv: kv[1]):
-            rows.append({"search": r["name"], "candidate": label, "ms": _f(ms, ".3f"),
+            rows.append({"search": r["name"], "candidate": label, "pipeline": _pipeline(label), "ms": _f(ms, ".3f"),
                          "winner": "yes" if label == r.get("best") else ""})
         for label, err in (r.get("errors") or {}).items():
-            rows.append({"search": r["name"], "candidate": label, "ms": "", "winner": f"failed: {err}"[:80]})
+            rows.append({"search": r["name"], "candidate": label, "pipeline": _pipeline(label), "ms": "",
+                         "winner": f"failed: {err}"[:80]})
+    return rows
+
+
+def search_times(results: dict[str, Any] | None, side: int) -> dict[str, float]:
+    """label -> ms of the tuned search at ``side``^3 (empty when not recorded)."""
+    for r in _records(results, "gemm.ladder", "search"):
+        if r.get("name") == f"tuned rung4 {side}^3":
+            return dict(r.get("ms") or {})
+    return {}
+
+
+def vs_automatic(results: dict[str, Any] | None, side: int, label: str) -> float | None:
+    """How much faster candidate ``label`` ran than the fastest automatic candidate of the same
+    search, in percent (negative: slower); None when either is missing."""
+    ms = search_times(results, side)
+    auto = [t for k, t in ms.items() if "_ws" not in k]
+    if label not in ms or not auto:
+        return None
+    return 100.0 * (min(auto) / ms[label] - 1.0)
+
+
+def _candidates(results: dict[str, Any] | None) -> tuple[frozenset[str], int]:
+    """(candidate labels, rounds) of the tuned searches: what makes two runs repeats."""
+    out: set[str] = set()
+    rounds = 0
+    for r in _records(results, "gemm.ladder", "search"):
+        out |= set(r.get("ms") or {}) | set(r.get("errors") or {})
+        rounds = max(rounds, int(r.get("rounds", 1)))
+    return frozenset(out), rounds
+
+
+def ladder_replicates(results: dict[str, Any] | None, device: str = "nvidia-h200",
+                      raw_dir: Any = None) -> list[tuple[str, dict[str, Any]]]:
+    """Every recorded raw run (``kernels/results/raw/<device>.runN.json``) whose tuned search
+    had the same candidates and rounds as ``results`` -- independent repeats of the same
+    experiment -- as ``(run name, results)`` in run order.  The merged file's own run is
+    among them."""
+    import json
+    import re
+    from pathlib import Path
+
+    from kernels.runner import RESULTS_DIR
+
+    want = _candidates(results)
+    if not want[0]:
+        return []
+    d = Path(raw_dir) if raw_dir is not None else RESULTS_DIR / "raw"
+    runs = []
+    for p in d.glob(f"{device}.run*.json"):
+        m = re.search(r"\.run(\d+)$", p.stem)
+        if not m:
+            continue
+        data = json.loads(p.read_text(encoding="utf-8"))
+        if _candidates(data) == want:
+            runs.append((int(m.group(1)), f"run {m.group(1)}", data))
+    return [(name, data) for _, name, data in sorted(runs, key=lambda t: t[0])]
+
+
+def ws_rows(results: dict[str, Any] | None, sides: tuple[int, ...] = (4096, 8192),
+            runs: list[tuple[str, dict[str, Any]]] | None = None) -> list[dict[str, str]]:
+    """The hand-written candidates (:mod:`kernels.gemm.ws`) with what each one changes, the time
+    in ``results`` and, for each run of ``runs`` (default: just ``results``), the time against
+    the fastest automatic candidate of the same search (``+``: faster)."""
+    from kernels.gemm.ladder import TUNE_CANDIDATES, label
+
+    runs = runs or [("", results)]
+    rows = []
+    for cfg in TUNE_CANDIDATES:
+        if not cfg.get("ws"):
+            continue
+        lab = label(cfg)
+        row = {"candidate": lab, "stages": str(cfg["stages"]), "wgmma in flight": str(cfg.get("inflight", 1)),
+               "C columns per store": str(cfg.get("epi_cols") or cfg["block_N"]),
+               "persistent": "yes" if cfg.get("persistent") else "", "cluster": str(cfg.get("cluster", 1))}
+        for side in sides:
+            t = search_times(results, side).get(lab)
+            gains = [vs_automatic(res, side, lab) for _, res in runs]
+            row[f"{side}^3 us"] = _f(None if t is None else t * 1e3, ".1f")
+            row[f"{side}^3 vs automatic"] = " / ".join("" if g is None else f"{g:+.1f}%" for g in gains)
+        rows.append(row)
+    return rows if any(r[f"{sides[0]}^3 us"] for r in rows) else []
+
+
+def power_rows(results: dict[str, Any] | None) -> list[dict[str, str]]:
+    """Board power and SM clock sampled (NVML) while the tuned rung 4 and cuBLAS were timed, per
+    shape and side, with the power limit and the clock-event reasons NVML reported."""
+    rows = []
+    for r in _records(results, "gemm.ladder", "bench"):
+        mhz, w = r.get("mhz_per_round") or {}, r.get("watts_per_round") or {}
+        for who in mhz:
+            rows.append({
+                "bench": r["name"], "timed": "cuBLAS" if who == "cuBLAS" else "kernel",
+                "SM MHz (per-round medians)": f"{min(mhz[who]):.0f}-{max(mhz[who]):.0f}",
+                "board W": f"{min(w[who]):.0f}-{max(w[who]):.0f}",
+                "power limit W": _f(r.get("power_limit_w"), ".0f"),
+                "clock events": ", ".join(r.get("clock_events") or []),
+            })
     return rows
 
 

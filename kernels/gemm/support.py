@@ -24,7 +24,8 @@ Probes:
   but :func:`multicast_release` shows the hazard that keeps it out of the course's
   search: a stage is released to the producer by the arrivals of the *local* consumers
   only, so the leading block can overwrite the other block's stage before that block's
-  consumers have read it (a cluster-scope release would be needed).
+  consumers have read it (a cluster-scope release would be needed; the hand-written
+  pipeline :func:`kernels.gemm.ws.rung4_ws` with ``cluster=2`` has one).
 """
 
 from typing import Any, Callable
@@ -130,8 +131,11 @@ def multicast_release(src: str) -> dict[str, Any]:
 
     return {
         "multicast": "tma_load_multicast" in src,
-        "barrier_counts": [int(n) for n in re.findall(r"mbarrier\[\d+\]\.init\((\d+)\)", src)],
-        "cluster_release": any(k in src for k in ("arrive_cluster", "cluster_arrive", "mapa", "remote_arrive")),
+        "barrier_counts": [int(n) for n in re.findall(r"\w+\[\d+\]\.init\((\d+)\)", src)],
+        # an arrival addressed to a block of the cluster: ``bar.arrive(cta)`` (tl::Barrier's
+        # remote form, mapa + mbarrier.arrive.shared::cluster) or the named intrinsics
+        "cluster_release": bool(re.search(r"\]\.arrive\(\s*[^)\s]", src))
+        or any(k in src for k in ("arrive_cluster", "mapa", "remote_arrive")),
     }
 
 

@@ -188,6 +188,46 @@ def test_report_tables_read_recorded_records():
     assert report.variant_rows(None) == [] and report.lowp_rows(res) == []
 
 
+def test_hand_written_rows_replicates_and_power_read_the_records(tmp_path):
+    import json
+
+    from kernels.gemm import report
+
+    ws_labels = [ladder.label(c) for c in ladder.TUNE_CANDIDATES if c.get("ws")]
+    auto = ladder.label(ladder.TUNE_CANDIDATES[0])
+
+    def run(t_ws, rounds=3):
+        ms = {auto: 2.0, **{lab: t_ws for lab in ws_labels}}
+        return {"suites": {"gemm.ladder": {"records": [
+            {"kind": "search", "name": "tuned rung4 4096^3", "best": ws_labels[0], "ms": ms, "errors": {}, "rounds": rounds},
+            {"kind": "bench", "name": "tuned rung4 4096^3", "ms": 1.0, "mhz_per_round": {"kernel": [1500.0, 1600.0],
+             "cuBLAS": [1400.0, 1450.0]}, "watts_per_round": {"kernel": [690.0, 695.0], "cuBLAS": [688.0, 699.0]},
+             "power_limit_w": 700.0, "clock_events": ["sw_power_cap"]},
+        ]}}}
+
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    for n, t in ((3, 1.6), (11, 1.0), (2, 2.5)):
+        (raw / f"nvidia-h200.run{n}.json").write_text(json.dumps(run(t)))
+    (raw / "nvidia-h200.run5.json").write_text(json.dumps(run(1.0, rounds=1)))  # another protocol: not a repeat
+    (raw / "nvidia-h200.run7.json").write_text(json.dumps({"suites": {}}))  # no ladder suite
+    reps = report.ladder_replicates(run(1.0), raw_dir=raw)
+    assert [n for n, _ in reps] == ["run 2", "run 3", "run 11"]
+    assert report.vs_automatic(reps[2][1], 4096, ws_labels[0]) == 100.0
+    assert report.vs_automatic(reps[0][1], 4096, ws_labels[0]) == pytest.approx(-20.0)
+    assert report.vs_automatic(reps[0][1], 8192, ws_labels[0]) is None
+    rows = report.ws_rows(run(1.0), sides=(4096,), runs=reps)
+    assert len(rows) == len(ws_labels) == 7
+    assert rows[0]["4096^3 vs automatic"] == "-20.0% / +25.0% / +100.0%" and rows[0]["4096^3 us"] == "1000.0"
+    assert report.ws_rows(None) == [] and report.ladder_replicates(None, raw_dir=raw) == []
+    power = report.power_rows(run(1.0))
+    assert [p["timed"] for p in power] == ["kernel", "cuBLAS"]
+    assert power[0]["SM MHz (per-round medians)"] == "1500-1600" and power[1]["board W"] == "688-699"
+    assert power[0]["power limit W"] == "700" and power[0]["clock events"] == "sw_power_cap"
+    tune = report.tuning_rows(run(1.0))
+    assert {r["pipeline"] for r in tune} == {"automatic", "hand-written"}
+
+
 def test_ragged_shapes_get_guarded_stores(rungs):
     """Rung 3 claims ragged M/N/K: TMA zero-fills the loads, the epilogue guards its stores."""
     ragged = ladder.build("rung3_pipelined", 1000, 1016, 1000).get_kernel_source()
@@ -200,7 +240,7 @@ def test_ragged_shapes_get_guarded_stores(rungs):
 def test_row_partition_candidates_issue_full_width_wgmma():
     """policy="row": each consumer warpgroup owns 64 whole rows of the tile."""
     rows = [c for c in ladder.TUNE_CANDIDATES if c.get("policy") == "row" and not c.get("persistent")]
-    assert len(rows) == 2 and len(ladder.TUNE_CANDIDATES) <= 12
+    assert len(rows) == 2 and len(ladder.TUNE_CANDIDATES) == 19  # the cost the docstring states
     want = {(128, 256): {(64, 256, 16)}, (256, 128): {(64, 128, 16)}}
     for cfg in rows:
         k = ladder.rung4_annotated(4096, 4096, 4096, **cfg)
@@ -220,8 +260,8 @@ def test_default_partition_splits_n_between_warpgroups(tuned):
 def test_persistent_candidates_walk_the_tiles_on_one_block_per_sm():
     """rung4_persistent: ``workers`` blocks, a loop over the waves of tiles, the same TMA +
     wgmma pipeline, a C tile of its own (the ledger's budget adds it) and no spill."""
-    pers = [c for c in ladder.TUNE_CANDIDATES if c.get("persistent")]
-    assert pers and all("_pers" in ladder.label(c) for c in pers)
+    pers = [c for c in ladder.TUNE_CANDIDATES if c.get("persistent") and not c.get("ws")]
+    assert len(pers) == 3 and all("_pers" in ladder.label(c) for c in ladder.TUNE_CANDIDATES if c.get("persistent"))
     for cfg in pers:
         k = ladder.build_tuned(8192, 8192, 8192, cfg, workers=132)
         src, info = k.get_kernel_source(), launch_info(k)

@@ -91,9 +91,11 @@ def test_bench_rounds_alternate_kernel_and_baselines(h):
     # the statistic is the median of the per-round figures, the ratio is taken between medians
     assert rec["ms"] == sorted(rec["ms_per_round"]["kernel"])[1]
     assert rec["speedup"]["lib"] == sorted(rec["ms_per_round"]["lib"])[1] / rec["ms"]
-    # alternation: the kernel's samples and the baseline's samples interleave (k...b...k...b...)
+    # alternation, the order reversed every other round: k b | b k | k b
     runs = [c for i, c in enumerate(order) if i == 0 or order[i - 1] != c]
-    assert runs == ["k", "b"] * 3
+    assert runs == ["k", "b", "k", "b"] and rec["order"].startswith("alternating")
+    # no NVML on a CPU harness: nothing sampled, nothing invented
+    assert "mhz_per_round" not in rec and "clock_events" not in rec
     # a failing baseline is recorded once, the kernel's figure survives
     assert rec["baselines"]["bad"] is None and "RuntimeError" in rec["baseline_errors"]["bad"]
     with pytest.raises(ValueError, match="rounds must be >= 1"):
@@ -104,6 +106,31 @@ def test_search_picks_the_fastest(h):
     x = torch.randn(1 << 14)
     best, times = h.search("s", {"fast": lambda: x + 1, "slow": lambda: [x + 1 for _ in range(50)]})
     assert best == "fast" and times["fast"] < times["slow"]
+
+
+def test_search_rounds_rotate_the_starting_candidate(h):
+    seen = []
+    x = torch.randn(1 << 10)
+
+    def cand(tag):
+        def f():
+            if not seen or seen[-1] != tag:
+                seen.append(tag)
+            return x + 1
+        return f
+
+    def broken():
+        raise RuntimeError("does not launch")
+
+    best, times = h.search("rot", {"a": cand("a"), "b": cand("b"), "c": cand("c"), "x": broken}, rounds=3)
+    rec = h.records[-1]
+    # round starts at 0, 4//3 = 1 and 8//3 = 2: a b c | b c a | c a b (x failed once, dropped)
+    assert seen == ["a", "b", "c", "b", "c", "a", "c", "a", "b"]
+    assert set(times) == {"a", "b", "c"} and "x" in rec["errors"] and rec["rounds"] == 3
+    assert all(len(v) == 3 for v in rec["ms_per_round"].values())
+    assert times["a"] == sorted(rec["ms_per_round"]["a"])[1]
+    with pytest.raises(ValueError, match="rounds must be >= 1"):
+        h.search("r0", {"a": cand("a")}, rounds=0)
 
 
 def test_errors_are_recorded_with_traceback(h):
@@ -143,3 +170,23 @@ def test_ledger_cost_reads_the_ledger_and_never_guesses():
 def test_validate_tensor_names_the_constraint(kw, t, match):
     with pytest.raises(ValueError, match=match):
         H.validate_tensor("t", t, **kw)
+
+
+def test_clock_event_names_decode_the_nvml_mask():
+    assert H.clock_event_names(0) == []
+    assert H.clock_event_names(0x4) == ["sw_power_cap"]
+    assert H.clock_event_names(0x1 | 0x4 | 0x40) == ["gpu_idle", "sw_power_cap", "sw_thermal_slowdown"]
+    assert H.clock_event_names(0x4 | 0x10000) == ["sw_power_cap", "0x10000"]
+
+
+def test_clock_sampler_without_nvml_records_nothing():
+    s = H.ClockSampler()
+    if s.available:  # a machine with a driver: the sampler must really sample
+        with s:
+            time.sleep(0.05)
+        mhz, w = s.summary()
+        assert mhz is not None and mhz > 0 and w is not None and w > 0
+    else:
+        with s:
+            time.sleep(0.01)
+        assert s.summary() == (None, None) and s.power_limit_w() is None
