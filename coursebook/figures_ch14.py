@@ -128,6 +128,12 @@ def page_values(results: dict | None) -> dict[str, str]:
     v["ch14p.ws.producer_regs"] = str(_ws.PRODUCER_REGS)
     v["ch14p.ws.consumer_regs"] = str(_ws.CONSUMER_REGS)
     v["ch14p.ws.cluster_arrivals"] = str(_ws.empty_arrivals(2))
+    for st, inf in ((3, 1), (3, 0), (4, 0)):
+        v[f"ch14p.ex.ws_ahead_s{st}_if{inf}"] = str(_ws.stages_ahead(st, inf))
+    ws4 = next(c for c in _ladder.TUNE_CANDIDATES if c.get("ws") and c["stages"] == 4 and c.get("epi_cols"))
+    v["ch14p.ex.ws_s4_smem_kb"] = f"{_ladder.smem_budget(ws4) / 1024:.0f}"
+    v["ch14p.ex.ws_s4_full_c_kb"] = f"{_ladder.smem_budget({**ws4, 'epi_cols': 0}) / 1024:.0f}"
+    v["ch14p.ex.ws_smem_limit_kb"] = f"{HOPPER.smem_per_block / 1024:.0f}"
     # fp8 at 4096^3: the waves of the promoted kernel's tile shapes (one block per SM)
     for bn in (192, 128):
         g, w, fill = grid_waves(4096, 4096, 128, bn)
@@ -138,6 +144,16 @@ def page_values(results: dict | None) -> dict[str, str]:
     for side in (4096, 8192):
         rec = _bench(results, f"fp8 e4m3 {side}^3")
         v[f"rec14.fp8.s{side}.config"] = str(rec["config"]) if rec and rec.get("config") else DASH
+        # the hand-written fp8 pipeline against tilelang's automatic two-level candidates, and the
+        # two-partials form (inflight=1) against the one-partial form of the same 128x128 tile
+        fs = next((r for r in records(results, "gemm.lowp", kind="search") if r.get("name") == f"fp8 promoted {side}^3"), None)
+        fms = (fs or {}).get("ms") or {}
+        hand = [t for k, t in fms.items() if "_ws" in k]
+        auto = [t for k, t in fms.items() if "_ws" not in k]
+        v[f"rec14.fp8.s{side}.ws_gain_pct"] = f"{100 * (min(auto) / min(hand) - 1):.0f}" if hand and auto else DASH
+        t1 = fms.get("128x128x128_s6_t256_ws_if1_pers")
+        t0 = fms.get("128x128x128_s6_t256_ws_if0_pers")
+        v[f"rec14.fp8.s{side}.if1_loss_pct"] = f"{100 * (t1 / t0 - 1):.0f}" if t0 and t1 else DASH
     # derived from records
     for side in (4096, 8192):
         rec = _bench(results, f"tuned rung4 {side}^3")
@@ -218,8 +234,8 @@ def page_values(results: dict | None) -> dict[str, str]:
         ms = (srch or {}).get("ms") or {}
         gaps = [abs(ms[k] / ms[k[: -len("_inferred")]] - 1) * 100 for k in ms
                 if k.endswith("_inferred") and k[: -len("_inferred")] in ms]
-        v[f"rec14.tune.s{side}.twin_gap_pct"] = (f"{min(gaps):.1f}–{max(gaps):.1f}" if len(gaps) > 1 else
-                                                 f"{gaps[0]:.1f}" if gaps else DASH)
+        lo, hi = (f"{min(gaps):.1f}", f"{max(gaps):.1f}") if gaps else (DASH, DASH)
+        v[f"rec14.tune.s{side}.twin_gap_pct"] = lo if lo == hi else f"{lo}–{hi}"
     g = _bench(results, "grouped concat G=8 N=4096 K=2048")
     v["rec14.grouped.tiles"] = str(g["tiles"]) if g and g.get("tiles") else DASH
     v["rec14.grouped.experts"] = str(len(g["sizes"])) if g and g.get("sizes") else DASH

@@ -3,6 +3,8 @@
 Modules (each: reference, kernel factories, ``check_inputs``, ``gpu_suite(h)``):
 
 * :mod:`kernels.gemm.ladder`  -- rungs 1-5 and the tuned rung 4;
+* :mod:`kernels.gemm.ws`      -- rung 4 written by hand (explicit warp specialization,
+  persistent, cluster multicast) for fp16 and fp8 (tuning candidates of ladder and lowp);
 * :mod:`kernels.gemm.splitk`  -- split-K with element-wise and tile-wise fp32 atomics;
 * :mod:`kernels.gemm.streamk` -- stream-K for 132 SMs (full waves + K-split tail + fix-up);
 * :mod:`kernels.gemm.grouped` -- grouped GEMM for MoE (offset tables, pointer tables);

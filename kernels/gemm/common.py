@@ -16,6 +16,11 @@ TARGET: dict[str, str] = {"kind": "cuda", "arch": "sm_90a"}
 #: Rounds of alternating kernel / library timing for the benches that are compared with a
 #: target ratio to cuBLAS or torch._scaled_mm (``Harness.bench(rounds=...)``).
 BENCH_ROUNDS = 7
+#: Rounds of a search that picks a winner by a few percent (the tuned rung 4, the fp8 kernels):
+#: every candidate timed this many times, the starting point of the list rotated each round;
+#: one timed call moves by several percent with the card's power-capped clock (runs 16-18
+#: timed byte-identical twins up to 11 % apart).
+SEARCH_ROUNDS = 3
 #: Plain sm_90 (no wgmma / setmaxnreg); used to show what the "a" suffix buys.
 TARGET_SM90: dict[str, str] = {"kind": "cuda", "arch": "sm_90"}
 
@@ -159,6 +164,40 @@ def wgmma_shapes(src: str) -> list[tuple[int, int, int]]:
 
 
 # ------------------------------------------------------------- GPU-side helpers
+
+
+def ptxas_report(src: str, arch: str = "sm_90a", timeout_s: float = 600.0) -> dict[str, Any]:
+    """Compile a kernel's generated CUDA with ``nvcc -Xptxas -v`` (as tilelang does, against the
+    installed package's templates) and read what ptxas says: ``registers``, ``spill_bytes``
+    (stores + loads), ``serialized_wgmma`` (ptxas warning C7514: wgmma serialized because
+    other instructions touch an in-flight accumulator) and the raw ``text``.  Raises
+    ``RuntimeError`` naming nvcc's error when the source does not compile."""
+    import os
+    import re
+    import shutil
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    import tilelang
+
+    nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+    root = Path(tilelang.__file__).resolve().parent
+    num = arch.removeprefix("sm_")
+    with tempfile.TemporaryDirectory() as d:
+        cu = os.path.join(d, "k.cu")
+        Path(cu).write_text(src, encoding="utf-8")
+        cmd = [nvcc, f"-gencode=arch=compute_{num},code=sm_{num}", "-std=c++17", "-O3", "-c", cu,
+               "-o", os.path.join(d, "k.o"), f"-I{root / 'src'}", f"-I{root / '3rdparty' / 'cutlass' / 'include'}",
+               "-Xptxas", "-v", "-w"]
+        res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+    text = res.stdout + res.stderr
+    if res.returncode != 0:
+        raise RuntimeError(f"nvcc failed ({res.returncode}): {text[-600:]}")
+    regs = [int(x) for x in re.findall(r"Used (\d+) registers", text)]
+    spills = [int(a) + int(b) for a, b in re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", text)]
+    return {"registers": max(regs) if regs else None, "spill_bytes": sum(spills),
+            "serialized_wgmma": "C7514" in text, "text": text}
 
 
 def library_kernels(fn: Any) -> list[str]:

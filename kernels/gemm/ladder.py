@@ -32,7 +32,7 @@ import tilelang
 import tilelang.language as T
 from tilelang.layout import make_swizzled_layout
 
-from kernels.gemm.common import BENCH_ROUNDS, TARGET, check_cuda, check_matrix, check_tiles, check_wgmma_n, rel_fro_err, require
+from kernels.gemm.common import BENCH_ROUNDS, SEARCH_ROUNDS, TARGET, check_cuda, check_matrix, check_tiles, check_wgmma_n, rel_fro_err, require
 
 # ----------------------------------------------------------------- reference
 
@@ -474,11 +474,6 @@ def smem_budget(cfg: dict[str, Any], in_dtype: str = "fp16") -> int:
 
 
 # ------------------------------------------------------------------ GPU suite
-
-#: Rounds of the tuned search: every candidate timed this many times, the starting point of the
-#: list rotated each round; one timed call of a candidate moves by several percent with the
-#: card's power-capped clock (runs 16-18 timed byte-identical twins up to 11 % apart).
-SEARCH_ROUNDS = 3
 
 #: Ragged shape of the hand-written candidates' check: 1100 rows are 9 blocks of 128 (an odd
 #: count, so a cluster of two is padded), 1016 columns end inside a 256-wide tile, K = 1000

@@ -32,7 +32,7 @@ from typing import Any
 import tilelang
 import tilelang.language as T
 
-from kernels.gemm.common import BENCH_ROUNDS, TARGET, check_cuda, check_matrix, check_tiles, check_wgmma_n, require
+from kernels.gemm.common import BENCH_ROUNDS, SEARCH_ROUNDS, TARGET, check_cuda, check_matrix, check_tiles, check_wgmma_n, require
 
 # ------------------------------------------------------------------- fp8
 
@@ -169,6 +169,46 @@ FP8_PROMOTED_CANDIDATES: list[dict[str, Any]] = [
     dict(block_M=128, block_N=128, block_K=128, stages=5, threads=256, panel=8, promote=2, policy="row"),
     dict(block_M=128, block_N=192, block_K=128, stages=4, threads=256, panel=8, promote=4, policy="row"),
 ]
+
+#: The hand-written pipeline of :mod:`kernels.gemm.ws` for fp8 (same two-level contract, promote
+#: every K block), all persistent on one block per SM: 128x192 with one partial per consumer
+#: (4 stages, or 5 with C stored in 96-column halves), 128x128 with two partials used in turn
+#: (``inflight=1``: a warpgroup's adds overlap its own next wgmma; 3 x 64 fp32 per thread), and
+#: the B multicast to clusters of two.  ``workers`` is the SM count, filled in by the suite.
+FP8_WS_CANDIDATES: list[dict[str, Any]] = [
+    dict(ws=True, block_M=128, block_N=192, block_K=128, stages=4, threads=256, panel=8, inflight=0, persistent=True),
+    dict(ws=True, block_M=128, block_N=192, block_K=128, stages=5, threads=256, panel=8, inflight=0, epi_cols=96,
+         persistent=True),
+    dict(ws=True, block_M=128, block_N=192, block_K=128, stages=4, threads=256, panel=8, inflight=0, persistent=True,
+         cluster=2),
+    dict(ws=True, block_M=128, block_N=128, block_K=128, stages=6, threads=256, panel=8, inflight=0, persistent=True),
+    dict(ws=True, block_M=128, block_N=128, block_K=128, stages=6, threads=256, panel=8, inflight=1, persistent=True),
+    dict(ws=True, block_M=128, block_N=128, block_K=128, stages=6, threads=256, panel=8, inflight=1, persistent=True,
+         cluster=2),
+]
+
+
+#: Ragged check of the hand-written fp8 kernels: 1100 rows = 9 blocks of 128 (a cluster of two is
+#: padded), 1016 columns end inside a tile, K = 1024 = 8 blocks of 128 (an even count, which
+#: two partials used in turn need).
+FP8_RAGGED = (1100, 1016, 1024)
+FP8_WS_RAGGED: list[dict[str, Any]] = []  # filled below: one candidate of each partial scheme
+
+
+def build_fp8_promoted(M: int, N: int, K: int, cfg: dict[str, Any], workers: int = 132) -> Any:
+    """Compile one two-level fp8 candidate: :func:`kernels.gemm.ws.fp8_ws` when ``cfg["ws"]``
+    (on ``workers`` blocks when persistent), else :func:`fp8_gemm_promoted`."""
+    if cfg.get("ws"):
+        from kernels.gemm.ws import WS_BLOCK_M, fp8_ws
+
+        require(cfg["block_M"] == WS_BLOCK_M, f"the hand-written pipeline is {WS_BLOCK_M} rows")
+        kw = {k: cfg[k] for k in ("block_N", "block_K", "stages", "panel", "cluster", "inflight", "epi_cols") if k in cfg}
+        return fp8_ws(M, N, K, workers=workers if cfg.get("persistent") else 0, **kw)
+    return fp8_gemm_promoted(M, N, K, **cfg)
+
+
+FP8_WS_RAGGED[:] = [FP8_WS_CANDIDATES[2], FP8_WS_CANDIDATES[5]]  # cluster-two forms, one and two partials
+
 
 #: Single-level teaching variant: the search list of the first H200 run, unchanged.
 FP8_CANDIDATES: list[dict[str, int]] = [
@@ -319,8 +359,11 @@ def run_dequant(a: Any, packed: Any, scales: Any, **cfg: Any) -> Any:
 # ------------------------------------------------------------------ GPU suite
 
 
-def _fp8_label(c: dict[str, int]) -> str:
+def _fp8_label(c: dict[str, Any]) -> str:
     tag = f"_prom{c['promote']}_{c.get('policy', 'square')}" if "promote" in c else ""
+    if c.get("ws"):
+        tag = ("_ws" + (f"_e{c['epi_cols']}" if c.get("epi_cols") else "") + f"_if{c.get('inflight', 0)}"
+               + ("_pers" if c.get("persistent") else "") + (f"_c{c['cluster']}" if c.get("cluster", 1) > 1 else ""))
     return f"{c['block_M']}x{c['block_N']}x{c['block_K']}_s{c['stages']}_t{c['threads']}{tag}"
 
 
@@ -360,20 +403,40 @@ def gpu_suite(h: Any) -> None:
 
     torch.backends.cuda.matmul.allow_tf32 = False
     fp8_shapes = [(1024, 1024, 1024)] if h.quick else [(4096, 4096, 4096), (8192, 8192, 8192)]
+    sms = torch.cuda.get_device_properties(h.device).multi_processor_count if h.is_cuda else 132
     dq_shapes = [(256, 1024, 1024)] if h.quick else [(4096, 4096, 4096), (128, 8192, 8192)]
     thunks: dict[str, Any] = {}
     for (M, N, K) in fp8_shapes:
-        for c in FP8_PROMOTED_CANDIDATES:
-            thunks[f"fp8p:{_fp8_label(c)}@{M}"] = (lambda c=c, m=M, n=N, k=K: fp8_gemm_promoted(m, n, k, **c))
+        for c in FP8_PROMOTED_CANDIDATES + FP8_WS_CANDIDATES:
+            thunks[f"fp8p:{_fp8_label(c)}@{M}"] = (lambda c=c, m=M, n=N, k=K: build_fp8_promoted(m, n, k, c, sms))
         for c in FP8_CANDIDATES:
             thunks[f"fp8:{_fp8_label(c)}@{M}"] = (lambda c=c, m=M, n=N, k=K: fp8_gemm(m, n, k, **c))
+    for c in FP8_WS_RAGGED:
+        thunks[f"fp8ws:{_fp8_label(c)}@ragged"] = (lambda c=c: build_fp8_promoted(*FP8_RAGGED, c, sms))
     for (M, N, K) in dq_shapes:
         thunks[f"dq@{M}x{N}"] = (lambda m=M, n=N, k=K: dequant_gemm(m, n, k, **DEQUANT_DEFAULT))
     built = par_build(thunks)
     h.note("lowp compile", f"{len(thunks)} kernels", compile_s={k: round(v["compile_s"], 2) for k, v in built.items()},
            errors={k: v["error"] for k, v in built.items() if v["error"]})
 
-    # ---- fp8: two-level (promoted) kernel, checked; single-level teaching variant, error reported
+    # ---- the hand-written fp8 pipeline on a ragged shape (a padded cluster, ragged N, K)
+    Mr, Nr, Kr = FP8_RAGGED
+    a = h.rand((Mr, Kr), torch.float16).to(torch.float8_e4m3fn)
+    b = h.rand((Nr, Kr), torch.float16).to(torch.float8_e4m3fn)
+    sa = torch.tensor([0.5], dtype=torch.float32, device=a.device)
+    sb = torch.tensor([2.0], dtype=torch.float32, device=a.device)
+    ref = fp8_ref(a, b, sa, sb)
+    for cfg in FP8_WS_RAGGED:
+        rec = built[f"fp8ws:{_fp8_label(cfg)}@ragged"]
+        name = f"fp8 {_fp8_label(cfg)} ragged {Mr}x{Nr}x{Kr}"
+        if rec["kernel"] is None:
+            h.error(name, RuntimeError(rec["error"]))
+            continue
+        c = h.poisoned((Mr, Nr), torch.bfloat16)
+        rec["kernel"](a, b, sa, sb, c)
+        h.check(name, c, ref, rel_fro_err=rel_fro_err(c, ref),
+                atol=float(2.0 ** -8 * Kr ** 0.5 * float(sa * sb)), rtol=1.6e-2)
+
     for (M, N, K) in fp8_shapes:
         a = h.rand((M, K), torch.float16).to(torch.float8_e4m3fn)
         b = h.rand((N, K), torch.float16).to(torch.float8_e4m3fn)
@@ -416,11 +479,11 @@ def gpu_suite(h: Any) -> None:
             if not cands:
                 h.error(f"fp8 {kind} {M}^3", RuntimeError(f"no valid fp8 {kind} candidate"))
                 return None, None
-            best, _ = h.search(f"fp8 {kind} {M}^3", cands)
+            best, _ = h.search(f"fp8 {kind} {M}^3", cands, rounds=SEARCH_ROUNDS)
             return best, built[f"{key}:{best}@{M}"]["kernel"]
 
         # two-level accumulation: the kernel of record, checked with the fp8 tolerance
-        best, kern = search("promoted", FP8_PROMOTED_CANDIDATES, "fp8p")
+        best, kern = search("promoted", FP8_PROMOTED_CANDIDATES + FP8_WS_CANDIDATES, "fp8p")
         prom = None
         if kern is not None:
             c = h.poisoned((M, N), torch.bfloat16)

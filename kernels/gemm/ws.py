@@ -65,6 +65,12 @@ def empty_arrivals(cluster: int) -> int:
     return (WS_THREADS - 128) // 32 * cluster
 
 
+def stages_ahead(stages: int, inflight: int) -> int:
+    """Stages the producer can fill ahead of the consumers: each consumer holds the stage it
+    computes on plus the ``inflight`` ones whose wgmma it has not waited for yet."""
+    return stages - 1 - inflight
+
+
 def ws_grid(M: int, N: int, block_N: int, cluster: int) -> tuple[int, int]:
     """(blocks along N, blocks along M): M is padded to whole clusters; a padding block loads
     zeros past the edge and its store is clipped by the TMA descriptor."""
@@ -72,32 +78,13 @@ def ws_grid(M: int, N: int, block_N: int, cluster: int) -> tuple[int, int]:
     return -(-N // block_N), -(-nm // cluster) * cluster
 
 
-@tilelang.jit(target=TARGET, pass_configs=WS_PASS_CONFIGS)
-def rung4_ws(
-    M: int,
-    N: int,
-    K: int,
-    block_N: int = 256,
-    block_K: int = 64,
-    stages: int = 3,
-    panel: int = 8,
-    cluster: int = 1,
-    inflight: int = 1,
-    epi_cols: int = 0,
-    workers: int = 0,
-):
-    """Hand-written warp-specialized rung 4 (see the module docstring).
-
-    ``cluster`` = 1 or 2 blocks along M per cluster (2: the B tile is multicast);
-    ``inflight`` = wgmma batches a consumer leaves running before it releases a stage
-    (0 reproduces the automatic pipeline's ``warpgroup_wait<0>``, 1 keeps one in flight);
-    ``panel`` = cluster rows per rasterization panel (0: plain row order);
-    ``epi_cols`` = columns of C staged and stored at a time (0: all ``block_N``; half of it
-    frees 32 KB of shared memory, room for a fourth stage);
-    ``workers`` = 0: one block per tile; > 0: a persistent grid of ``workers`` blocks (one per
-    SM) walking the tiles, the producer's ring running on across tile boundaries so the next
-    tile's loads overlap the current tile's epilogue.
-    """
+def _ws_program(M: int, N: int, K: int, *, fp8: bool, block_N: int, block_K: int, stages: int, panel: int,
+                cluster: int, inflight: int, epi_cols: int, workers: int):
+    """The hand-written pipeline as a TileLang program: fp16 -> fp16 (``fp8=False``) or fp8 e4m3
+    with per-tensor scales -> bf16 with two-level accumulation (``fp8=True``: every K block's
+    wgmma result is a fresh fp32 partial, promoted into the fp32 accumulator by ordinary adds,
+    as ``lowp.fp8_gemm_promoted(promote=1)`` does).  Arguments: see :func:`rung4_ws` and
+    :func:`fp8_ws`."""
     require(cluster in (1, 2), f"cluster must be 1 or 2 blocks, got {cluster}")
     require(inflight in (0, 1), f"inflight must be 0 or 1, got {inflight}")
     require(stages >= 2 + inflight, f"stages={stages}: need at least {2 + inflight} with inflight={inflight}")
@@ -105,11 +92,16 @@ def rung4_ws(
     check_wgmma_n(block_N)
     epi_cols = epi_cols or block_N
     require(block_N % epi_cols == 0, f"epi_cols={epi_cols} must divide block_N={block_N}")
+    in_dtype = T.float8_e4m3fn if fp8 else T.float16
+    out_dtype = T.bfloat16 if fp8 else T.float16
     half = WS_BLOCK_M // 2
     grid_n, grid_m = ws_grid(M, N, block_N, cluster)
     clusters_m = grid_m // cluster
     n_ctiles = clusters_m * grid_n  # tiles of a whole cluster (cluster x 128 rows, block_N columns)
     n_k = -(-K // block_K)
+    if fp8 and inflight:
+        require(n_k % 2 == 0, f"fp8 with inflight=1 alternates two partials: K={K} needs an even number of "
+                              f"{block_K}-deep blocks, got {n_k}")
     acc_regs = half * block_N // 128
     persistent = workers > 0
     n_clusters = workers // cluster if persistent else n_ctiles
@@ -159,42 +151,103 @@ def rung4_ws(
             T.barrier_arrive(full[s])
 
     @T.macro
-    def consume(A_s, B_s, C_l, C_s, C, full, empty, tile, g0, wg):
-        lane = T.get_thread_binding() % 32
+    def issue(A_s, B_s, part, full, g, clear):
+        s = g % stages
+        T.barrier_wait(full[s], g // stages % 2)
+        T.wgmma_gemm(A_s[s, :, :], B_s[s, :, :], part, transpose_B=True,
+                     policy=T.GemmWarpPolicy.FullRow, clear_accum=clear)
+
+    @T.macro
+    def promote(acc, part):
+        for i, j in T.Parallel(half, block_N):
+            acc[i, j] += part[i, j]
+
+    @T.macro
+    def mainloop_fp16(A_s, B_s, acc, full, empty, g0, lane):
         for ko in T.serial(n_k):
-            g = g0 + ko
-            s = g % stages
-            T.barrier_wait(full[s], g // stages % 2)
-            T.wgmma_gemm(A_s[s, :, :], B_s[s, :, :], C_l, transpose_B=True,
-                         policy=T.GemmWarpPolicy.FullRow, clear_accum=ko == 0)
+            issue(A_s, B_s, acc, full, g0 + ko, ko == 0)
             T.wait_wgmma(inflight)
             # release the stage whose wgmma is known to be done (step ko - inflight)
             if ko >= inflight and lane == 0:
-                release(empty, (g - inflight) % stages)
+                release(empty, (g0 + ko - inflight) % stages)
         T.wait_wgmma(0)
         if inflight > 0 and lane == 0:
             release(empty, (g0 + n_k - 1) % stages)
-        T.warpgroup_fence_operand(C_l, num_regs=acc_regs)
+
+    @T.macro
+    def mainloop_fp8(A_s, B_s, acc, p0, p1, full, empty, g0, lane):
+        T.clear(acc)
+        if inflight == 0:
+            for ko in T.serial(n_k):
+                issue(A_s, B_s, p0, full, g0 + ko, True)
+                T.wait_wgmma(0)
+                if lane == 0:
+                    release(empty, (g0 + ko) % stages)
+                promote(acc, p0)
+        else:
+            # two partials in turn: the adds of step ko - 1 run while step ko's wgmma does
+            for kk in T.serial(n_k // 2):
+                issue(A_s, B_s, p0, full, g0 + 2 * kk, True)
+                T.wait_wgmma(1)
+                if kk > 0:
+                    if lane == 0:
+                        release(empty, (g0 + 2 * kk - 1) % stages)
+                    promote(acc, p1)
+                issue(A_s, B_s, p1, full, g0 + 2 * kk + 1, True)
+                T.wait_wgmma(1)
+                if lane == 0:
+                    release(empty, (g0 + 2 * kk) % stages)
+                promote(acc, p0)
+            T.wait_wgmma(0)
+            if lane == 0:
+                release(empty, (g0 + n_k - 1) % stages)
+            promote(acc, p1)
+
+    @T.macro
+    def epilogue(acc, C_s, C, SA, SB, tile, wg):
+        T.warpgroup_fence_operand(acc, num_regs=acc_regs)
+        if fp8:
+            for i, j in T.Parallel(half, block_N):
+                acc[i, j] = acc[i, j] * SA[0] * SB[0]
         r0 = tile[0] * WS_BLOCK_M + wg * half
         for h in T.unroll(block_N // epi_cols):
             if h > 0 or persistent:  # the previous store has read C_s (its issuing thread waited)
                 T.sync_threads(barrier_id=_EPILOGUE_BARRIER[wg], arrive_count=128)
-            T.copy(C_l[:, h * epi_cols:(h + 1) * epi_cols], C_s)
+            T.copy(acc[:, h * epi_cols:(h + 1) * epi_cols], C_s)
             T.fence_proxy_async()
             T.sync_threads(barrier_id=_EPILOGUE_BARRIER[wg], arrive_count=128)
             c0 = tile[1] * block_N + h * epi_cols
             T.copy(C_s, C[r0:r0 + half, c0:c0 + epi_cols])
 
-    @T.prim_func
-    def main(A: T.Tensor((M, K), T.float16), B: T.Tensor((N, K), T.float16), C: T.Tensor((M, N), T.float16)):
+    @T.macro
+    def consume(A_s, B_s, acc, p0, p1, C_s, C, SA, SB, full, empty, tile, g0, wg):
+        lane = T.get_thread_binding() % 32
+        if fp8:
+            mainloop_fp8(A_s, B_s, acc, p0, p1, full, empty, g0, lane)
+        else:
+            mainloop_fp16(A_s, B_s, acc, full, empty, g0, lane)
+        epilogue(acc, C_s, C, SA, SB, tile, wg)
+
+    @T.macro
+    def body(A, B, C, SA, SB):
         with T.Kernel(*grid, threads=WS_THREADS, cluster_dims=cdims) as ids:
-            A0_s = T.alloc_shared((stages, half, block_K), T.float16)
-            A1_s = T.alloc_shared((stages, half, block_K), T.float16)
-            B_s = T.alloc_shared((stages, block_N, block_K), T.float16)
-            C0_s = T.alloc_shared((half, epi_cols), T.float16)
-            C1_s = T.alloc_shared((half, epi_cols), T.float16)
+            A0_s = T.alloc_shared((stages, half, block_K), in_dtype)
+            A1_s = T.alloc_shared((stages, half, block_K), in_dtype)
+            B_s = T.alloc_shared((stages, block_N, block_K), in_dtype)
+            C0_s = T.alloc_shared((half, epi_cols), out_dtype)
+            C1_s = T.alloc_shared((half, epi_cols), out_dtype)
             C0_l = T.alloc_fragment((half, block_N), T.float32)
             C1_l = T.alloc_fragment((half, block_N), T.float32)
+            if fp8:  # the partials of the two-level accumulation (the second one for inflight=1)
+                P0a = T.alloc_fragment((half, block_N), T.float32)
+                P1a = T.alloc_fragment((half, block_N), T.float32)
+                if inflight:
+                    P0b = T.alloc_fragment((half, block_N), T.float32)
+                    P1b = T.alloc_fragment((half, block_N), T.float32)
+                else:
+                    P0b, P1b = P0a, P1a
+            else:
+                P0a = P1a = P0b = P1b = None
             tile = T.alloc_local((2,), T.int32)
             T.annotate_layout({
                 A0_s: make_swizzled_layout(A0_s), A1_s: make_swizzled_layout(A1_s),
@@ -225,14 +278,89 @@ def rung4_ws(
                 for t in T.serial(rounds):
                     if first_ct + t * n_clusters < n_ctiles:
                         tile_of(first_ct + t * n_clusters, rank, tile)
-                        consume(A0_s, B_s, C0_l, C0_s, C, full, empty, tile, t * n_k, 0)
+                        consume(A0_s, B_s, C0_l, P0a, P0b, C0_s, C, SA, SB, full, empty, tile, t * n_k, 0)
             else:
                 T.inc_max_nreg(CONSUMER_REGS)
                 for t in T.serial(rounds):
                     if first_ct + t * n_clusters < n_ctiles:
                         tile_of(first_ct + t * n_clusters, rank, tile)
-                        consume(A1_s, B_s, C1_l, C1_s, C, full, empty, tile, t * n_k, 1)
+                        consume(A1_s, B_s, C1_l, P1a, P1b, C1_s, C, SA, SB, full, empty, tile, t * n_k, 1)
             if cluster > 1:
                 T.cluster_sync()  # no block leaves while its peer may still arrive on its barriers
 
+    if fp8:
+        @T.prim_func
+        def main_fp8(A: T.Tensor((M, K), T.float8_e4m3fn), B: T.Tensor((N, K), T.float8_e4m3fn),
+                     SA: T.Tensor((1,), T.float32), SB: T.Tensor((1,), T.float32),
+                     C: T.Tensor((M, N), T.bfloat16)):
+            body(A, B, C, SA, SB)
+
+        return main_fp8
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), T.float16), B: T.Tensor((N, K), T.float16), C: T.Tensor((M, N), T.float16)):
+        body(A, B, C, None, None)
+
     return main
+
+
+@tilelang.jit(target=TARGET, pass_configs=WS_PASS_CONFIGS)
+def rung4_ws(
+    M: int,
+    N: int,
+    K: int,
+    block_N: int = 256,
+    block_K: int = 64,
+    stages: int = 3,
+    panel: int = 8,
+    cluster: int = 1,
+    inflight: int = 1,
+    epi_cols: int = 0,
+    workers: int = 0,
+):
+    """Hand-written warp-specialized rung 4, fp16 in and out (see the module docstring).
+
+    ``cluster`` = 1 or 2 blocks along M per cluster (2: the B tile is multicast);
+    ``inflight`` = wgmma batches a consumer leaves running before it releases a stage
+    (0 reproduces the automatic pipeline's ``warpgroup_wait<0>``, 1 keeps one in flight);
+    ``panel`` = cluster rows per rasterization panel (0: plain row order);
+    ``epi_cols`` = columns of C staged and stored at a time (0: all ``block_N``; half of it
+    frees 32 KB of shared memory, room for a fourth stage);
+    ``workers`` = 0: one block per tile; > 0: a persistent grid of ``workers`` blocks (one per
+    SM) walking the tiles, the producer's ring running on across tile boundaries so the next
+    tile's loads overlap the current tile's epilogue.
+    """
+    return _ws_program(M, N, K, fp8=False, block_N=block_N, block_K=block_K, stages=stages, panel=panel,
+                       cluster=cluster, inflight=inflight, epi_cols=epi_cols, workers=workers)
+
+
+#: fp8 adds one pass configuration: tilelang's buffer-initialisation check does not see that a
+#: ``clear_accum`` wgmma writes the partial it later reads (a false positive), so it is off.
+WS_FP8_PASS_CONFIGS = {**WS_PASS_CONFIGS, tilelang.PassConfigKey.TL_DISABLE_BUFFER_INIT_CHECK: True}
+
+
+@tilelang.jit(target=TARGET, pass_configs=WS_FP8_PASS_CONFIGS)
+def fp8_ws(
+    M: int,
+    N: int,
+    K: int,
+    block_N: int = 192,
+    block_K: int = 128,
+    stages: int = 4,
+    panel: int = 8,
+    cluster: int = 1,
+    inflight: int = 0,
+    epi_cols: int = 0,
+    workers: int = 0,
+):
+    """The same hand-written pipeline for fp8 e4m3 with per-tensor scales, bf16 out, two-level
+    accumulation (the contract of ``torch._scaled_mm`` and of ``lowp.fp8_gemm_promoted``).
+
+    ``inflight=0``: one fp32 partial per consumer, promoted after its wgmma completed (the
+    adds of one warpgroup overlap the other warpgroup's wgmma at best); ``inflight=1``: two
+    partials used in turn, so a warpgroup's adds of one K block run while its own wgmma of
+    the next is in flight (three ``64 x block_N`` fp32 fragments per thread: block_N <= 128
+    fits the consumer registers).  Other arguments as in :func:`rung4_ws`.
+    """
+    return _ws_program(M, N, K, fp8=True, block_N=block_N, block_K=block_K, stages=stages, panel=panel,
+                       cluster=cluster, inflight=inflight, epi_cols=epi_cols, workers=workers)

@@ -115,3 +115,42 @@ def test_build_tuned_refuses_a_shape_the_pipeline_does_not_have():
     cfg = dict(WS_CANDIDATES[0], block_M=256, block_N=128)
     with pytest.raises(ValueError, match="128 rows on 256 consumer threads"):
         ladder.build_tuned(1024, 1024, 1024, cfg)
+
+
+# ------------------------------------------------------------------ fp8 (two-level accumulation)
+
+def test_fp8_candidates_reach_fp8_wgmma_with_the_partials_in_registers():
+    from kernels.gemm import lowp
+
+    assert len(lowp.FP8_WS_CANDIDATES) == 6
+    for cfg in lowp.FP8_WS_CANDIDATES:
+        k = lowp.build_fp8_promoted(4096, 4096, 4096, cfg, workers=132)
+        src, info = k.get_kernel_source(), launch_info(k)
+        name = lowp._fp8_label(cfg)
+        assert set(wgmma_shapes(src)) == {(64, cfg["block_N"], 32)} and "kFloat8_e4m3" in src, name
+        assert info.grid == (132, 1, 1) and info.threads == ws.WS_THREADS, name
+        # partials and the accumulator: 64 x block_N fp32 each, one partial (inflight=0) or two
+        frags = re.findall(rf"float \w+\[{64 * cfg['block_N'] // 128}\];", src)
+        assert len(frags) == 2 * (2 + cfg["inflight"]), name
+        # the fp8 stage ring plus the bf16 C staging is what the kernel allocates, within 227 KB
+        ring = cfg["stages"] * (128 + cfg["block_N"]) * cfg["block_K"]
+        assert info.dyn_smem_bytes == ring + 128 * (cfg.get("epi_cols") or cfg["block_N"]) * 2 <= 232448, name
+        assert "SA[0]" in src and "bfloat16_t" in src, name
+
+
+def test_fp8_two_partials_need_an_even_number_of_k_blocks():
+    with pytest.raises(ValueError, match="even number of 128-deep blocks, got 9"):
+        ws.fp8_ws(1024, 1024, 1152, block_N=128, stages=6, inflight=1)
+
+
+def test_ptxas_serializes_wgmma_when_a_partial_is_added_while_the_next_runs():
+    """inflight=1 for fp8 adds one partial while the wgmma of the other is in flight; ptxas
+    answers with warning C7514 and serializes the wgmma (the record shows it ~20 % slower).
+    The one-partial form, and the fp16 pipeline keeping its own wgmma in flight, do not."""
+    from kernels.gemm.common import ptxas_report
+
+    two = ptxas_report(ws.fp8_ws(1024, 1024, 1024, block_N=128, stages=6, inflight=1, workers=8).get_kernel_source())
+    one = ptxas_report(ws.fp8_ws(1024, 1024, 1024, block_N=192, stages=4, inflight=0, workers=8).get_kernel_source())
+    f16 = ptxas_report(ws.rung4_ws(1024, 1024, 1024, stages=3, inflight=1).get_kernel_source())
+    assert two["serialized_wgmma"] and not one["serialized_wgmma"] and not f16["serialized_wgmma"]
+    assert two["spill_bytes"] == one["spill_bytes"] == f16["spill_bytes"] == 0
