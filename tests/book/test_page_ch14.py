@@ -220,3 +220,17 @@ def test_inferred_twin_of_the_tuned_winner_is_the_same_code():
     a = ladder.rung4_annotated(4096, 4096, 4096, **ann).get_kernel_source()
     b = ladder.rung4_annotated(4096, 4096, 4096, **inf).get_kernel_source()
     assert a == b
+
+
+def test_ws_evidence_shows_the_cluster_scope_release():
+    """The hand-written section's live cell: the lines it prints carry the claims of the text."""
+    pytest.importorskip("tilelang")
+    from coursebook import figures_ch14 as f14
+
+    text = f14.ws_evidence()
+    assert "empty[s].init(16) x4" in text and "full[s].init(128) x4" in text
+    assert "tma_load_multicast(B_desc" in text and "warpgroup_reg_alloc<232>" in text
+    assert "].arrive(r)" in text and "tl::cluster_sync()" in text
+    auto, mine = text.splitlines()[-2:]
+    assert auto.startswith("automatic") and auto.endswith("arrives on the peer's barriers=False")
+    assert mine.startswith("hand-written") and mine.endswith("arrives on the peer's barriers=True")
