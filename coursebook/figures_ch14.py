@@ -228,6 +228,7 @@ def page_values(results: dict | None) -> dict[str, str]:
         note = next((r for r in records(results, "gemm.ladder", kind="note") if r.get("name") == f"cuBLAS kernel {side}^3"), None)
         v[f"rec14.cublas.s{side}.kernel"] = ", ".join((note or {}).get("kernels") or []) or DASH
     _replicate_values(results, v)
+    _ncu_values(v)
     # identical generated code, timed twice under different labels: the spread of the search's timings
     for side in (4096, 8192):
         srch = next((r for r in records(results, "gemm.ladder", kind="search") if r.get("name") == f"tuned rung4 {side}^3"), None)
@@ -271,6 +272,28 @@ def _span(xs: list, spec: str) -> str:
         return DASH
     lo, hi = format(min(xs), spec), format(max(xs), spec)
     return lo if lo == hi else f"{lo}～{hi}"
+
+
+def _ncu_values(v: dict[str, str]) -> None:
+    """The Nsight Compute run of the 8192^3 GEMMs (``kernels/results/ncu/ncu_gemm.json``) and the
+    ledger's L2 -> SM bytes of the 128x256 tiles it is read against."""
+    import json
+    from pathlib import Path
+
+    from kernels.gemm import ncu_gemm
+    from ledger.gemm import tiled_traffic
+
+    side = ncu_gemm.SIDE
+    v["ch14p.ncu.tiled_l2_mb"] = f"{tiled_traffic(side, side, side, 128, 256, 'fp16', 'fp16') / 1e6:.0f}"
+    path = Path(ncu_gemm.RESULTS) / "ncu_gemm.json"
+    data = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    keys = {"automatic": "auto", "hand-written": "ws", "hand-written multicast": "mc", "cuBLAS": "cublas"}
+    for name, key in keys.items():
+        k = (data.get("kernels") or {}).get(name) or {}
+        for field, spec in (("l2_read_mb", ".0f"), ("dram_read_mb", ".0f"), ("time_us", ".0f"), ("sm_mhz", ".0f")):
+            x = k.get(field)
+            v[f"rec14.ncu.{key}.{field}"] = DASH if x is None else format(x, spec)
+    v["rec14.ncu.date"] = ((data.get("provenance") or {}).get("date") or DASH)[:10]
 
 
 def _replicate_values(results: dict | None, v: dict[str, str]) -> None:

@@ -10,6 +10,7 @@ Modules (each: reference, kernel factories, ``check_inputs``, ``gpu_suite(h)``):
 * :mod:`kernels.gemm.grouped` -- grouped GEMM for MoE (offset tables, pointer tables);
 * :mod:`kernels.gemm.batched` -- batched GEMM for attention-like shapes;
 * :mod:`kernels.gemm.lowp`    -- fp8 e4m3 GEMM and the W4A16 dequantize GEMM;
+* :mod:`kernels.gemm.ncu_gemm` -- Nsight Compute counters of the 8192^3 GEMMs (multicast);
 * :mod:`kernels.gemm.support` -- what tilelang 0.1.15 lowers for sm_90a (int4, MX, ...);
 * :mod:`kernels.gemm.common`  -- target, checks, source inspection, suite helpers.
 
