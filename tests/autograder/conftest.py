@@ -96,7 +96,10 @@ def crafted(source: Path, subs: Path) -> dict[str, dict]:
     lost.update(e04_a="timeout", e04_b="timeout")
 
     nb, lost = new("memory_bomb")
-    _prepend(nb, "e05_b", "hog = []\nwhile True:\n    hog.append(bytearray(256 << 20))")
+    # 1 GiB per step: the 2 GiB address-space limit is hit on the second step, after touching
+    # only 1 GiB (256 MiB steps touched 1.75 GiB first, ~1.7 s: too close to the 5 s cell limit
+    # on a loaded 2-core machine, where it once read as a timeout)
+    _prepend(nb, "e05_b", "hog = []\nwhile True:\n    hog.append(bytearray(1 << 30))")
     lost.update(e05_b="error")
 
     nb, lost = new("fork_bomb")
