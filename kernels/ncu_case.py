@@ -43,7 +43,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 METRICS = (
     "dram__bytes_read.sum",
@@ -62,6 +62,29 @@ RESULTS = Path(__file__).resolve().parent / "results" / "ncu"
 
 
 # ---------------------------------------------------------------- the profiled workload
+def warm_up(launches: dict[str, Callable[[], Any]], rounds: int = 3) -> None:
+    """Run every launch ``rounds`` times (compiles, caches, clocks), then synchronize."""
+    import torch
+
+    for _ in range(rounds):
+        for fn in launches.values():
+            fn()
+    torch.cuda.synchronize()
+
+
+def profile_once(launches: dict[str, Callable[[], Any]], order: tuple[str, ...]) -> None:
+    """One launch of each kernel in ``order`` inside the profiled range (ncu runs with
+    ``--profile-from-start off``), so the CSV's launch order is ``order``."""
+    import torch
+
+    torch.cuda.synchronize()
+    torch.cuda.profiler.start()
+    for name in order:
+        launches[name]()
+    torch.cuda.synchronize()
+    torch.cuda.profiler.stop()
+
+
 def child() -> None:
     """The workload ncu profiles: warm everything, then one launch of each kernel."""
     import torch
@@ -85,20 +108,12 @@ def child() -> None:
         "calibration": lambda: torch.mul(src, 2.0, out=dst),
         **{d: (lambda k=k: k(xv, w, cos, sin, q8, s)) for d, k in kernels.items()},
     }
-    for _ in range(3):
-        for fn in launches.values():
-            fn()
-    torch.cuda.synchronize()
+    warm_up(launches)
     # sanity: design C's scales against the reference (outside the profiled range)
     _, s_ref, _ = cs.reference(x, w, cos, sin)
     err = ((s.view(T_, H) - s_ref).abs() / s_ref.abs()).max().item()
     print(f"[ncu_case] design C scale max rel err {err:.2e}", file=sys.stderr)
-    torch.cuda.synchronize()
-    torch.cuda.profiler.start()
-    for name in ORDER:
-        launches[name]()
-    torch.cuda.synchronize()
-    torch.cuda.profiler.stop()
+    profile_once(launches, ORDER)
 
 
 # ---------------------------------------------------------------- parsing ncu's CSV

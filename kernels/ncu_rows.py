@@ -20,7 +20,7 @@ the caches before each profiled kernel).
 
 from __future__ import annotations
 
-from kernels.ncu_case import RESULTS, cli  # noqa: F401  (RESULTS: where the json lives, read by the book)
+from kernels.ncu_case import RESULTS, cli, profile_once, warm_up  # noqa: F401  (RESULTS: where the json lives, read by the book)
 
 METRICS = (
     "gpu__time_duration.sum",
@@ -71,15 +71,8 @@ def child() -> None:
         "fused fp8 vec": lambda: k_v(x, w, cos, sin, q, s),
         "fused fp8 vecp": lambda: k_p(x, w, cos, sin, q, s),
     }
-    for _ in range(3):
-        for fn in launches.values():
-            fn()
-    torch.cuda.synchronize()
-    torch.cuda.profiler.start()
-    for name in ORDER:
-        launches[name]()
-    torch.cuda.synchronize()
-    torch.cuda.profiler.stop()
+    warm_up(launches)
+    profile_once(launches, ORDER)
 
 
 def summarize(kernels: list[dict], provenance: dict | None = None) -> dict:

@@ -17,7 +17,7 @@ drop: one L2 read of a B tile feeds two SMs.  The ncu options are those of
 
 from __future__ import annotations
 
-from kernels.ncu_case import RESULTS, cli  # noqa: F401  (RESULTS: where the json lives, read by the book)
+from kernels.ncu_case import RESULTS, cli, profile_once, warm_up  # noqa: F401  (RESULTS: where the json lives, read by the book)
 
 #: The first tier; an unknown metric fails the whole ncu run, then :data:`FALLBACK` is used.
 METRICS = (
@@ -62,15 +62,8 @@ def child() -> None:
     kerns = {name: ladder.build_tuned(SIDE, SIDE, SIDE, cfg, sms) for name, cfg in configs().items()}
     launches = {name: (lambda k=k: k(a, b, c)) for name, k in kerns.items()}
     launches["cuBLAS"] = lambda: torch.matmul(a, b.t())
-    for _ in range(3):
-        for fn in launches.values():
-            fn()
-    torch.cuda.synchronize()
-    torch.cuda.profiler.start()
-    for name in ORDER:
-        launches[name]()
-    torch.cuda.synchronize()
-    torch.cuda.profiler.stop()
+    warm_up(launches)
+    profile_once(launches, ORDER)
 
 
 def summarize(kernels: list[dict], provenance: dict | None = None) -> dict:
@@ -101,9 +94,13 @@ def summarize(kernels: list[dict], provenance: dict | None = None) -> dict:
 
 
 def _report(summary: dict) -> None:
+    def f(x, spec):  # a counter ncu did not deliver prints as n/a
+        return "n/a" if x is None else format(x, spec)
+
     for n, d in summary["kernels"].items():
-        print(f"{n:24s} {d['time_us']:.1f} us  L2 read {d['l2_read_mb']:.0f} MB  L2 {d['l2_mb']:.0f} MB  "
-              f"DRAM read {d['dram_read_mb']:.0f} MB  {d['sm_mhz']:.0f} MHz  tensor {d['tensor_active_pct']}")
+        print(f"{n:24s} {f(d['time_us'], '.1f')} us  L2 read {f(d['l2_read_mb'], '.0f')} MB  "
+              f"L2 {f(d['l2_mb'], '.0f')} MB  DRAM read {f(d['dram_read_mb'], '.0f')} MB  "
+              f"{f(d['sm_mhz'], '.0f')} MHz  tensor {f(d['tensor_active_pct'], '.1f')}")
 
 
 def main(argv: list[str] | None = None) -> int:

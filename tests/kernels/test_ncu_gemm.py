@@ -32,3 +32,22 @@ def test_committed_log_parses_into_the_four_gemms(tmp_path, capsys):
 def test_summary_rejects_a_wrong_kernel_count():
     with pytest.raises(ValueError, match=f"expected {len(ng.ORDER)} profiled kernels"):
         ng.summarize([{"metrics": {}}])
+
+
+def test_the_profiled_range_holds_one_launch_of_each_kernel_in_order(monkeypatch):
+    """warm_up / profile_once (shared by the three ncu modules): warm-up launches fall outside the
+    profiled range, inside it each kernel runs once, in ORDER -- the order summarize() names them."""
+    import torch
+
+    from kernels import ncu_case
+
+    events = []
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: events.append("sync"))
+    monkeypatch.setattr(torch.cuda.profiler, "start", lambda: events.append("start"))
+    monkeypatch.setattr(torch.cuda.profiler, "stop", lambda: events.append("stop"))
+    launches = {n: (lambda n=n: events.append(n)) for n in reversed(ng.ORDER)}
+    ncu_case.warm_up(launches, rounds=2)
+    ncu_case.profile_once(launches, ng.ORDER)
+    inside = events[events.index("start") + 1:events.index("stop")]
+    assert [e for e in inside if e != "sync"] == list(ng.ORDER)
+    assert events[:events.index("start")].count(ng.ORDER[0]) == 2 and events[-1] == "stop"
