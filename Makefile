@@ -15,7 +15,7 @@ help:
 	@echo "make book        build the HTML book into _build/html"
 	@echo "make test        the whole test suite (includes a strict build of the book)"
 	@echo "make bundle      pack tilelang for an offline GPU machine (.bundle/)"
-	@echo "make gpu-results run every kernel suite on a CUDA GPU, rewrite kernels/results/"
+	@echo "make gpu-results run every suite on a CUDA GPU into a new measure/results/raw/ file"
 
 $(STAMP): requirements.lock pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 10), "Python >= 3.10 is required"'
@@ -43,10 +43,10 @@ lock: venv
 	$(VPY) -m coursebook.lock > requirements.lock
 
 bundle: venv
-	$(VPY) -m kernels.bundle pack
+	$(VPY) -m tools.bundle pack
 
 gpu-results: venv
-	$(VPY) -m kernels.runner
+	$(VPY) -m measure.runner
 
 clean:
 	rm -rf _build

@@ -20,7 +20,7 @@ STAMP = ROOT / "_build" / ".inputs.sha256"
 # What executed pages read besides their own source: the packages and the recorded
 # results.  jupyter-cache keys a page on its source only, so when any of these
 # changes the execution cache is dropped and every page runs again.
-INPUTS = ("ledger", "kernels", "coursebook", "autograder", "labs")
+INPUTS = ("ledger", "kernels", "measure", "coursebook", "autograder", "labs")
 SUFFIXES = {".py", ".json", ".csv", ".txt", ".cpp", ".h"}
 
 

@@ -3,7 +3,7 @@
 Every function returns a :class:`matplotlib.figure.Figure` (created without pyplot, so a
 notebook cell shows it exactly once when it is the cell's value) or, for the measured
 results, a Markdown string.  All numbers come from :mod:`ledger` or from the recorded
-GPU results of :mod:`kernels.runner`; nothing is typed here.
+GPU results of :mod:`measure.runner`; nothing is typed here.
 
 Figures: :func:`training_step_map`, :func:`inference_request_map`,
 :func:`stack_diagram`, :func:`roofline_h200`, :func:`step_budget_bars`,
@@ -394,7 +394,7 @@ def fusion_ledger_bars():
 def _load(device: str = "nvidia-h200"):
     """The recorded results dict of ``device``, or None when there is none."""
     try:
-        from kernels.runner import load_results
+        from measure.results import load_results
     except Exception:
         return None
     try:
@@ -405,17 +405,19 @@ def _load(device: str = "nvidia-h200"):
 
 def _records(results: dict, prefix: str) -> list[dict]:
     out = []
-    for suite in (results.get("suites") or {}).values():
+    for sname, suite in (results.get("suites") or {}).items():
         for r in suite.get("records", []) if isinstance(suite, dict) else []:
             if str(r.get("name", "")).startswith(prefix):
-                out.append(r)
+                out.append({**r, "suite": sname})
     return out
 
 
-def _provenance_line(results: dict) -> str:
+def _provenance_line(results: dict, suite: str | None = None) -> str:
+    """Device and versions of the results, and the date of the run that measured ``suite``."""
     p = results.get("provenance") or {}
+    date = ((results.get("suites") or {}).get(suite) or {}).get("date") or p.get("date", "日期未知")
     versions = "，".join(f"{k} {p[k]}" for k in ("torch", "tilelang", "triton", "cuda", "driver") if p.get(k))
-    return f"记录于 {p.get('device', '未知设备')}，{p.get('date', '日期未知')}，{versions}"
+    return f"记录于 {p.get('device', '未知设备')}，{date}，{versions}"
 
 
 def measured_table(prefix: str, device: str = "nvidia-h200") -> str:
@@ -426,11 +428,11 @@ def measured_table(prefix: str, device: str = "nvidia-h200") -> str:
         skips = [r for r in _records(results, prefix + ".") if r.get("kind") in ("skip", "error")] if results else []
         why = "" if not skips else "（记录里只有跳过或出错的条目：" + "；".join(
             f"{r['name']}: {r.get('reason') or r.get('error', '')}" for r in skips) + "）"
-        return (f"**{NO_RESULT}**{why}\n\n这个单元在构建时读取 `kernels/results/{device}.json`。"
-                "课程维护者在 H200 上运行 `python -m kernels.runner --suite ch02` 之后，"
+        return (f"**{NO_RESULT}**{why}\n\n这个单元在构建时读取 `measure/results/{device}.json`。"
+                "课程维护者在 H200 上运行 `python -m measure.runner --suite pytorch` 之后，"
                 "这里会出现实测时间、有效带宽与账本下界的对照；在此之前不显示任何数字。")
     lines = [
-        f"*{_provenance_line(results)}*",
+        f"*{_provenance_line(results, recs[0]['suite'])}*",
         "",
         "| 写法 | 账本字节 (MB) | 账本下界 (µs) | 实测 (µs) | 有效带宽 (GB/s) | 占拷贝带宽 | 下界 / 实测 |",
         "|---|---:|---:|---:|---:|---:|---:|",
@@ -456,16 +458,16 @@ def measured_table(prefix: str, device: str = "nvidia-h200") -> str:
 def kernel_names_table(device: str = "nvidia-h200", top: int = 12) -> str:
     """Markdown: kernel names and counts of one training step, eager vs torch.compile (recorded)."""
     results = _load(device)
-    recs = [r for r in _records(results, "ch02.inductor.kernels")] if results else []
+    recs = [r for r in _records(results, "pytorch.inductor.kernels")] if results else []
     if not recs:
-        return (f"**{NO_RESULT}**\n\n这个单元在构建时读取 `kernels/results/{device}.json` 中 "
-                "`ch02.inductor.kernels` 这条记录：在 H200 上对一个小 MLP 块跑一次前向加反向，"
+        return (f"**{NO_RESULT}**\n\n这个单元在构建时读取 `measure/results/{device}.json` 中 "
+                "`pytorch.inductor.kernels` 这条记录：在 H200 上对一个小 MLP 块跑一次前向加反向，"
                 "分别在 eager 与 `torch.compile`（`TORCHINDUCTOR_UNIQUE_KERNEL_NAMES=1`）下用 profiler "
                 "数出每个 kernel 的名字和次数。在此之前不显示任何名字或数字。")
     r = recs[-1]
     eager = r.get("eager_kernels") or {}
     comp = r.get("compiled_kernels") or {}
-    lines = [f"*{_provenance_line(results)}*", "", f"模型：{r.get('model', '')}", "",
+    lines = [f"*{_provenance_line(results, r['suite'])}*", "", f"模型：{r.get('model', '')}", "",
              f"- eager：{sum(eager.values())} 次 kernel 发射，{len(eager)} 种 kernel；",
              f"- torch.compile：{sum(comp.values())} 次 kernel 发射，{len(comp)} 种 kernel。",
              "", "| torch.compile 下的 kernel（profiler 记录的名字） | 次数 |", "|---|---:|"]

@@ -1,7 +1,7 @@
 """Figures, tables and derived values of chapter 13 (逐元素、归一化与 RoPE), built at page build time.
 
 Analytic numbers come from :mod:`ledger.fusion`; measured numbers from the recorded GPU
-results read by :func:`kernels.runner.load_results`.  Nothing here types a number.
+results read by :func:`measure.results.load_results`.  Nothing here types a number.
 
 Figures: :func:`fusion_ledger_bars`, :func:`rope_pairing`, :func:`reduction_two_stage`,
 :func:`measured_copy_fraction`.
@@ -154,7 +154,7 @@ def reduction_two_stage(threads: int = 256, per_thread: int = 16):
 # ------------------------------------------------------------------ measured results
 def _load(device: str = "nvidia-h200"):
     try:
-        from kernels.runner import load_results
+        from measure.results import load_results
 
         return load_results(device)
     except Exception:
@@ -162,7 +162,7 @@ def _load(device: str = "nvidia-h200"):
 
 
 def _bench(results) -> list[dict]:
-    from kernels.runner import records
+    from measure.results import records
 
     return [r for r in records(results, "bench") if r.get("suite") in CH13_SUITES]
 
@@ -285,7 +285,7 @@ def measured_extras(results: dict | None = None) -> dict[str, str]:
     ratio("rec13.rope.neox_blocked_over_naive", "rope[neox,naive]", "rope[neox,blocked]")
     ratio("rec13.rope.interleaved_blocked_over_naive", "rope[interleaved,naive]", "rope[interleaved,blocked]")
     # the same-bytes copy timed in the norm benches: the most any kernel of that shape can gain
-    from kernels.norm import COPY
+    from measure.suites.norm import COPY
 
     norms = [r for r in _bench(results) if r.get("name", "").startswith("rmsnorm[rows]")]
     large = max(norms, key=lambda r: r.get("bytes") or 0) if len(norms) > 1 else None
@@ -335,7 +335,7 @@ def _search(results, name: str) -> dict | None:
 
 
 def _recorded_ncu_rows() -> dict | None:
-    from kernels import ncu_rows
+    from measure.ncu import rows as ncu_rows
 
     path = Path(ncu_rows.RESULTS) / "ncu_rows.json"
     return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
@@ -344,7 +344,7 @@ def _recorded_ncu_rows() -> dict | None:
 def fused_diagnosis(results: dict | None = None, ncu: dict | None = None) -> dict[str, str]:
     """Texts of the "where the fused FP8 kernel stalls" passage: ``rec13.diag.*`` from the
     recorded search of the fused kernel's schedules, ``rec13.ncu.*`` from the recorded
-    Nsight Compute run (``kernels/results/ncu/ncu_rows.json``).  Missing data -> "—"."""
+    Nsight Compute run (``measure/results/ncu/ncu_rows.json``).  Missing data -> "—"."""
     results = results if results is not None else _load()
     ncu = ncu if ncu is not None else _recorded_ncu_rows()
     out: dict[str, str] = {}
@@ -370,9 +370,9 @@ def fused_diagnosis(results: dict | None = None, ncu: dict | None = None) -> dic
         out[f"rec13.diag.{g}_us"] = "—" if t is None else f"{t * 1e3:.1f}"
         out[f"rec13.diag.{g}_cfg"] = lab or "—"
     out["rec13.diag.best"] = srch.get("best") or "—"
-    from kernels.fused import PIPE_THREADS
-    from kernels.ncu_rows import FUSED_CFG, LEAN_CFG, VEC_CFG, VECP_CFG
-    from kernels.ncu_rows import N as ROW
+    from measure.suites.fused import PIPE_THREADS
+    from measure.ncu.rows import FUSED_CFG, LEAN_CFG, VEC_CFG, VECP_CFG
+    from measure.ncu.rows import N as ROW
 
     out["rec13.diag.warp_elems"] = str(ROW // 32)  # the warp schedule: one row over 32 lanes
     out["rec13.diag.pipe_consumers"] = str(PIPE_THREADS)
@@ -458,11 +458,13 @@ def glued_keys(page: str = "ch_elementwise_norm_rope.md", prefix: str = "ch13.")
 
 
 def ascend_values() -> dict[str, str]:
-    """Facts of the recorded Ascend RMSNorm lowering (kernels/results/ascend/index.json): ``asc13.*``."""
+    """Facts of the recorded Ascend RMSNorm lowering (measure/results/ascend/index.json): ``asc13.*``."""
     import json
     from pathlib import Path
 
-    idx = Path(__file__).resolve().parent.parent / "kernels" / "results" / "ascend" / "index.json"
+    from measure.ascend import RESULTS_DIR
+
+    idx = RESULTS_DIR / "index.json"
     d = json.loads(idx.read_text(encoding="utf-8"))
     r = d["kernels"]["rmsnorm"]
     sh = r["shape"]

@@ -2,7 +2,7 @@
 
 Everything is computed at build time: analytic numbers from ``ledger`` (``gemm``,
 ``tiles``, ``protocol``, ``errata``), measured numbers from the recorded results
-file through :func:`kernels.gemm.report.load`.  Nothing here types a result.
+file through :func:`coursebook.gemm_report.load`.  Nothing here types a result.
 
 * :func:`glue_page_values` glues the values the page needs that are neither
   registry figures nor a single record field: ``ch14p.*`` (ledger calls made for the
@@ -34,7 +34,7 @@ _C = style.COLORS
 
 
 def load(device: str = "nvidia-h200") -> dict | None:
-    from kernels.gemm.report import load as _load
+    from coursebook.gemm_report import load as _load
 
     return _load(device)
 
@@ -86,7 +86,7 @@ def page_values(results: dict | None) -> dict[str, str]:
     from ledger.tiles import accumulator_per_thread, smem_total, tile_decision
 
     v: dict[str, str] = {}
-    from kernels.gemm import splitk, streamk
+    from measure.suites.gemm import splitk, streamk
     from ledger.cost import dtype_bytes
 
     SM, SN, SK = splitk.SHAPE
@@ -115,22 +115,23 @@ def page_values(results: dict | None) -> dict[str, str]:
     nw, nr = DEFAULT_PROTOCOL.iterations(0.02)
     v["ch14p.ex.iters_20us_warm"] = str(nw)
     v["ch14p.ex.iters_20us_rep"] = str(nr)
-    from kernels.gemm.common import BENCH_ROUNDS
+    from measure.suites.gemm.common import BENCH_ROUNDS
     from ledger.tiles import HOPPER
 
     v["ch14p.bench.rounds"] = str(BENCH_ROUNDS)
     from kernels.gemm import ladder as _ladder
     from kernels.gemm import ws as _ws
+    from measure.suites.gemm import ladder as _ladder_suite
 
-    v["ch14p.tune.search_rounds"] = str(_ladder.SEARCH_ROUNDS)
-    v["ch14p.tune.n_ws"] = str(sum(1 for c in _ladder.TUNE_CANDIDATES if c.get("ws")))
-    v["ch14p.tune.n_auto"] = str(sum(1 for c in _ladder.TUNE_CANDIDATES if not c.get("ws")))
+    v["ch14p.tune.search_rounds"] = str(_ladder_suite.SEARCH_ROUNDS)
+    v["ch14p.tune.n_ws"] = str(sum(1 for c in _ladder_suite.TUNE_CANDIDATES if c.get("ws")))
+    v["ch14p.tune.n_auto"] = str(sum(1 for c in _ladder_suite.TUNE_CANDIDATES if not c.get("ws")))
     v["ch14p.ws.producer_regs"] = str(_ws.PRODUCER_REGS)
     v["ch14p.ws.consumer_regs"] = str(_ws.CONSUMER_REGS)
     v["ch14p.ws.cluster_arrivals"] = str(_ws.empty_arrivals(2))
     for st, inf in ((3, 1), (3, 0), (4, 0)):
         v[f"ch14p.ex.ws_ahead_s{st}_if{inf}"] = str(_ws.stages_ahead(st, inf))
-    ws4 = next(c for c in _ladder.TUNE_CANDIDATES if c.get("ws") and c["stages"] == 4 and c.get("epi_cols"))
+    ws4 = next(c for c in _ladder_suite.TUNE_CANDIDATES if c.get("ws") and c["stages"] == 4 and c.get("epi_cols"))
     v["ch14p.ex.ws_s4_smem_kb"] = f"{_ladder.smem_budget(ws4) / 1024:.0f}"
     v["ch14p.ex.ws_s4_full_c_kb"] = f"{_ladder.smem_budget({**ws4, 'epi_cols': 0}) / 1024:.0f}"
     v["ch14p.ex.ws_smem_limit_kb"] = f"{HOPPER.smem_per_block / 1024:.0f}"
@@ -258,7 +259,8 @@ WS_KEYS = {
 
 def ws_label(key: str) -> str:
     """Label of the hand-written candidate :data:`WS_KEYS` names."""
-    from kernels.gemm.ladder import TUNE_CANDIDATES, label
+    from kernels.gemm.ladder import label
+    from measure.suites.gemm.ladder import TUNE_CANDIDATES
 
     want = WS_KEYS[key]
     (cfg,) = [c for c in TUNE_CANDIDATES if c.get("ws") and all(
@@ -275,12 +277,12 @@ def _span(xs: list, spec: str) -> str:
 
 
 def _ncu_values(v: dict[str, str]) -> None:
-    """The Nsight Compute run of the 8192^3 GEMMs (``kernels/results/ncu/ncu_gemm.json``) and the
+    """The Nsight Compute run of the 8192^3 GEMMs (``measure/results/ncu/ncu_gemm.json``) and the
     ledger's L2 -> SM bytes of the 128x256 tiles it is read against."""
     import json
     from pathlib import Path
 
-    from kernels.gemm import ncu_gemm
+    from measure.ncu import gemm as ncu_gemm
     from ledger.gemm import tiled_traffic
 
     side = ncu_gemm.SIDE
@@ -299,7 +301,7 @@ def _ncu_values(v: dict[str, str]) -> None:
 def _replicate_values(results: dict | None, v: dict[str, str]) -> None:
     """Values over every recorded repeat of the same tuned search (``report.ladder_replicates``):
     the winner's ratio to cuBLAS per run, and the hand-written candidates' gains as ranges."""
-    from kernels.gemm import report
+    from coursebook import gemm_report as report
 
     runs = report.ladder_replicates(results) if results else []
     v["rec14.tune.runs"] = "、".join(n.replace("run ", "") for n, _ in runs) or DASH
@@ -589,8 +591,8 @@ def fp8_section(results: dict | None = None) -> str:
 
 def audit_table(results: dict | None = None, live_if_missing: bool = True) -> str:
     """The sm_90a support audit: the one recorded with the GPU run, or compiled now when none is recorded."""
-    from kernels.gemm import report
-    from kernels.runner import markdown_table
+    from coursebook import gemm_report as report
+    from measure.render import markdown_table
 
     rows = report.audit_rows(results)
     head = "审计结果取自 GPU 运行时一并写下的记录（同一 tilelang 版本的编译器）。"
@@ -677,7 +679,7 @@ def lowered_evidence(name: str, shape: tuple[int, int, int] = (1024, 1024, 1024)
                      width: int = 110) -> tuple[str, str]:
     """Compile ladder rung ``name`` for sm_90a (on the CPU) and return (report, CUDA source)."""
     from kernels.gemm import ladder
-    from kernels.gemm.common import instruction_path, wgmma_shapes
+    from kernels.gemm.lowered import instruction_path, wgmma_shapes
 
     src = ladder.build(name, *shape).get_kernel_source()
     path = instruction_path(src)

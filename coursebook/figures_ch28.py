@@ -3,7 +3,7 @@
 Every figure function returns a :class:`matplotlib.figure.Figure` created without pyplot
 (a notebook cell shows it once when it is the cell's value).  Numbers come from
 :mod:`ledger` or from the recorded Nsight Compute summary of the design case
-(``kernels/results/ncu/ncu_case.json``); nothing is typed here.
+(``measure/results/ncu/ncu_case.json``); nothing is typed here.
 
 Figures: :func:`design_flow`, :func:`roofline_three_roofs`, :func:`case_traffic`.
 Values: :func:`ncu_values` (texts the page glues as ``ch28.ncu.*``), :func:`misreading_rows`
@@ -129,10 +129,57 @@ def roofline_three_roofs(machine: str = "h200-calibrated"):
 
 
 # ------------------------------------------------------------------ design case
-def _ncu():
-    from kernels import case_study as kcs
+def recorded_ncu(path=None) -> dict | None:
+    """The committed Nsight Compute summary (``measure/results/ncu/ncu_case.json``), or None."""
+    import json
 
-    return kcs.recorded_ncu()
+    from measure.ncu.case import RESULTS
+
+    p = Path(path) if path else Path(RESULTS) / "ncu_case.json"
+    return json.loads(p.read_text()) if p.exists() else None
+
+
+def recorded_benches(device: str = "nvidia-h200") -> dict:
+    """Harness timings of the designs from the recorded results: {design: record}."""
+    from kernels.case_study import DESIGNS, TOKENS
+    from measure.results import load_results, records
+
+    try:
+        res = load_results(device)
+    except FileNotFoundError:
+        return {}
+    out = {}
+    for r in records(res, "bench"):
+        if r.get("suite") == "case_study" and r.get("design") in DESIGNS and r.get("name", "").endswith(f"T={TOKENS}"):
+            out[r["design"]] = r
+    return out
+
+
+def design_rows(ncu: dict | None = None, benches: dict | None = None) -> list[dict]:
+    """One row per design: ledger budget next to what was measured (None where not measured)."""
+    from kernels.case_study import DESIGNS
+    from ledger import case_study as lc
+    from measure.suites.case_study import ledger_design
+
+    ncu = recorded_ncu() if ncu is None else ncu
+    benches = recorded_benches() if benches is None else benches
+    rows = []
+    for d in DESIGNS:
+        led = ledger_design(d)
+        m = (ncu or {}).get("designs", {}).get(d, {})
+        b = benches.get(d, {})
+        rows.append({
+            "design": d, "rows_per_block": led.rows_per_block, "grid": led.grid, "waves": led.waves,
+            "ledger_mb": led.total_bytes / 1e6, "ledger_floor_us": lc.sol_seconds(led.total_bytes) * 1e6,
+            "dram_mb": m.get("dram_mb"), "l2_mb": m.get("l2_mb"),
+            "measured_over_ledger": m.get("measured_over_ledger"),
+            "ncu_us": m.get("time_us"), "harness_us": None if not b.get("ms") else b["ms"] * 1e3,
+        })
+    return rows
+
+
+def _ncu():
+    return recorded_ncu()
 
 
 def case_traffic(ncu: dict | None = None):
@@ -193,14 +240,12 @@ def ncu_values(ncu: dict | None = None) -> dict[str, str]:
     """Printed texts of the recorded Nsight Compute summary, keyed ``ch28.ncu.*``.
 
     Without a recorded file every key reads "—" (the page's measured cell says why)."""
-    from kernels import case_study as kcs
-
     ncu = _ncu() if ncu is None else ncu
     if not ncu:
         return {f"ch28.ncu.{k}": "—" for k in NCU_KEYS}
     d, cal, p = ncu["designs"], ncu["calibration"], ncu.get("provenance", {})
     a, b, c = d["A"], d["B"], d["C"]
-    benches = kcs.recorded_benches()
+    benches = recorded_benches()
     out = {
         "ch28.ncu.device": str(p.get("device", "?")),
         "ch28.ncu.date": str(p.get("date", "?"))[:10],

@@ -1,7 +1,7 @@
 """Glue recorded (or live) GPU measurements into a page.
 
 Pages never type a measured number: ``glue_measured()`` loads the results file
-through :func:`kernels.runner.load_results` and glues, for every timed kernel,
+through :func:`measure.results.load_results` and glues, for every timed kernel,
 
 * ``rec.<slug>.us`` / ``.gbps`` / ``.pct_copy`` / ``.tflops``,
 * ``rec.<slug>.x.<baseline>`` for each speedup (``x.f-rms-norm``, ``x.cublas``…),
@@ -31,7 +31,7 @@ def _f(x: float, digits: int) -> str:
 
 def measured_values(results: dict, mode: str = "recorded") -> dict[str, str]:
     """Every gluable value of a results dict, as printed text."""
-    from kernels.runner import records
+    from measure.results import records
 
     p = results.get("provenance", {})
     runs = results.get("runs") or [p]
@@ -80,7 +80,7 @@ def glue_measured(device: str = "nvidia-h200") -> dict[str, str]:
     and glue every value; returns the dict of glued texts."""
     from myst_nb import glue
 
-    from kernels.runner import load_results
+    from measure.results import load_results
 
     res = load_results(device)
     vals = measured_values(res, "recorded")

@@ -1,4 +1,4 @@
-"""Chapter 28's design case: QK-norm + RoPE + FP8 quantization, designs A, B and C.
+"""The design case of chapter "performance model": QK-norm + RoPE + FP8 quantization, designs A, B and C.
 
 The operator (per layer, per token, before attention)::
 
@@ -26,15 +26,15 @@ The three designs are one kernel with one number changed: how many consecutive
 Every block stages its token's table rows and the two weight rows in shared memory
 once, exactly as the ledger (``ledger.case_study``) charges them; the ledger's
 315.23 / 95.03 / 69.86 MB are what the designs move if nothing is cached.  What they
-really move on an H200 is measured by :mod:`kernels.ncu_case` under Nsight Compute.
+really move on an H200 is measured by :mod:`measure.ncu.case` under Nsight Compute; the
+suite :mod:`measure.suites.case_study` checks and times them.
 """
 
 import tilelang
 import tilelang.language as T
 
-from kernels.harness import validate_tensor
+from kernels.common import TARGET, validate_tensor
 
-TARGET = {"kind": "cuda", "arch": "sm_90a"}
 FP8 = "float8_e4m3fn"
 FP8_MAX = 448.0
 SCALE_EPS = 1e-12
@@ -216,123 +216,3 @@ def run(design: str, x, w, cos, sin, q8=None, scale=None, *, q_heads: int = Q_HE
     k = get_kernel(design, T_, H, q_heads, D)
     k(x.view(T_ * H, D), w, cos, sin, q8.view(T_ * H, D), scale.view(T_ * H))
     return q8, scale
-
-
-# ------------------------------------------------------------------- ledger
-def ledger_design(design: str):
-    """``ledger.case_study`` Design record of ``"A"``, ``"B"`` or ``"C"`` (bytes, grid, waves)."""
-    from ledger import case_study as lc
-
-    if design not in DESIGNS:
-        raise ValueError(f"design must be one of {sorted(DESIGNS)}, got {design!r}")
-    return lc.book_designs()[design]
-
-
-def ledger_bytes(design: str):
-    """(bytes, flops, source) of one design at the book shape, from the ledger."""
-    from ledger import case_study as lc
-
-    d = ledger_design(design)
-    return float(d.total_bytes), float(lc.case_flops()), "ledger.case_study.book_designs / case_flops"
-
-
-# ------------------------------------------------------------------ GPU suite
-def check_design(h, design, x, w, cos, sin, q_heads: int = Q_HEADS):
-    """Poisoned outputs, one launch, scale and q8 against the fp32/fp64 reference."""
-    import torch
-
-    T_, H, D = x.shape
-    q8 = h.poisoned((T_, H, D), torch.float8_e4m3fn)
-    s = h.poisoned((T_, H), torch.float32)
-    run(design, x, w, cos, sin, q8, s, q_heads=q_heads)
-    z, s_ref, _ = reference(x, w, cos, sin, q_heads)
-    h.check(f"case {design} scale T={T_}", s, s_ref, atol=1e-9, rtol=1e-4)
-    want = (z.double() / s.double()[..., None]).clamp(-FP8_MAX, FP8_MAX)
-    h.check(f"case {design} q8 T={T_}", q8, want, dtype=torch.float8_e4m3fn)
-
-
-def gpu_suite(h) -> None:
-    import torch
-
-    from ledger import case_study as lc
-
-    H = Q_HEADS + KV_HEADS
-    # correctness: a small odd token count and the full shape, every design
-    for T_ in (37,):
-        x = h.rand((T_, H, HEAD_DIM), torch.bfloat16, scale=2.0)
-        w = h.rand((2, HEAD_DIM), torch.bfloat16, scale=0.5, offset=1.0)
-        cos, sin = rope_tables(T_, device=x.device)
-        for d in DESIGNS:
-            check_design(h, d, x, w, cos, sin)
-
-    T_ = 1024 if h.quick else TOKENS
-    x = h.rand((T_, H, HEAD_DIM), torch.bfloat16, scale=2.0)
-    w = h.rand((2, HEAD_DIM), torch.bfloat16, scale=0.5, offset=1.0)
-    cos, sin = rope_tables(T_, device=x.device)
-    q8 = torch.empty((T_, H, HEAD_DIM), dtype=torch.float8_e4m3fn, device=x.device)
-    s = torch.empty((T_, H), dtype=torch.float32, device=x.device)
-    xv, qv, sv = x.view(T_ * H, HEAD_DIM), q8.view(T_ * H, HEAD_DIM), s.view(T_ * H)
-    eager = lambda: reference(x, w, cos, sin)  # noqa: E731  (torch.compile is ch13's fused.py's job)
-    ms = {}
-    for d in DESIGNS:
-        check_design(h, d, x, w, cos, sin)
-        k = get_kernel(d, T_)
-        by, fl, src = ledger_bytes(d) if T_ == TOKENS else (None, None, "quick shape: no ledger row")
-        rows, threads = DESIGNS[d]
-        rows = H if d == "C" else rows
-        ms[d] = h.bench(f"case {d} T={T_}", lambda k=k: k(xv, w, cos, sin, qv, sv), bytes=by, flops=fl,
-                ledger_source=src, baselines={"eager": eager} if d == "C" else None,
-                design=d, rows_per_block=rows, threads=threads, grid=T_ * H // rows,
-                ideal_bytes=float(lc.ideal_bytes()) if T_ == TOKENS else None)["ms"]
-    h.note(f"case designs T={T_}", "time A/C = {:.2f}, B/C = {:.2f}; ledger bytes A/C = {:.2f}".format(
-        ms["A"] / ms["C"], ms["B"] / ms["C"], ledger_design("A").total_bytes / ledger_design("C").total_bytes),
-        ms=ms, ideal_floor_us=lc.sol_seconds(lc.ideal_bytes()) * 1e6)
-
-
-# ------------------------------------------------------------------ book helpers
-def recorded_ncu(path=None) -> dict | None:
-    """The committed Nsight Compute summary (``kernels/results/ncu/ncu_case.json``), or None."""
-    import json
-    from pathlib import Path
-
-    p = Path(path) if path else Path(__file__).resolve().parent / "results" / "ncu" / "ncu_case.json"
-    return json.loads(p.read_text()) if p.exists() else None
-
-
-def recorded_benches(device: str = "nvidia-h200") -> dict:
-    """Harness timings of the designs from the runner's results file: {design: record}."""
-    try:
-        from kernels.runner import load_results, records
-    except ImportError:
-        return {}
-    try:
-        res = load_results(device)
-    except (FileNotFoundError, ValueError):
-        return {}
-    out = {}
-    for r in records(res, "bench"):
-        if r.get("suite") in ("case_study", "kernels.case_study") and r.get("design") in DESIGNS \
-                and r.get("name", "").endswith(f"T={TOKENS}"):
-            out[r["design"]] = r
-    return out
-
-
-def design_rows(ncu: dict | None = None, benches: dict | None = None) -> list[dict]:
-    """One row per design: ledger budget next to what was measured (None where not measured)."""
-    from ledger import case_study as lc
-
-    ncu = recorded_ncu() if ncu is None else ncu
-    benches = recorded_benches() if benches is None else benches
-    rows = []
-    for d in DESIGNS:
-        led = ledger_design(d)
-        m = (ncu or {}).get("designs", {}).get(d, {})
-        b = benches.get(d, {})
-        rows.append({
-            "design": d, "rows_per_block": led.rows_per_block, "grid": led.grid, "waves": led.waves,
-            "ledger_mb": led.total_bytes / 1e6, "ledger_floor_us": lc.sol_seconds(led.total_bytes) * 1e6,
-            "dram_mb": m.get("dram_mb"), "l2_mb": m.get("l2_mb"),
-            "measured_over_ledger": m.get("measured_over_ledger"),
-            "ncu_us": m.get("time_us"), "harness_us": None if not b.get("ms") else b["ms"] * 1e3,
-        })
-    return rows

@@ -2,12 +2,11 @@
 
 ``programs``  the chapters' Ascend kernels in mainline tilelang 0.1.15's dialect
               (``tilelang.ascend.language``, target ``"ascend"``);
-``capture``   compiles them through tilelang's real compile path, stops at the
-              ``bisheng`` call, and records the AscendC source plus what the
-              scheduling passes decided (latency estimates, multi-buffering, flags);
 ``surface``   an executable audit of which Ascend names mainline 0.1.15 has.
 
-Recorded captures live in ``kernels/results/ascend/`` (``index.json``).
+:mod:`measure.ascend` compiles them through tilelang's real compile path, stops at the
+``bisheng`` call, and records the AscendC source plus what the scheduling passes decided
+(latency estimates, multi-buffering, flags) in ``measure/results/ascend/`` (``index.json``).
 """
 
 LABEL = "lowered on the CPU, never run on an NPU"

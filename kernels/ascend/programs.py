@@ -2,7 +2,7 @@
 
 Every factory returns a ``T.prim_func``.  Nothing here runs on an NPU: the course
 lowers these programs on the CPU through tilelang's Ascend pass pipeline and stops
-at the ``bisheng`` call (see :mod:`kernels.ascend.capture`).  The PyTorch references
+at the ``bisheng`` call (see :mod:`measure.ascend`).  The PyTorch references
 state what each kernel computes; they are checked on the CPU against small inputs,
 never against the kernels' output.
 
@@ -47,11 +47,6 @@ def ref_rmsnorm(x, w, eps: float = 1e-6):
     """fp32 reference of ``rmsnorm`` (returned in fp32)."""
     xf = x.float()
     return xf * (xf.pow(2).mean(-1, keepdim=True) + eps).rsqrt() * w.float()
-
-
-def ref_vector_add(a, b):
-    """fp32 reference of ``vector_add``."""
-    return a.float() + b.float()
 
 
 # ---------------------------------------------------------------- GEMM + ReLU

@@ -1,7 +1,7 @@
 """Split-K GEMM: the K loop is cut into ``split_k`` slices, each slice a separate block.
 
 For skinny problems (few output tiles, long K) one output tile per block leaves
-most of the 132 SMs idle; cutting K multiplies the number of blocks by
+most of the SMs idle; cutting K multiplies the number of blocks by
 ``split_k``. Each block adds its fp32 partial tile into a zero-initialised fp32
 C with atomics, in one of two forms:
 
@@ -20,7 +20,7 @@ from typing import Any
 import tilelang
 import tilelang.language as T
 
-from kernels.gemm.common import TARGET, check_cuda, check_matrix, check_tiles, check_wgmma_n, rel_fro_err, require
+from kernels.gemm.common import TARGET, check_inputs as check_operands, require
 
 
 def splitk_ref(a: Any, b: Any) -> Any:
@@ -82,18 +82,9 @@ def check_inputs(a: Any, b: Any, split_k: int, block_M: int = 128, block_N: int 
 
     require(form in ("tile", "element"), f"form must be 'tile' or 'element', got {form!r}")
     require(isinstance(split_k, int) and split_k >= 1, f"split_k must be a positive int, got {split_k!r}")
-    require(hasattr(a, "shape") and len(a.shape) == 2 and hasattr(b, "shape") and len(b.shape) == 2,
-            "a must be [M, K] and b must be [N, K]")
-    M, K = a.shape
-    N, Kb = b.shape
-    require(K == Kb, f"a is [M, K] and b is [N, K]: K must agree ({K} != {Kb})")
-    check_matrix(a, "a", (M, K), torch.float16)
-    check_matrix(b, "b", (N, K), torch.float16)
-    check_tiles(M=(M, block_M), N=(N, block_N))
+    M, N, K = check_operands(a, b, torch.float16, tiles={"M": block_M, "N": block_N}, cuda=False)
     require(K % (split_k * block_K) == 0, f"K={K} must be a multiple of split_k*block_K = {split_k}*{block_K}")
-    check_wgmma_n(block_N)
-    check_cuda(a=a, b=b)
-    return M, N, K
+    return check_operands(a, b, torch.float16, block_N=block_N)
 
 
 def run(a: Any, b: Any, split_k: int, form: str = "tile", out: Any = None, **cfg: Any) -> Any:
@@ -106,77 +97,3 @@ def run(a: Any, b: Any, split_k: int, form: str = "tile", out: Any = None, **cfg
     c = torch.zeros((M, N), dtype=torch.float32, device=a.device) if out is None else out.zero_()
     kern(a, b, c)
     return c
-
-
-# ------------------------------------------------------------------ GPU suite
-
-SPLITS = (1, 2, 4, 8)
-SHAPE = (1024, 1024, 16384)  # (M, N, K) of the suite: few output tiles, long K
-
-
-def predicted_speedup(M: int, N: int, split: int, block_M: int = 128, block_N: int = 128) -> tuple[float, dict[str, Any]]:
-    """Wave-count prediction of split-K's speedup over no split (same tile, compute-bound blocks).
-
-    A block with ``K/split`` of the work takes ``1/split`` of the time, so the kernel
-    takes ``waves(split) / split`` of one full-K wave; the ratio to ``waves(1)``
-    is the prediction. Waves come from :func:`ledger.gemm.grid_waves`.
-    """
-    from ledger.gemm import grid_waves
-
-    g1, w1, f1 = grid_waves(M, N, block_M, block_N, split=1)
-    gs, ws, fs = grid_waves(M, N, block_M, block_N, split=split)
-    return (w1 * split) / ws, dict(grid=gs, waves=ws, last_wave_fill=fs, grid_no_split=g1, waves_no_split=w1, fill_no_split=f1)
-
-
-def gpu_suite(h: Any) -> None:
-    """Split-K on the skinny 1024x1024x16384 GEMM: every split, both atomic forms, vs no split and cuBLAS."""
-    import torch
-
-    from kernels.gemm.common import fp32_tolerance, gemm_cost, par_build, record_bench
-    from ledger.gemm import split_k_bytes
-
-    torch.backends.cuda.matmul.allow_tf32 = False
-    M, N, K = (256, 256, 4096) if h.quick else SHAPE
-    forms = ("tile", "element")
-    thunks = {f"{f}:{s}": (lambda f=f, s=s: splitk_gemm(M, N, K, s, form=f, **DEFAULT)) for f in forms for s in SPLITS}
-    thunks.update({f"wide:{s}": (lambda s=s: splitk_gemm(M, N, K, s, form="element", **WIDE)) for s in SPLITS})
-    built = par_build(thunks)
-    a = h.rand((M, K), torch.float16)
-    b = h.rand((N, K), torch.float16)
-    ref = splitk_ref(a, b)
-    flops, nbytes, src = gemm_cost(M, N, K, "fp16", "fp32")
-    atol, rtol = fp32_tolerance(K)
-    cublas = lambda: torch.matmul(a, b.t())  # noqa: E731
-    base: dict[str, Any] = {}
-    variants = [(form, DEFAULT, f"{form}:{{s}}", f"split-K {form} s={{s}} {M}x{N}x{K}") for form in forms]
-    variants.append(("element", WIDE, "wide:{s}", f"split-K element 128x256 s={{s}} {M}x{N}x{K}"))
-    for form, cfg, key, label in variants:
-        for s in SPLITS:
-            rec = built[key.format(s=s)]
-            name = label.format(s=s)
-            if rec["kernel"] is None:
-                h.error(name, RuntimeError(rec["error"]))
-                continue
-            kern = rec["kernel"]
-            c = h.poisoned((M, N), torch.float32)
-
-            def fn(k=kern, c=c):
-                c.zero_()
-                k(a, b, c)
-
-            fn()
-            err = rel_fro_err(c, ref)
-            h.check(name, c, ref, atol=atol, rtol=rtol, rel_fro_err=err)
-            pred, waves = predicted_speedup(M, N, s, cfg["block_M"], cfg["block_N"])
-            baselines = {"cuBLAS": cublas}
-            if s > 1 and key in base:
-                baselines["no-split"] = base[key]
-            r = record_bench(h, name, fn, flops=flops, bytes=nbytes, ledger_source=src, baselines=baselines,
-                             split_k=s, form=form, predicted_speedup_vs_no_split=pred, waves=waves,
-                             partial_bytes=split_k_bytes(M, N, split=s, separate_reduce=False), rel_fro_err=err,
-                             compile_s=rec["compile_s"], config=cfg)
-            if s == 1:
-                base[key] = fn
-            elif "no-split" in r.get("speedup", {}):
-                h.note(name + " prediction", f"predicted {pred:.2f}x vs no split, measured {r['speedup']['no-split']:.2f}x",
-                       predicted=pred, measured=r["speedup"]["no-split"])

@@ -1,4 +1,4 @@
-"""Stream-K GEMM for a 132-SM Hopper: data-parallel full waves + K-split tail tiles + fix-up.
+"""Stream-K GEMM for a Hopper of ``SMS`` SMs (132 on the H200): data-parallel full waves + K-split tail tiles + fix-up.
 
 When the number of output tiles ``T`` is a little more than a multiple of the SM
 count, the last wave runs a handful of tiles on a mostly idle GPU. Stream-K
@@ -25,7 +25,8 @@ from typing import Any
 import tilelang
 import tilelang.language as T
 
-from kernels.gemm.common import H200_SMS, TARGET, check_cuda, check_matrix, check_tiles, check_wgmma_n, require
+from kernels.common import SMS
+from kernels.gemm.common import TARGET, check_inputs as check_operands, require
 
 
 @dataclass(frozen=True)
@@ -45,10 +46,10 @@ class Schedule:
 
     @property
     def waves_data_parallel(self) -> float:
-        return self.tiles / H200_SMS
+        return self.tiles / SMS
 
 
-def schedule(M: int, N: int, K: int, block_M: int, block_N: int, block_K: int, sms: int = H200_SMS) -> Schedule:
+def schedule(M: int, N: int, K: int, block_M: int, block_N: int, block_K: int, sms: int = SMS) -> Schedule:
     """Split ``ceil(M/bm) * ceil(N/bn)`` tiles into full waves and a K-split tail over ``sms`` blocks."""
     tiles_m, tiles_n = math.ceil(M / block_M), math.ceil(N / block_N)
     tiles = tiles_m * tiles_n
@@ -73,7 +74,7 @@ def streamk_gemm(
     block_K: int = 64,
     stages: int = 3,
     threads: int = 128,
-    sms: int = H200_SMS,
+    sms: int = SMS,
     tail_stages: int = 2,
 ):
     """Persistent stream-K kernel: writes DP tiles of C (fp16) and adds tail partials into W (fp32)."""
@@ -135,7 +136,7 @@ def streamk_gemm(
 
 
 @tilelang.jit(target=TARGET)
-def streamk_fixup(M: int, N: int, K: int, block_M: int = 128, block_N: int = 128, block_K: int = 64, sms: int = H200_SMS):
+def streamk_fixup(M: int, N: int, K: int, block_M: int = 128, block_N: int = 128, block_K: int = 64, sms: int = SMS):
     """Fix-up: cast the tail tiles from the fp32 workspace into fp16 C."""
     s = schedule(M, N, K, block_M, block_N, block_K, sms)
     tiles_n = s.tiles_n
@@ -161,20 +162,10 @@ def check_inputs(a: Any, b: Any, block_M: int = 128, block_N: int = 128, block_K
     """Validate operands; returns (M, N, K). Raises ValueError naming the constraint."""
     import torch
 
-    require(hasattr(a, "shape") and len(a.shape) == 2 and hasattr(b, "shape") and len(b.shape) == 2,
-            "a must be [M, K] and b must be [N, K]")
-    M, K = a.shape
-    N, Kb = b.shape
-    require(K == Kb, f"a is [M, K] and b is [N, K]: K must agree ({K} != {Kb})")
-    check_matrix(a, "a", (M, K), torch.float16)
-    check_matrix(b, "b", (N, K), torch.float16)
-    check_tiles(M=(M, block_M), N=(N, block_N), K=(K, block_K))
-    check_wgmma_n(block_N)
-    check_cuda(a=a, b=b)
-    return M, N, K
+    return check_operands(a, b, torch.float16, tiles={"M": block_M, "N": block_N, "K": block_K}, block_N=block_N)
 
 
-def make_runner(a: Any, b: Any, sms: int = H200_SMS, **cfg: Any):
+def make_runner(a: Any, b: Any, sms: int = SMS, **cfg: Any):
     """Compile both kernels for a's and b's shape; returns ``fn() -> C`` (allocates C and W per call)."""
     import torch
 
@@ -196,61 +187,3 @@ def make_runner(a: Any, b: Any, sms: int = H200_SMS, **cfg: Any):
         return dst
 
     return fn
-
-
-# ------------------------------------------------------------------ GPU suite
-
-
-SHAPE = (1536, 1536, 8192)  # (M, N, K) of the suite: 144 tiles of 128x128, a nearly empty second wave
-
-
-def predicted_speedup(M: int, N: int, block_M: int = 128, block_N: int = 128, sms: int = H200_SMS) -> tuple[float, dict[str, Any]]:
-    """Waves of the data-parallel grid over the ideal ``tiles / sms`` waves of stream-K (from the ledger)."""
-    from ledger.gemm import grid_waves
-
-    grid, waves, fill = grid_waves(M, N, block_M, block_N, sms=sms)
-    return waves / (grid / sms), dict(tiles=grid, waves=waves, last_wave_fill=fill, ideal_waves=grid / sms)
-
-
-def gpu_suite(h: Any) -> None:
-    """Stream-K on a grid whose last wave is nearly empty on 132 SMs, vs the data-parallel rung 4 and cuBLAS."""
-    import torch
-
-    from kernels.gemm.common import gemm_cost, gemm_tolerance, par_build, rel_fro_err, record_bench
-    from kernels.gemm.ladder import gemm_ref, rung4_annotated
-
-    torch.backends.cuda.matmul.allow_tf32 = False
-    # 12 x 12 = 144 tiles of 128x128: one full wave of 132 and a second wave of 12 (9 % full)
-    M, N, K = (512, 512, 2048) if h.quick else SHAPE
-    sms = torch.cuda.get_device_properties(0).multi_processor_count if torch.cuda.is_available() else H200_SMS
-    cfg = dict(DEFAULT)
-    a = h.rand((M, K), torch.float16)
-    b = h.rand((N, K), torch.float16)
-    built = par_build({
-        "streamk": lambda: make_runner(a, b, sms=sms, **cfg),
-        "dp": lambda: rung4_annotated(M, N, K, **cfg, panel=10),
-    })
-    for k, v in built.items():
-        if v["kernel"] is None:
-            h.error(f"stream-K compile {k}", RuntimeError(v["error"]))
-    if any(v["kernel"] is None for v in built.values()):
-        return
-    ref = gemm_ref(a, b)
-    flops, nbytes, src = gemm_cost(M, N, K, "fp16")
-    sched = schedule(M, N, K, cfg["block_M"], cfg["block_N"], cfg["block_K"], sms)
-    fn = built["streamk"]["kernel"]
-    c = h.poisoned((M, N), torch.float16)
-    fn(c)
-    err = rel_fro_err(c, ref)
-    h.check(f"stream-K {M}x{N}x{K}", c, ref, rel_fro_err=err, schedule=sched.__dict__, **gemm_tolerance(K))
-    dp = built["dp"]["kernel"]
-    c_dp = h.poisoned((M, N), torch.float16)
-    dp(a, b, c_dp)
-    h.check(f"data-parallel rung4 {M}x{N}x{K}", c_dp, ref, rel_fro_err=rel_fro_err(c_dp, ref), **gemm_tolerance(K))
-    pred, waves = predicted_speedup(M, N, cfg["block_M"], cfg["block_N"], sms)
-    r = record_bench(h, f"stream-K {M}x{N}x{K}", lambda: fn(c), flops=flops, bytes=nbytes, ledger_source=src,
-                     baselines={"cuBLAS": lambda: torch.matmul(a, b.t()), "data-parallel": lambda: dp(a, b, c_dp)},
-                     predicted_speedup_vs_dp=pred, waves=waves, schedule=sched.__dict__, rel_fro_err=err, sms=sms)
-    if "data-parallel" in r.get("speedup", {}):
-        h.note("stream-K prediction", f"predicted {pred:.2f}x vs data-parallel, measured {r['speedup']['data-parallel']:.2f}x",
-               predicted=pred, measured=r["speedup"]["data-parallel"])

@@ -33,34 +33,25 @@ from typing import Any, Callable
 import tilelang
 import tilelang.language as T
 
-from kernels.gemm.common import TARGET, instruction_path, wgmma_shapes
+from kernels.gemm.common import TARGET
+from kernels.gemm.lowered import instruction_path, wgmma_shapes
+
+
+#: The integer operand types the integer probe takes (``T.int8`` has s8 wgmma on Hopper).
+INT_DTYPES = {"int8": T.int8, "int4": T.int4}
 
 
 @tilelang.jit(target=TARGET)
-def probe_int8(M: int = 256, N: int = 256, K: int = 256, block_M: int = 128, block_N: int = 128, block_K: int = 64):
+def probe_int(M: int = 256, N: int = 256, K: int = 256, dtype: str = "int8", block_M: int = 128, block_N: int = 128,
+              block_K: int = 64):
+    """An integer GEMM (``dtype`` operands, int32 accumulator and output) through ``T.gemm``."""
+    dt = INT_DTYPES[dtype]
+
     @T.prim_func
-    def main(A: T.Tensor((M, K), T.int8), B: T.Tensor((N, K), T.int8), C: T.Tensor((M, N), T.int32)):
+    def main(A: T.Tensor((M, K), dt), B: T.Tensor((N, K), dt), C: T.Tensor((M, N), T.int32)):
         with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=128) as (bx, by):
-            A_s = T.alloc_shared((block_M, block_K), T.int8)
-            B_s = T.alloc_shared((block_N, block_K), T.int8)
-            acc = T.alloc_fragment((block_M, block_N), T.int32)
-            T.clear(acc)
-            for ko in T.Pipelined(T.ceildiv(K, block_K), num_stages=2):
-                T.copy(A[by * block_M, ko * block_K], A_s)
-                T.copy(B[bx * block_N, ko * block_K], B_s)
-                T.gemm(A_s, B_s, acc, transpose_B=True)
-            T.copy(acc, C[by * block_M, bx * block_N])
-
-    return main
-
-
-@tilelang.jit(target=TARGET)
-def probe_int4(M: int = 256, N: int = 256, K: int = 256, block_M: int = 128, block_N: int = 128, block_K: int = 128):
-    @T.prim_func
-    def main(A: T.Tensor((M, K), T.int4), B: T.Tensor((N, K), T.int4), C: T.Tensor((M, N), T.int32)):
-        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=128) as (bx, by):
-            A_s = T.alloc_shared((block_M, block_K), T.int4)
-            B_s = T.alloc_shared((block_N, block_K), T.int4)
+            A_s = T.alloc_shared((block_M, block_K), dt)
+            B_s = T.alloc_shared((block_N, block_K), dt)
             acc = T.alloc_fragment((block_M, block_N), T.int32)
             T.clear(acc)
             for ko in T.Pipelined(T.ceildiv(K, block_K), num_stages=2):
@@ -152,8 +143,8 @@ def _n24() -> Any:
 
 
 PROBES: dict[str, Callable[[], Any]] = {
-    "int8_gemm": lambda: probe_int8(),
-    "int4_gemm": lambda: probe_int4(),
+    "int8_gemm": lambda: probe_int(dtype="int8"),
+    "int4_gemm": lambda: probe_int(dtype="int4", block_K=128),
     "fp8_gemm": _fp8,
     "mx_blockscaled": lambda: probe_mx(),
     "wgmma_n24": _n24,
@@ -208,41 +199,3 @@ if __name__ == "__main__":
     result = audit()
     print(MARKER)
     print(json.dumps(result, indent=1))
-
-
-# ------------------------------------------------------------------ GPU suite
-
-
-def gpu_suite(h: Any) -> None:
-    """Record the sm_90a audit, and run the two probes that compile: int8 GEMM and the block_N=24 wgmma case."""
-    import torch
-
-    from kernels.gemm.common import rel_fro_err
-    from kernels.gemm.ladder import gemm_ref
-
-    res = audit()
-    h.note("hopper lowp audit", "; ".join(f"{k}: {'ok' if v['supported'] else v['error']}" for k, v in res.items()),
-           audit=res)
-    # int8 -> int32 must be exact
-    M = N = K = 256
-    a = torch.randint(-128, 128, (M, K), dtype=torch.int8, device="cuda")
-    b = torch.randint(-128, 128, (N, K), dtype=torch.int8, device="cuda")
-    c = h.poisoned((M, N), torch.int32)
-    probe_int8(M, N, K)(a, b, c)
-    ref = (a.to(torch.float64) @ b.to(torch.float64).t())
-    h.check("int8 wgmma 256^3 (exact)", c, ref)
-    # block_N = 24: the shape class of the 0.1.x wgmma bug -- is the result right?
-    M, N, K = 256, 240, 256
-    from kernels.gemm.ladder import rung4_annotated
-
-    kern = rung4_annotated(M, N, K, block_M=128, block_N=24, block_K=64, stages=2, threads=128, panel=0)
-    a = h.rand((M, K), torch.float16)
-    b = h.rand((N, K), torch.float16)
-    c = h.poisoned((M, N), torch.float16)
-    kern(a, b, c)
-    ref = gemm_ref(a, b)
-    err = rel_fro_err(c, ref)
-    from kernels.gemm.common import gemm_tolerance
-
-    h.check("wgmma block_N=24 (8 mod 16)", c, ref, rel_fro_err=err, wgmma_shapes=wgmma_shapes(kern.get_kernel_source()),
-            **gemm_tolerance(K))

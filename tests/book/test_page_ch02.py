@@ -125,7 +125,7 @@ def test_measured_cells_without_results_say_so(monkeypatch):
     from coursebook import figures_ch02 as f2
 
     monkeypatch.setattr(f2, "_load", lambda device="nvidia-h200": None)
-    for md in (f2.measured_table("ch02.sincos"), f2.measured_table("ch02.layernorm"), f2.kernel_names_table()):
+    for md in (f2.measured_table("pytorch.sincos"), f2.measured_table("pytorch.layernorm"), f2.kernel_names_table()):
         assert f2.NO_RESULT in md
         assert not re.search(r"\d+\.\d+", md), "no number may appear without a recorded result"
 
@@ -135,26 +135,26 @@ def test_measured_cells_with_results_show_provenance_and_floor(monkeypatch):
 
     fake = {
         "provenance": {"device": "NVIDIA H200", "date": "2026-11-29T16:00:00Z", "torch": "2.x", "tilelang": "0.1.15"},
-        "suites": {"ch02_measure": {"records": [
-            {"kind": "bench", "name": "ch02.sincos.eager", "variant": "eager", "ms": 0.05, "gbps": 1342.0,
+        "suites": {"pytorch": {"records": [
+            {"kind": "bench", "name": "pytorch.sincos.eager", "variant": "eager", "ms": 0.05, "gbps": 1342.0,
              "frac_copy_bw": 0.35, "ledger_bytes": 134217728, "lower_bound_ms": 0.0298, "shape": [4096, 4096],
              "copy_gbps": 3900.0},
-            {"kind": "note", "name": "ch02.inductor.kernels", "model": "m",
+            {"kind": "note", "name": "pytorch.inductor.kernels", "model": "m",
              "eager_kernels": {"aten_kernel_a": 3}, "compiled_kernels": {"triton_poi_fused_cos_sin_0": 1},
              "generated_kernels": ["triton_poi_fused_cos_sin_0"], "sincos_kernels": ["triton_poi_fused_cos_sin_0"]},
         ]}},
     }
     monkeypatch.setattr(f2, "_load", lambda device="nvidia-h200": fake)
-    md = f2.measured_table("ch02.sincos")
+    md = f2.measured_table("pytorch.sincos")
     assert "记录于 NVIDIA H200" in md and "2026-11-29" in md and "tilelang 0.1.15" in md
     assert "134.2" in md and "29.8" in md and "50.0" in md  # ledger bytes, floor (us), measured (us)
-    assert f2.NO_RESULT in f2.measured_table("ch02.layernorm")
+    assert f2.NO_RESULT in f2.measured_table("pytorch.layernorm")
     names = f2.kernel_names_table()
     assert "triton_poi_fused_cos_sin_0" in names and "记录于" in names
 
 
 def test_chapter_kernel_lowers_for_hopper():
-    from kernels import ch02_measure as m
+    from kernels import pytorch as m
 
     src = m.sincos_fused(4096).get_kernel_source()
     assert "sinf" in src and "cosf" in src, "the fused kernel should call sin and cos once per element"
@@ -163,7 +163,7 @@ def test_chapter_kernel_lowers_for_hopper():
 def test_check_inputs_names_the_constraint():
     import torch
 
-    from kernels import ch02_measure as m
+    from kernels import pytorch as m
 
     with pytest.raises(ValueError, match="multiple of 2048"):
         m.check_inputs(torch.zeros(1000, dtype=torch.float16))

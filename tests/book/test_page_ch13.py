@@ -36,7 +36,7 @@ def registry():
 
 @pytest.fixture(scope="module")
 def results():
-    from kernels.runner import load_results
+    from measure.results import load_results
 
     return load_results("nvidia-h200")
 
@@ -155,7 +155,7 @@ def test_ascend_section_is_labelled_cpu_only():
 
 def test_measured_section_reads_verdicts_from_the_records():
     block = _text()[_text().index("(ch13-measured)="):_text().index("(ch13-pitfalls)=")]
-    assert "runner.render(" in block and "recorded" in block
+    assert "render(" in block and "recorded" in block
     assert "f13.targets_table(" in block and "f13.measured_copy_fraction(" in block
     assert "rec13.targets.met_list" in block and "rec13.targets.missed_list" in block
     assert "rec13.fused_fp8.byte_ratio" in block and "x.3-tilelang-kernels" in block

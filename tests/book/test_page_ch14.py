@@ -214,9 +214,10 @@ def test_inferred_twin_of_the_tuned_winner_is_the_same_code():
     """The page says the `_inferred` candidates compile to the same CUDA as their annotated twins."""
     pytest.importorskip("tilelang")
     from kernels.gemm import ladder
+    from measure.suites.gemm.ladder import TUNE_CANDIDATES
 
-    ann = next(c for c in ladder.TUNE_CANDIDATES if ladder.label(c) == "128x256x64_s3_t256_p8")
-    inf = next(c for c in ladder.TUNE_CANDIDATES if ladder.label(c) == "128x256x64_s3_t256_p8_inferred")
+    ann = next(c for c in TUNE_CANDIDATES if ladder.label(c) == "128x256x64_s3_t256_p8")
+    inf = next(c for c in TUNE_CANDIDATES if ladder.label(c) == "128x256x64_s3_t256_p8_inferred")
     a = ladder.rung4_annotated(4096, 4096, 4096, **ann).get_kernel_source()
     b = ladder.rung4_annotated(4096, 4096, 4096, **inf).get_kernel_source()
     assert a == b

@@ -183,9 +183,9 @@ def test_errata_rows_show_both_flop_readings():
 def test_recorded_ncu_supports_the_pages_reading():
     """The prose says: L2 absorbed A's repeated table reads (DRAM near the ideal, far below
     the ledger) and A is several times slower than C for about the same DRAM bytes."""
-    from kernels import case_study as kcs
+    from coursebook.figures_ch28 import recorded_ncu
 
-    ncu = kcs.recorded_ncu()
+    ncu = recorded_ncu()
     if ncu is None:
         pytest.skip("no recorded Nsight Compute summary")
     a = ncu["designs"]["A"]

@@ -2,7 +2,7 @@
 
 The module captures the four course kernels once (a few seconds) and checks what the
 compiler produced and decided against the constants of the installed
-``estimate_latency.h`` and against the committed record in kernels/results/ascend/.
+``estimate_latency.h`` and against the committed record in measure/results/ascend/.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pytest
 
 pytest.importorskip("tilelang")
 
-from kernels.ascend import capture as C  # noqa: E402
+from measure import ascend as C  # noqa: E402
 from kernels.ascend import programs as P  # noqa: E402
 from kernels.ascend import surface  # noqa: E402
 

@@ -9,7 +9,9 @@ torch = pytest.importorskip("torch")
 tilelang = pytest.importorskip("tilelang")
 
 from kernels.gemm import ladder  # noqa: E402
-from kernels.gemm.common import TARGET_SM90, instruction_path, launch_info, wgmma_shapes  # noqa: E402
+from kernels.gemm.common import TARGET_SM90  # noqa: E402
+from kernels.gemm.lowered import instruction_path, launch_info, wgmma_shapes  # noqa: E402
+from measure.suites.gemm.ladder import TUNE_CANDIDATES  # noqa: E402
 
 SHAPE = (1024, 1024, 1024)
 
@@ -18,7 +20,7 @@ SHAPE = (1024, 1024, 1024)
 def _fresh_compiles(fresh_compiles):
     """Kernels loaded from a cache carry no device module (launch config); compile afresh."""
     yield
-TUNED = [ladder.TUNE_CANDIDATES[0], ladder.TUNE_CANDIDATES[3]]  # 128x256 and 256x128, 2 consumer warpgroups
+TUNED = [TUNE_CANDIDATES[0], TUNE_CANDIDATES[3]]  # 128x256 and 256x128, 2 consumer warpgroups
 
 
 @pytest.fixture(scope="module")
@@ -114,7 +116,7 @@ def test_tuned_candidates_match_the_ledger_and_use_two_consumer_warpgroups(tuned
 
 
 def test_every_tuned_candidate_fits_shared_memory():
-    for cfg in ladder.TUNE_CANDIDATES:
+    for cfg in TUNE_CANDIDATES:
         assert ladder.smem_budget(cfg) <= 232448, ladder.label(cfg)
         assert cfg["block_N"] % 16 == 0
 
@@ -164,7 +166,7 @@ def test_check_inputs_requires_cuda_tensors():
 
 
 def test_report_tables_read_recorded_records():
-    from kernels.gemm import report
+    from coursebook import gemm_report as report
 
     res = {"suites": {
         "gemm.ladder": {"records": [
@@ -191,10 +193,10 @@ def test_report_tables_read_recorded_records():
 def test_hand_written_rows_replicates_and_power_read_the_records(tmp_path):
     import json
 
-    from kernels.gemm import report
+    from coursebook import gemm_report as report
 
-    ws_labels = [ladder.label(c) for c in ladder.TUNE_CANDIDATES if c.get("ws")]
-    auto = ladder.label(ladder.TUNE_CANDIDATES[0])
+    ws_labels = [ladder.label(c) for c in TUNE_CANDIDATES if c.get("ws")]
+    auto = ladder.label(TUNE_CANDIDATES[0])
 
     def run(t_ws, rounds=3):
         ms = {auto: 2.0, **{lab: t_ws for lab in ws_labels}}
@@ -210,16 +212,25 @@ def test_hand_written_rows_replicates_and_power_read_the_records(tmp_path):
     for n, t in ((3, 1.6), (11, 1.0), (2, 2.5)):
         (raw / f"nvidia-h200.run{n}.json").write_text(json.dumps(run(t)))
     (raw / "nvidia-h200.run5.json").write_text(json.dumps(run(1.0, rounds=1)))  # another protocol: not a repeat
-    (raw / "nvidia-h200.run7.json").write_text(json.dumps({"suites": {}}))  # no ladder suite
-    reps = report.ladder_replicates(run(1.0), raw_dir=raw)
-    assert [n for n, _ in reps] == ["run 2", "run 3", "run 11"]
+
+    def declare(*nums):
+        files = [f"raw/nvidia-h200.run{n}.json" for n in nums]
+        (tmp_path / "manifest.json").write_text(json.dumps(
+            {"nvidia-h200": {"merged": "nvidia-h200.json", "inputs": files, "repeats": {report.LADDER_REPEATS: files}}}))
+
+    declare(2, 3, 11)
+    reps = report.ladder_replicates(run(1.0), results_dir=tmp_path)
+    assert [n for n, _ in reps] == ["run 2", "run 3", "run 11"]  # the declared runs, in the declared order
     assert report.vs_automatic(reps[2][1], 4096, ws_labels[0]) == 100.0
     assert report.vs_automatic(reps[0][1], 4096, ws_labels[0]) == pytest.approx(-20.0)
     assert report.vs_automatic(reps[0][1], 8192, ws_labels[0]) is None
     rows = report.ws_rows(run(1.0), sides=(4096,), runs=reps)
     assert len(rows) == len(ws_labels) == 7
     assert rows[0]["4096^3 vs automatic"] == "-20.0% / +25.0% / +100.0%" and rows[0]["4096^3 us"] == "1000.0"
-    assert report.ws_rows(None) == [] and report.ladder_replicates(None, raw_dir=raw) == []
+    assert report.ws_rows(None) == [] and report.ladder_replicates(None, results_dir=tmp_path) == []
+    declare(2, 5)  # run 5 searched with one round: declaring it a repeat is refused
+    with pytest.raises(ValueError, match="run5.json is declared a repeat"):
+        report.ladder_replicates(run(1.0), results_dir=tmp_path)
     power = report.power_rows(run(1.0))
     assert [p["timed"] for p in power] == ["kernel", "cuBLAS"]
     assert power[0]["SM MHz (per-round medians)"] == "1500-1600" and power[1]["board W"] == "688-699"
@@ -239,8 +250,8 @@ def test_ragged_shapes_get_guarded_stores(rungs):
 
 def test_row_partition_candidates_issue_full_width_wgmma():
     """policy="row": each consumer warpgroup owns 64 whole rows of the tile."""
-    rows = [c for c in ladder.TUNE_CANDIDATES if c.get("policy") == "row" and not c.get("persistent")]
-    assert len(rows) == 2 and len(ladder.TUNE_CANDIDATES) == 19  # the cost the docstring states
+    rows = [c for c in TUNE_CANDIDATES if c.get("policy") == "row" and not c.get("persistent")]
+    assert len(rows) == 2 and len(TUNE_CANDIDATES) == 19  # the cost the docstring states
     want = {(128, 256): {(64, 256, 16)}, (256, 128): {(64, 128, 16)}}
     for cfg in rows:
         k = ladder.rung4_annotated(4096, 4096, 4096, **cfg)
@@ -260,8 +271,8 @@ def test_default_partition_splits_n_between_warpgroups(tuned):
 def test_persistent_candidates_walk_the_tiles_on_one_block_per_sm():
     """rung4_persistent: ``workers`` blocks, a loop over the waves of tiles, the same TMA +
     wgmma pipeline, a C tile of its own (the ledger's budget adds it) and no spill."""
-    pers = [c for c in ladder.TUNE_CANDIDATES if c.get("persistent") and not c.get("ws")]
-    assert len(pers) == 3 and all("_pers" in ladder.label(c) for c in ladder.TUNE_CANDIDATES if c.get("persistent"))
+    pers = [c for c in TUNE_CANDIDATES if c.get("persistent") and not c.get("ws")]
+    assert len(pers) == 3 and all("_pers" in ladder.label(c) for c in TUNE_CANDIDATES if c.get("persistent"))
     for cfg in pers:
         k = ladder.build_tuned(8192, 8192, 8192, cfg, workers=132)
         src, info = k.get_kernel_source(), launch_info(k)

@@ -8,7 +8,9 @@ torch = pytest.importorskip("torch")
 tilelang = pytest.importorskip("tilelang")
 
 from kernels.gemm import lowp, support  # noqa: E402
-from kernels.gemm.common import instruction_path, launch_info, wgmma_shapes  # noqa: E402
+from kernels.gemm.lowered import instruction_path, launch_info, wgmma_shapes  # noqa: E402
+from measure.check import tolerance_stats  # noqa: E402
+from measure.suites.gemm import lowp as lowp_suite  # noqa: E402
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -62,7 +64,7 @@ def test_fp8_shared_memory_matches_the_ledger():
     from ledger.cost import dtype_bytes
     from ledger.tiles import smem_total
 
-    cfg = lowp.FP8_CANDIDATES[0]
+    cfg = lowp_suite.FP8_CANDIDATES[0]
     k = lowp.fp8_gemm(1024, 1024, 1024, **cfg)
     info = launch_info(k)
     assert info.dyn_smem_bytes == smem_total(cfg["block_M"], cfg["block_N"], cfg["block_K"], cfg["stages"],
@@ -141,14 +143,14 @@ def test_dequant_check_inputs():
 @pytest.fixture(scope="module")
 def promoted():
     out = {}
-    for cfg in (lowp.FP8_PROMOTED_CANDIDATES[0], lowp.FP8_PROMOTED_CANDIDATES[1]):
+    for cfg in (lowp_suite.FP8_PROMOTED_CANDIDATES[0], lowp_suite.FP8_PROMOTED_CANDIDATES[1]):
         k = lowp.fp8_gemm_promoted(1024, 1024, 1024, **cfg)
         out[cfg["promote"]] = (cfg, k, k.get_kernel_source())
     return out
 
 
 def test_square_partition_splits_n_between_warpgroups():
-    cfg = next(c for c in lowp.FP8_PROMOTED_CANDIDATES if c["block_N"] == 192 and c["policy"] == "square")
+    cfg = next(c for c in lowp_suite.FP8_PROMOTED_CANDIDATES if c["block_N"] == 192 and c["policy"] == "square")
     src = lowp.fp8_gemm_promoted(1024, 1024, 1024, **cfg).get_kernel_source()
     assert set(wgmma_shapes(src)) == {(64, 96, 32)}
 
@@ -191,7 +193,7 @@ def test_promote_every_two_blocks_is_conditional(promoted):
     assert "((ko_1 % 2) == 0) ? 0 : 1" in src  # the partial restarts on even blocks only
     assert "if ((ko_1 & 1) == 1)" in src  # and is promoted after odd ones
     with pytest.raises(ValueError, match="divide"):
-        lowp.fp8_gemm_promoted(1024, 1024, 1152, **lowp.FP8_PROMOTED_CANDIDATES[1])  # 9 K blocks
+        lowp.fp8_gemm_promoted(1024, 1024, 1152, **lowp_suite.FP8_PROMOTED_CANDIDATES[1])  # 9 K blocks
 
 
 def test_fp8_search_lists_are_small_and_fit_shared_memory():
@@ -200,10 +202,10 @@ def test_fp8_search_lists_are_small_and_fit_shared_memory():
 
     # small enough for the suite's time budget (run 6: 8 promoted + 4 single-level candidates,
     # both shapes: the whole gemm.lowp suite took 32 s of the H200)
-    assert len(lowp.FP8_PROMOTED_CANDIDATES) <= 8 and len(lowp.FP8_CANDIDATES) <= 6
-    labels = [lowp._fp8_label(c) for c in lowp.FP8_PROMOTED_CANDIDATES + lowp.FP8_CANDIDATES]
+    assert len(lowp_suite.FP8_PROMOTED_CANDIDATES) <= 8 and len(lowp_suite.FP8_CANDIDATES) <= 6
+    labels = [lowp.fp8_label(c) for c in lowp_suite.FP8_PROMOTED_CANDIDATES + lowp_suite.FP8_CANDIDATES]
     assert len(set(labels)) == len(labels)
-    for cfg in lowp.FP8_PROMOTED_CANDIDATES + lowp.FP8_CANDIDATES:
+    for cfg in lowp_suite.FP8_PROMOTED_CANDIDATES + lowp_suite.FP8_CANDIDATES:
         assert smem_total(cfg["block_M"], cfg["block_N"], cfg["block_K"], cfg["stages"], dtype_bytes("float8_e4m3fn")) <= 232448
         assert cfg["block_N"] % 16 == 0
 
@@ -213,14 +215,14 @@ def test_tolerance_stats_flag_a_wrong_tile_and_pass_bf16_rounding():
     K = 4096
     ref = torch.randn((256, 256), generator=g, dtype=torch.float64) * K ** 0.5
     tol = dict(atol=2.0 ** -8 * K ** 0.5, rtol=1.6e-2)
-    assert lowp.tolerance_stats(ref.to(torch.bfloat16), ref, **tol)["ok"]
+    assert tolerance_stats(ref.to(torch.bfloat16), ref, **tol)["ok"]
     bad = ref.clone()
     bad[128:, 128:] = ref[:128, :128]  # one tile holds another tile's values
-    st = lowp.tolerance_stats(bad, ref, **tol)
+    st = tolerance_stats(bad, ref, **tol)
     assert not st["ok"] and st["mismatched"] > 128 * 128 // 2
     nan = ref.clone()
     nan[0, 0] = float("nan")
-    assert lowp.tolerance_stats(nan, ref, **tol)["mismatched"] == 1
+    assert tolerance_stats(nan, ref, **tol)["mismatched"] == 1
 
 
 def test_multicast_pipeline_releases_stages_locally_only(audit):

@@ -8,7 +8,9 @@ torch = pytest.importorskip("torch")
 tilelang = pytest.importorskip("tilelang")
 
 from kernels.gemm import batched, grouped, splitk, streamk  # noqa: E402
-from kernels.gemm.common import H200_SMS, instruction_path, launch_info  # noqa: E402
+from kernels.common import SMS as H200_SMS  # noqa: E402
+from kernels.gemm.lowered import instruction_path, launch_info  # noqa: E402
+from measure.suites.gemm import splitk as splitk_suite, streamk as streamk_suite  # noqa: E402
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -48,10 +50,10 @@ def test_splitk_forms_differ_in_the_atomic_they_emit(splitk_kernels):
 
 
 def test_splitk_wave_prediction_for_the_skinny_shape():
-    pred, w = splitk.predicted_speedup(1024, 1024, 1)
+    pred, w = splitk_suite.predicted_speedup(1024, 1024, 1)
     assert pred == 1.0 and w["grid"] == 64 and w["waves"] == 1
     assert w["last_wave_fill"] == pytest.approx(64 / H200_SMS)
-    pred2, w2 = splitk.predicted_speedup(1024, 1024, 2)
+    pred2, w2 = splitk_suite.predicted_speedup(1024, 1024, 2)
     assert w2["grid"] == 128 and w2["waves"] == 1 and pred2 == pytest.approx(2.0)
 
 
@@ -104,7 +106,7 @@ def test_streamk_schedule_covers_every_tail_step_exactly_once(shape, tile):
 def test_streamk_plan_for_the_poor_last_wave():
     s = streamk.schedule(1536, 1536, 8192, 128, 128, 64)
     assert (s.tiles, s.dp_tiles, s.sk_tiles) == (144, 132, 12)
-    pred, w = streamk.predicted_speedup(1536, 1536)
+    pred, w = streamk_suite.predicted_speedup(1536, 1536)
     assert w["waves"] == 2 and w["last_wave_fill"] == pytest.approx(12 / 132)
     assert pred == pytest.approx(2 / (144 / 132))
 

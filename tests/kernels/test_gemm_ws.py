@@ -10,9 +10,10 @@ torch = pytest.importorskip("torch")
 tilelang = pytest.importorskip("tilelang")
 
 from kernels.gemm import ladder, support, ws  # noqa: E402
-from kernels.gemm.common import instruction_path, launch_info, wgmma_shapes  # noqa: E402
+from kernels.gemm.lowered import instruction_path, launch_info, wgmma_shapes  # noqa: E402
+from measure.suites.gemm import ladder as ladder_suite, lowp as lowp_suite  # noqa: E402
 
-WS_CANDIDATES = [c for c in ladder.TUNE_CANDIDATES if c.get("ws")]
+WS_CANDIDATES = [c for c in ladder_suite.TUNE_CANDIDATES if c.get("ws")]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -93,7 +94,7 @@ def test_ragged_shape_pads_the_cluster_grid():
     assert ws.ws_grid(1100, 1016, 256, 1) == (4, 9)
     assert ws.ws_grid(1100, 1016, 256, 2) == (4, 10)
     cfg = next(c for c in WS_CANDIDATES if c.get("cluster") == 2 and c.get("inflight") == 1)
-    k = ladder.build_tuned(*ladder.WS_RAGGED, cfg, workers=132)
+    k = ladder.build_tuned(*ladder_suite.WS_RAGGED, cfg, workers=132)
     src = k.get_kernel_source()
     assert "tma_load_multicast" in src and launch_info(k).grid == (132, 1, 1)
 
@@ -122,11 +123,11 @@ def test_build_tuned_refuses_a_shape_the_pipeline_does_not_have():
 def test_fp8_candidates_reach_fp8_wgmma_with_the_partials_in_registers():
     from kernels.gemm import lowp
 
-    assert len(lowp.FP8_WS_CANDIDATES) == 6
-    for cfg in lowp.FP8_WS_CANDIDATES:
+    assert len(lowp_suite.FP8_WS_CANDIDATES) == 6
+    for cfg in lowp_suite.FP8_WS_CANDIDATES:
         k = lowp.build_fp8_promoted(4096, 4096, 4096, cfg, workers=132)
         src, info = k.get_kernel_source(), launch_info(k)
-        name = lowp._fp8_label(cfg)
+        name = lowp.fp8_label(cfg)
         assert set(wgmma_shapes(src)) == {(64, cfg["block_N"], 32)} and "kFloat8_e4m3" in src, name
         assert info.grid == (132, 1, 1) and info.threads == ws.WS_THREADS, name
         # partials and the accumulator: 64 x block_N fp32 each, one partial (inflight=0) or two
@@ -147,7 +148,7 @@ def test_ptxas_serializes_wgmma_when_a_partial_is_added_while_the_next_runs():
     """inflight=1 for fp8 adds one partial while the wgmma of the other is in flight; ptxas
     answers with warning C7514 and serializes the wgmma (the record shows it ~20 % slower).
     The one-partial form, and the fp16 pipeline keeping its own wgmma in flight, do not."""
-    from kernels.gemm.common import ptxas_report
+    from kernels.gemm.lowered import ptxas_report
 
     two = ptxas_report(ws.fp8_ws(1024, 1024, 1024, block_N=128, stages=6, inflight=1, workers=8).get_kernel_source())
     one = ptxas_report(ws.fp8_ws(1024, 1024, 1024, block_N=192, stages=4, inflight=0, workers=8).get_kernel_source())

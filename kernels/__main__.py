@@ -1,4 +1,0 @@
-from kernels.runner import main
-import sys
-
-sys.exit(main())
