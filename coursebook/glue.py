@@ -10,7 +10,7 @@ from typing import Iterable
 
 from ledger.figures import Figure, collect
 
-__all__ = ["glue_figures", "figure_table", "GluedText"]
+__all__ = ["glue_figures", "glue_values", "glued_keys", "figure_table", "GluedText"]
 
 
 class GluedText:
@@ -43,6 +43,34 @@ def glue_figures(prefix: str | Iterable[str] = "") -> dict[str, Figure]:
     for key, f in chosen.items():
         glue(key, GluedText(f.text), display=False)
     return chosen
+
+
+def glue_values(values: dict[str, str]) -> dict[str, str]:
+    """Glue computed texts (``{key: printed text}``, e.g. a helper's value function); return them."""
+    from myst_nb import glue
+
+    for key, text in values.items():
+        glue(key, GluedText(str(text)), display=False)
+    return values
+
+
+def glued_keys(page: str, prefixes: str | Iterable[str] = (), registry_only: bool = True) -> list[str]:
+    """Keys glued by ``{glue:text}`key``` on ``book/<page>``, in order of first use: those starting
+    with one of ``prefixes`` (a prefix ``"ch14"`` means ``"ch14."``; none: every key), and with
+    ``registry_only`` only those the ledger's registry holds (the page's "where each number comes
+    from" table)."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "book" / page).read_text(encoding="utf-8")
+    keys = list(dict.fromkeys(re.findall(r"\{glue:text\}`([^`]+)`", text)))
+    pre = (prefixes,) if isinstance(prefixes, str) else tuple(prefixes)
+    if pre:
+        keys = [k for k in keys if k.startswith(tuple(p if p.endswith(".") else p + "." for p in pre))]
+    if registry_only:
+        reg = collect()
+        keys = [k for k in keys if k in reg]
+    return keys
 
 
 def figure_table(prefix: str | Iterable[str] = "", *, keys: Iterable[str] | None = None) -> str:

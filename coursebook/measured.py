@@ -18,7 +18,7 @@ import re
 
 from coursebook.glue import GluedText
 
-__all__ = ["slug", "measured_values", "glue_measured", "provenance_line"]
+__all__ = ["slug", "measured_values", "glue_measured", "glue_missing", "provenance_line"]
 
 
 def slug(name: str) -> str:
@@ -87,3 +87,18 @@ def glue_measured(device: str = "nvidia-h200") -> dict[str, str]:
     for key, text in vals.items():
         glue(key, GluedText(text), display=False)
     return vals
+
+
+def glue_missing(page: str, measured: dict[str, str] | None, dash: str = "—") -> dict[str, str]:
+    """Glue ``dash`` for every ``rec.*`` key ``book/<page>`` uses that ``measured`` lacks (no
+    results file, or a record renamed by a later run), so the page says "no value" instead of
+    failing the strict build; returns those keys.  A page test checks that, with the results in
+    the repository, none is missing."""
+    import re
+    from pathlib import Path
+
+    from coursebook.glue import glue_values
+
+    text = (Path(__file__).resolve().parent.parent / "book" / page).read_text(encoding="utf-8")
+    used = dict.fromkeys(re.findall(r"\{glue:text\}`(rec\.[^`]+)`", text))
+    return glue_values({k: dash for k in used if k not in (measured or {})})

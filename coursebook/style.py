@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["apply", "new_figure", "cjk_font_path", "COLORS", "FONT_FAMILY"]
+__all__ = ["apply", "new_figure", "figure", "cjk_font_path", "COLORS", "FONT_FAMILY"]
 
 FONT_FAMILY = "Noto Sans CJK SC"
 COLORS = {
@@ -79,3 +79,21 @@ def new_figure(nrows: int = 1, ncols: int = 1, **kw):
     import matplotlib.pyplot as plt
 
     return plt.subplots(nrows, ncols, **kw)
+
+
+def figure(w: float = 7.2, h: float = 4.2):
+    """A :class:`matplotlib.figure.Figure` in the book style, made without pyplot, so a notebook
+    cell that returns it shows it exactly once (as PNG)."""
+    apply()
+    try:  # let IPython render a bare Figure when a cell returns one
+        from IPython import get_ipython
+
+        if get_ipython() is not None:
+            from matplotlib_inline.backend_inline import set_matplotlib_formats
+
+            set_matplotlib_formats("png")
+    except Exception:  # outside IPython, or an IPython without matplotlib_inline
+        pass
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=(w, h))

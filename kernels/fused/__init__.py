@@ -23,7 +23,7 @@ One module per schedule, each in the order reference -> kernel -> check:
 The suite :mod:`measure.suites.fused` searches every schedule and times the winner under
 one record name.
 """
-from kernels.fused.fragment import rmsnorm_rope, rmsnorm_rope_fp8
+from kernels.fused.fragment import _rms_rope_quant, rmsnorm_rope, rmsnorm_rope_fp8
 from kernels.fused.launch import VEC_DEFAULT, check_inputs, fused_rmsnorm_rope, fused_rmsnorm_rope_fp8
 from kernels.fused.pipe import pipe_supported, rmsnorm_rope_fp8_pipe
 from kernels.fused.reference import ref_rmsnorm_rope, ref_rmsnorm_rope_fp8
@@ -33,4 +33,4 @@ from kernels.fused.warp import rmsnorm_rope_fp8_warp, rmsnorm_rope_warp, warp_su
 __all__ = ["ref_rmsnorm_rope", "ref_rmsnorm_rope_fp8", "rmsnorm_rope", "rmsnorm_rope_fp8", "pipe_supported",
            "rmsnorm_rope_fp8_pipe", "warp_supported", "rmsnorm_rope_warp", "rmsnorm_rope_fp8_warp", "vec_supported",
            "rmsnorm_rope_fp8_vec", "rmsnorm_rope_fp8_vecp", "check_inputs", "fused_rmsnorm_rope",
-           "fused_rmsnorm_rope_fp8", "VEC_DEFAULT", "_vec_token", "_widen"]
+           "fused_rmsnorm_rope_fp8", "VEC_DEFAULT", "_rms_rope_quant", "_vec_token", "_widen"]

@@ -37,9 +37,9 @@ def registry():
 
 
 def _self_glued() -> set[str]:
-    from coursebook import figures_ch28 as f28
+    from coursebook import ncu
 
-    keys = {f"ch28.ncu.{k}" for k in f28.NCU_KEYS}
+    keys = {f"ch28.ncu.{k}" for k in ncu.NCU_KEYS}
     text = _text()
     keys |= set(SELF_GLUED.findall(text))
     keys |= {f"ch28.hw.carver.{k}" for k in ("n_timed", "first_tile", "first_tflops", "best_rank", "best_tile",
@@ -54,17 +54,12 @@ def test_every_glue_key_is_known(registry):
     assert not unknown, f"glued keys nobody provides: {unknown}"
 
 
-def test_page_glues_the_registry_and_the_measurements():
-    text = _text()
-    assert 'glue_figures("ch28")' in text
-    assert "glue_measured()" in text and "f28.ncu_values()" in text
-
-
 def test_ncu_values_cover_their_keys():
-    from coursebook import figures_ch28 as f28
+    from coursebook import ncu
 
-    assert set(f28.ncu_values()) == {f"ch28.ncu.{k}" for k in f28.NCU_KEYS}
-    assert set(f28.ncu_values({})) == {f"ch28.ncu.{k}" for k in f28.NCU_KEYS}  # no file: placeholders
+    assert set(ncu.case_values()) == {f"ch28.ncu.{k}" for k in ncu.NCU_KEYS}
+    assert set(ncu.case_values({})) == {f"ch28.ncu.{k}" for k in ncu.NCU_KEYS}  # no file: placeholders
+    assert set(ncu.case_values({}).values()) == {"—"}
 
 
 # Numbers that are problem statements (shapes, sizes, years), not results.
@@ -140,36 +135,36 @@ def test_references_carry_urls():
 
 
 # ----------------------------------------------------------------- helpers
-FIGURES = ["design_flow", "roofline_three_roofs", "case_traffic"]
+FIGURES = ["diagrams.design_flow", "roofline.roofline_three_roofs", "ncu.case_traffic"]
 
 
 @pytest.mark.parametrize("name", FIGURES)
 def test_figure_draws(name):
+    import importlib
+
     from matplotlib.figure import Figure
 
-    from coursebook import figures_ch28 as f28
-
-    assert f"f28.{name}()" in _text(), f"the page does not show {name}"
-    fig = getattr(f28, name)()
+    mod, fn = name.split(".")
+    fig = getattr(importlib.import_module(f"coursebook.{mod}"), fn)()
     assert isinstance(fig, Figure) and fig.axes
 
 
 def test_case_traffic_without_results_says_so():
-    from coursebook import figures_ch28 as f28
+    from coursebook import ncu, records
 
-    fig = f28.case_traffic(ncu={})
-    assert f28.NO_RESULT in fig.texts[0].get_text()
+    fig = ncu.case_traffic(ncu={})
+    assert records.NO_RESULT in fig.texts[0].get_text()
 
 
 def test_misreading_table_has_eight_rows():
-    from coursebook import figures_ch28 as f28
+    from coursebook import errata as f28
 
     rows = f28.misreading_rows()
     assert [r["m"] for r in rows] == [f"M{i}" for i in range(1, 9)]
 
 
 def test_errata_rows_show_both_flop_readings():
-    from coursebook import figures_ch28 as f28
+    from coursebook import errata as f28
 
     rows = {r["key"]: r for r in f28.erratum_rows()}
     assert "ch28.erratum.case_flop_readings" in rows
@@ -183,9 +178,9 @@ def test_errata_rows_show_both_flop_readings():
 def test_recorded_ncu_supports_the_pages_reading():
     """The prose says: L2 absorbed A's repeated table reads (DRAM near the ideal, far below
     the ledger) and A is several times slower than C for about the same DRAM bytes."""
-    from coursebook.figures_ch28 import recorded_ncu
+    from coursebook.ncu import recorded
 
-    ncu = recorded_ncu()
+    ncu = recorded("ncu_case")
     if ncu is None:
         pytest.skip("no recorded Nsight Compute summary")
     a = ncu["designs"]["A"]

@@ -166,7 +166,8 @@ def test_check_inputs_requires_cuda_tensors():
 
 
 def test_report_tables_read_recorded_records():
-    from coursebook import gemm_report as report
+    from coursebook import gemm_ladder as report
+    from coursebook import tiles
 
     res = {"suites": {
         "gemm.ladder": {"records": [
@@ -187,13 +188,13 @@ def test_report_tables_read_recorded_records():
     assert report.targets(res) == [{"kernel": "tuned rung4 8192^3", "target": "speedup:cuBLAS >= 1.0",
                                     "value": "1.07", "met": "yes"}]
     assert report.audit_rows(res)[0]["sm_90a"] == "refused"
-    assert report.variant_rows(None) == [] and report.lowp_rows(res) == []
+    assert tiles.variant_rows(None) == [] and report.lowp_rows(res) == []
 
 
 def test_hand_written_rows_replicates_and_power_read_the_records(tmp_path):
     import json
 
-    from coursebook import gemm_report as report
+    from coursebook import gemm_ladder as report
 
     ws_labels = [ladder.label(c) for c in TUNE_CANDIDATES if c.get("ws")]
     auto = ladder.label(TUNE_CANDIDATES[0])

@@ -87,7 +87,7 @@ def test_ncu_parse_mode_writes_the_results_json(tmp_path, capsys):
     data = json.loads((tmp_path / "ncu_case.json").read_text())
     assert set(data["designs"]) == {"A", "B", "C"} and data["provenance"]["parsed_from"].endswith("ncu_case.csv")
     assert "design A: DRAM 69.70 MB" in capsys.readouterr().out
-    from coursebook.figures_ch28 import design_rows
+    from coursebook.ncu import design_rows
 
     rows = design_rows(data, {})
     assert rows[0]["dram_mb"] == pytest.approx(69.7) and rows[2]["ledger_mb"] == pytest.approx(69.861376)

@@ -1,0 +1,239 @@
+"""Nsight Compute summaries drawn for the book: the case study's DRAM and L2 bytes next to the
+ledger's, the row kernels' instructions and issue slots, the 8192^3 GEMMs' L2 and DRAM reads.
+
+Everything reads the committed summaries of :mod:`measure.ncu` (``measure/results/ncu/``); a
+missing summary gives ``—`` and a figure that says so.  The value functions return
+``{glue key: printed text}``.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from coursebook.records import DASH, NO_RESULT, load, records, search
+from coursebook.style import COLORS as _C
+from coursebook.style import figure
+
+__all__ = ["recorded", "case_values", "case_traffic", "design_rows", "recorded_benches", "rows_values",
+           "gemm_values"]
+
+
+def recorded(name: str) -> dict | None:
+    """The committed summary ``measure/results/ncu/<name>.json`` (``ncu_case``, ``ncu_rows``,
+    ``ncu_gemm``), or None."""
+    from measure.ncu.driver import RESULTS
+
+    p = Path(RESULTS) / f"{name}.json"
+    return json.loads(p.read_text(encoding="utf-8")) if p.exists() else None
+
+
+def recorded_benches(device: str = "nvidia-h200") -> dict:
+    """Harness timings of the designs from the recorded results: {design: record}."""
+    from kernels.case_study import DESIGNS, TOKENS
+
+    res = load(device)
+    out = {}
+    for r in records(res, "case_study", kind="bench"):
+        if r.get("suite") == "case_study" and r.get("design") in DESIGNS and r.get("name", "").endswith(f"T={TOKENS}"):
+            out[r["design"]] = r
+    return out
+
+
+def design_rows(ncu: dict | None = None, benches: dict | None = None) -> list[dict]:
+    """One row per design: ledger budget next to what was measured (None where not measured)."""
+    from kernels.case_study import DESIGNS
+    from ledger import case_study as lc
+    from measure.suites.case_study import ledger_design
+
+    ncu = recorded("ncu_case") if ncu is None else ncu
+    benches = recorded_benches() if benches is None else benches
+    rows = []
+    for d in DESIGNS:
+        led = ledger_design(d)
+        m = (ncu or {}).get("designs", {}).get(d, {})
+        b = benches.get(d, {})
+        rows.append({
+            "design": d, "rows_per_block": led.rows_per_block, "grid": led.grid, "waves": led.waves,
+            "ledger_mb": led.total_bytes / 1e6, "ledger_floor_us": lc.sol_seconds(led.total_bytes) * 1e6,
+            "dram_mb": m.get("dram_mb"), "l2_mb": m.get("l2_mb"),
+            "measured_over_ledger": m.get("measured_over_ledger"),
+            "ncu_us": m.get("time_us"), "harness_us": None if not b.get("ms") else b["ms"] * 1e3,
+        })
+    return rows
+
+
+def case_traffic(ncu: dict | None = None):
+    """Left: ledger bytes of designs A/B/C (payload + lookup) against the measured DRAM and
+    L2 bytes.  Right: ledger floor against the measured time.  Without a recorded
+    Nsight Compute file only the ledger bars are drawn and the title says so."""
+    from ledger import case_study as cs
+
+    ncu = recorded("ncu_case") if ncu is None else ncu
+    ds = cs.book_designs()
+    names = list(ds)
+    fig = figure(9.2, 4.0)
+    ax, bx = fig.add_subplot(1, 2, 1), fig.add_subplot(1, 2, 2)
+    xs = range(len(names))
+    pay = [ds[k].payload_bytes / 1e6 for k in names]
+    look = [ds[k].lookup_bytes / 1e6 for k in names]
+    ax.bar([x - 0.2 for x in xs], pay, 0.38, color=_C["memory"], label="账本：payload")
+    ax.bar([x - 0.2 for x in xs], look, 0.38, bottom=pay, color=_C["eager"], label="账本：查表")
+    ax.axhline(cs.ideal_bytes() / 1e6, color="#333333", ls="--", lw=1, label="理想字节")
+    floors = [ds[k].floor_seconds() * 1e6 for k in names]
+    bx.bar([x - 0.2 for x in xs], floors, 0.38, color=_C["datasheet"], label="账本下界")
+    if ncu:
+        d = ncu["designs"]
+        ax.bar([x + 0.2 for x in xs], [d[k]["dram_mb"] for k in names], 0.38, color=_C["calibrated"], label="实测 DRAM（ncu）")
+        ax.plot([x + 0.2 for x in xs], [d[k]["l2_mb"] for k in names], "k^", ms=7, label="实测 L2 字节（ncu）")
+        bx.bar([x + 0.2 for x in xs], [d[k]["time_us"] for k in names], 0.38, color=_C["compute"], label="实测时间（ncu）")
+        p = ncu.get("provenance", {})
+        fig.suptitle(f"记录于 {p.get('device', '?')}，{str(p.get('date', '?'))[:10]}，冷 L2 单次发射", fontsize=10)
+    else:
+        fig.suptitle(NO_RESULT, fontsize=10)
+    for a in (ax, bx):
+        a.set_xticks(list(xs))
+        a.set_xticklabels([f"设计 {k}\n{ds[k].rows_per_block} 行/block" for k in names])
+        a.legend(fontsize=8)
+    ax.set_ylabel("MB")
+    ax.set_title("搬运字节：账本与实测")
+    bx.set_ylabel("µs")
+    bx.set_title("时间：账本下界与实测")
+    return fig
+
+
+def _ideal_read_bytes() -> float:
+    """What the case must read at least: the bf16 input once and the lookup data once."""
+    from ledger import case_study as cs
+    from ledger.cost import dtype_bytes
+
+    return cs.CASE.elements * dtype_bytes(cs.CASE.in_dtype) + cs.lookup_bytes()
+
+
+NCU_KEYS = ("device", "date", "version", "ideal_mb", "a.dram_mb", "a.read_mb", "a.l2_mb", "a.l2_hit_pct",
+            "a.over_ideal", "a.over_ledger", "a.ledger_mb", "a.time_us", "a.gbps", "a.warps_pct", "c.dram_mb",
+            "c.time_us", "c.gbps", "b.time_us", "time_a_over_c", "dram_a_over_c", "ledger_a_over_c", "cal.read_mb",
+            "cal.write_mb", "cal.expected_mb", "cal.write_pct", "cal.gbps", "a.ns_per_block", "c.warps_pct",
+            "c.read_mb", "ideal_read_mb", "harness_a_over_c")
+
+
+def case_values(ncu: dict | None = None) -> dict[str, str]:
+    """Printed texts of the recorded Nsight Compute summary, keyed ``ch28.ncu.*``.
+
+    Without a recorded file every key reads "—" (the page's measured cell says why)."""
+    ncu = recorded("ncu_case") if ncu is None else ncu
+    if not ncu:
+        return {f"ch28.ncu.{k}": "—" for k in NCU_KEYS}
+    d, cal, p = ncu["designs"], ncu["calibration"], ncu.get("provenance", {})
+    a, b, c = d["A"], d["B"], d["C"]
+    benches = recorded_benches()
+    out = {
+        "ch28.ncu.device": str(p.get("device", "?")),
+        "ch28.ncu.date": str(p.get("date", "?"))[:10],
+        "ch28.ncu.version": str(p.get("ncu_version", "ncu")).split(" (")[0],
+        "ch28.ncu.ideal_mb": f"{ncu['ideal_mb']:.1f}",
+        "ch28.ncu.a.dram_mb": f"{a['dram_mb']:.1f}",
+        "ch28.ncu.a.read_mb": f"{a['dram_read_mb']:.1f}",
+        "ch28.ncu.a.l2_mb": f"{a['l2_mb']:.1f}",
+        "ch28.ncu.a.l2_hit_pct": f"{a['l2_hit_pct']:.0f}",
+        "ch28.ncu.a.over_ideal": f"{a['measured_over_ideal']:.2f}",
+        "ch28.ncu.a.over_ledger": f"{a['measured_over_ledger']:.2f}",
+        "ch28.ncu.a.ledger_mb": f"{a['ledger_mb']:.0f}",
+        "ch28.ncu.a.time_us": f"{a['time_us']:.1f}",
+        "ch28.ncu.a.gbps": f"{a['dram_gbps']:.0f}",
+        "ch28.ncu.a.warps_pct": f"{a['warps_active_pct']:.0f}",
+        "ch28.ncu.c.dram_mb": f"{c['dram_mb']:.1f}",
+        "ch28.ncu.c.time_us": f"{c['time_us']:.1f}",
+        "ch28.ncu.c.gbps": f"{c['dram_gbps']:.0f}",
+        "ch28.ncu.b.time_us": f"{b['time_us']:.1f}",
+        "ch28.ncu.time_a_over_c": f"{ncu['time_ratio_A_over_C']:.2f}",
+        "ch28.ncu.dram_a_over_c": f"{ncu['dram_ratio_A_over_C']:.2f}",
+        "ch28.ncu.ledger_a_over_c": f"{ncu['ledger_ratio_A_over_C']:.2f}",
+        "ch28.ncu.cal.read_mb": f"{cal['dram_read_mb']:.1f}",
+        "ch28.ncu.cal.write_mb": f"{cal['dram_write_mb']:.1f}",
+        "ch28.ncu.cal.expected_mb": f"{cal['expected_mb_each_way']:.1f}",
+        "ch28.ncu.cal.write_pct": f"{100 * cal['dram_write_mb'] / cal['expected_mb_each_way']:.0f}",
+        "ch28.ncu.cal.gbps": f"{cal['dram_gbps']:.0f}",
+        "ch28.ncu.a.ns_per_block": f"{1e3 * a['time_us'] / int(str(a['grid']).strip('()').split(',')[0]):.2f}",
+        "ch28.ncu.c.warps_pct": f"{c['warps_active_pct']:.0f}",
+        "ch28.ncu.c.read_mb": f"{c['dram_read_mb']:.1f}",
+        "ch28.ncu.ideal_read_mb": f"{_ideal_read_bytes() / 1e6:.1f}",
+    }
+    if "A" in benches and "C" in benches:
+        out["ch28.ncu.harness_a_over_c"] = f"{benches['A']['ms'] / benches['C']['ms']:.1f}"
+    out.setdefault("ch28.ncu.harness_a_over_c", "—")
+    return out
+
+
+def rows_values(results: dict | None = None, ncu: dict | None = None) -> dict[str, str]:
+    """Texts of the "where the fused FP8 kernel stalls" passage: ``rec13.diag.*`` from the
+    recorded search of the fused kernel's schedules, ``rec13.ncu.*`` from the recorded
+    Nsight Compute run (``measure/results/ncu/ncu_rows.json``).  Missing data -> "—"."""
+    results = results if results is not None else load()
+    ncu = ncu if ncu is not None else recorded("ncu_rows")
+    out: dict[str, str] = {}
+    srch = search(results, "fused rmsnorm+rope+fp8 blk_m") or {}
+    ms = srch.get("ms") or {}
+
+    def best(pred):
+        hits = {k: v for k, v in ms.items() if pred(k)}
+        return min(hits.items(), key=lambda kv: kv[1]) if hits else (None, None)
+
+    groups = {
+        "orig": lambda k: k == "blk_m=2",
+        "capped": lambda k: k.startswith("blk_m=") and "min_blocks" in k,
+        "lean": lambda k: k.startswith("lean,"),
+        "pipe": lambda k: k.startswith("pipe,"),
+        "warp": lambda k: k.startswith("warp,"),
+        "vec": lambda k: k.startswith("vec,") and not k.endswith(",prefetch"),
+        "vecpf": lambda k: k.startswith("vec,") and k.endswith(",prefetch"),
+        "vecp": lambda k: k.startswith("vecp,"),
+    }
+    for g, pred in groups.items():
+        lab, t = best(pred)
+        out[f"rec13.diag.{g}_us"] = "—" if t is None else f"{t * 1e3:.1f}"
+        out[f"rec13.diag.{g}_cfg"] = lab or "—"
+    out["rec13.diag.best"] = srch.get("best") or "—"
+    from measure.suites.fused import PIPE_THREADS
+    from measure.ncu.rows import FUSED_CFG, LEAN_CFG, VEC_CFG, VECP_CFG
+    from measure.ncu.rows import N as ROW
+
+    out["rec13.diag.warp_elems"] = str(ROW // 32)  # the warp schedule: one row over 32 lanes
+    out["rec13.diag.pipe_consumers"] = str(PIPE_THREADS)
+    out["rec13.diag.vec_elems"] = str(ROW // VEC_CFG[0])  # the vec schedule: one row over tpr lanes
+
+    for key, (bm, mb) in (("fused", FUSED_CFG), ("lean", LEAN_CFG)):
+        out[f"rec13.ncu.{key}.cfg"] = f"blk_m={bm}，每 SM {mb} 块"
+    out["rec13.ncu.vec.cfg"] = f"每行 {VEC_CFG[0]} 线程，每 SM {VEC_CFG[3]} 块"
+    out["rec13.ncu.vecp.cfg"] = f"每块 {VECP_CFG[2]} 行，预取 {VECP_CFG[3] - 1} 行"
+    names = {"rms": "rmsnorm rows", "quant": "quant_fp8", "fused": "fused fp8", "lean": "fused fp8 lean",
+             "vec": "fused fp8 vec", "vecp": "fused fp8 vecp"}
+    ks = (ncu or {}).get("kernels", {})
+    for key, name in names.items():
+        k = ks.get(name) or {}
+        for field, fmt in (("issue_pct_of_peak", "{:.0f}"), ("dram_pct_of_peak", "{:.0f}"),
+                           ("instructions_per_element", "{:.1f}"), ("time_us", "{:.1f}"),
+                           ("registers_per_thread", "{:.0f}")):
+            v = k.get(field)
+            out[f"rec13.ncu.{key}.{field.split('_')[0]}"] = "—" if v is None else fmt.format(v)
+    return out
+
+
+def gemm_values(data: dict | None = None) -> dict[str, str]:
+    """The Nsight Compute run of the 8192^3 GEMMs (``measure/results/ncu/ncu_gemm.json``) and the
+    ledger's L2 -> SM bytes of the 128x256 tiles it is read against."""
+    from ledger.gemm import tiled_traffic
+
+    from measure.ncu import gemm as ncu_gemm
+
+    v: dict[str, str] = {}
+    side = ncu_gemm.SIDE
+    v["ch14p.ncu.tiled_l2_mb"] = f"{tiled_traffic(side, side, side, 128, 256, 'fp16', 'fp16') / 1e6:.0f}"
+    data = (recorded("ncu_gemm") if data is None else data) or {}
+    keys = {"automatic": "auto", "hand-written": "ws", "hand-written multicast": "mc", "cuBLAS": "cublas"}
+    for name, key in keys.items():
+        k = (data.get("kernels") or {}).get(name) or {}
+        for field, spec in (("l2_read_mb", ".0f"), ("dram_read_mb", ".0f"), ("time_us", ".0f"), ("sm_mhz", ".0f")):
+            x = k.get(field)
+            v[f"rec14.ncu.{key}.{field}"] = DASH if x is None else format(x, spec)
+    v["rec14.ncu.date"] = ((data.get("provenance") or {}).get("date") or DASH)[:10]
+    return v

@@ -1,0 +1,352 @@
+"""Tables of records: reading the recorded GPU results for a page, and the tables and values
+drawn from them -- chapter 1's measured variants and Inductor's kernels, the elementwise
+chapter's copy-bandwidth bars, targets and derived ratios, every suite's verdicts.
+
+Measured numbers come only from the recorded results (:func:`measure.results.load_results`);
+a table without records says so (:data:`NO_RESULT`) and shows no number.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from coursebook.style import COLORS as _C
+from coursebook.style import figure
+
+__all__ = ["NO_RESULT", "DASH", "load", "records", "bench", "search", "floor3", "measured_table",
+           "kernel_names_table", "measured_copy_fraction", "targets_table", "elementwise_values", "verdict_table",
+           "variant_summary", "ELEMENTWISE_SUITES"]
+
+#: What a measured cell shows when no GPU results are recorded yet.
+NO_RESULT = "尚无记录结果 / no recorded result yet"
+#: What a derived value reads when its record is missing.
+DASH = "—"
+
+
+def _elementwise_suites() -> tuple[str, ...]:
+    from measure.runner import TOPICS
+
+    return tuple(TOPICS["elementwise"])
+
+
+#: The suites of the elementwise topic (:data:`measure.runner.TOPICS`).
+ELEMENTWISE_SUITES = _elementwise_suites()
+
+
+def load(device: str = "nvidia-h200") -> dict | None:
+    """The recorded results of ``device``, or None when nothing is recorded yet."""
+    from measure.results import load_results
+
+    try:
+        return load_results(device)
+    except FileNotFoundError:
+        return None
+
+
+def _suite_matches(sname: str, suite) -> bool:
+    if suite is None:
+        return True
+    wanted = (suite,) if isinstance(suite, str) else tuple(suite)
+    return any(sname == w or (w.endswith(".") and sname.startswith(w)) for w in wanted)
+
+
+def records(results: dict | None, suite=None, prefix: str = "", kind: str | None = None) -> list[dict]:
+    """Records whose name starts with ``prefix`` (and of ``kind``), from the suites ``suite`` names:
+    a suite name, a package prefix ending in ``.`` (``"gemm."``), a tuple of those, or None for all.
+    Each record carries its suite's name."""
+    if not results:
+        return []
+    out = []
+    for sname, s in (results.get("suites") or {}).items():
+        if not _suite_matches(sname, suite):
+            continue
+        for r in s.get("records", []) if isinstance(s, dict) else []:
+            if str(r.get("name", "")).startswith(prefix) and (kind is None or r.get("kind") == kind):
+                out.append({**r, "suite": sname})
+    return out
+
+
+def bench(results: dict | None, name: str, suite=None) -> dict | None:
+    """The bench record called ``name`` (None when not recorded)."""
+    return next((r for r in records(results, suite, kind="bench") if r.get("name") == name), None)
+
+
+def search(results: dict | None, name: str, suite=None) -> dict | None:
+    """The search record called ``name`` (None when not recorded)."""
+    return next((r for r in records(results, suite, kind="search") if r.get("name") == name), None)
+
+
+def floor3(x: float) -> str:
+    """``x`` cut (not rounded) to three decimals: a value just under a target never prints as the target."""
+    import math
+
+    return f"{math.floor(x * 1000 + 1e-9) / 1000:.3f}"
+
+
+# ------------------------------------------------------------------ chapter 1's measured variants
+def _provenance_line(results: dict, suite: str | None = None) -> str:
+    """Device and versions of the results, and the date of the run that measured ``suite``."""
+    p = results.get("provenance") or {}
+    date = ((results.get("suites") or {}).get(suite) or {}).get("date") or p.get("date", "日期未知")
+    versions = "，".join(f"{k} {p[k]}" for k in ("torch", "tilelang", "triton", "cuda", "driver") if p.get(k))
+    return f"记录于 {p.get('device', '未知设备')}，{date}，{versions}"
+
+
+def measured_table(prefix: str, device: str = "nvidia-h200") -> str:
+    """Markdown: recorded time and bandwidth of every ``prefix.*`` variant, ledger floor beside it."""
+    results = load(device)
+    recs = records(results, prefix=prefix + ".", kind="bench")
+    if not recs:
+        skips = [r for r in records(results, prefix=prefix + ".") if r.get("kind") in ("skip", "error")]
+        why = "" if not skips else "（记录里只有跳过或出错的条目：" + "；".join(
+            f"{r['name']}: {r.get('reason') or r.get('error', '')}" for r in skips) + "）"
+        return (f"**{NO_RESULT}**{why}\n\n这个单元在构建时读取 `measure/results/{device}.json`。"
+                "课程维护者在 H200 上运行 `python -m measure.runner --suite pytorch` 之后，"
+                "这里会出现实测时间、有效带宽与账本下界的对照；在此之前不显示任何数字。")
+    lines = [
+        f"*{_provenance_line(results, recs[0]['suite'])}*",
+        "",
+        "| 写法 | 账本字节 (MB) | 账本下界 (µs) | 实测 (µs) | 有效带宽 (GB/s) | 占拷贝带宽 | 下界 / 实测 |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in recs:
+        ms = r.get("ms")
+        lb = r.get("lower_bound_ms")
+        lb_b = r.get("ledger_bytes")
+        util = f"{lb / ms:.0%}" if ms and lb else "—"
+        lines.append(
+            f"| {r.get('variant', r['name'])} | {lb_b / 1e6:.1f} | {lb * 1e3:.1f} | {ms * 1e3:.1f} | "
+            f"{r.get('gbps', 0):.0f} | {r.get('frac_copy_bw', 0):.0%} | {util} |"
+            if lb_b and lb and ms else f"| {r.get('variant', r['name'])} | — | — | "
+            f"{(ms or 0) * 1e3:.1f} | — | — | — |")
+    shape = recs[0].get("shape")
+    bw = recs[0].get("copy_gbps")
+    lines += ["", f"形状 {shape}，fp16；有效带宽一律按融合版本的最少字节计算；"
+                  f"本次运行测得的设备拷贝带宽为 {bw:.0f} GB/s。账本下界用 H200 标定参数。"
+              if bw else ""]
+    return "\n".join(lines)
+
+
+def kernel_names_table(device: str = "nvidia-h200", top: int = 12) -> str:
+    """Markdown: kernel names and counts of one training step, eager vs torch.compile (recorded)."""
+    results = load(device)
+    recs = records(results, prefix="pytorch.inductor.kernels")
+    if not recs:
+        return (f"**{NO_RESULT}**\n\n这个单元在构建时读取 `measure/results/{device}.json` 中 "
+                "`pytorch.inductor.kernels` 这条记录：在 H200 上对一个小 MLP 块跑一次前向加反向，"
+                "分别在 eager 与 `torch.compile`（`TORCHINDUCTOR_UNIQUE_KERNEL_NAMES=1`）下用 profiler "
+                "数出每个 kernel 的名字和次数。在此之前不显示任何名字或数字。")
+    r = recs[-1]
+    eager = r.get("eager_kernels") or {}
+    comp = r.get("compiled_kernels") or {}
+    lines = [f"*{_provenance_line(results, r['suite'])}*", "", f"模型：{r.get('model', '')}", "",
+             f"- eager：{sum(eager.values())} 次 kernel 发射，{len(eager)} 种 kernel；",
+             f"- torch.compile：{sum(comp.values())} 次 kernel 发射，{len(comp)} 种 kernel。",
+             "", "| torch.compile 下的 kernel（profiler 记录的名字） | 次数 |", "|---|---:|"]
+    for name, n in sorted(comp.items(), key=lambda kv: (-kv[1], kv[0]))[:top]:
+        short = name if len(name) <= 90 else name[:87] + "…"
+        lines.append(f"| `{short}` | {n} |")
+    gen = r.get("generated_kernels") or []
+    if gen:
+        lines += ["", "Inductor 生成代码里定义的 kernel：" + "、".join(f"`{g}`" for g in gen) + "。"]
+    sc = r.get("sincos_kernels") or []
+    if sc:
+        lines += ["", "单独编译 `torch.sin(torch.cos(x))` 得到的 kernel：" + "、".join(f"`{g}`" for g in sc) + "。"]
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------ the elementwise topic
+def _bench(results) -> list[dict]:
+    return records(results, ELEMENTWISE_SUITES, kind="bench")
+
+
+def measured_copy_fraction(results: dict | None = None):
+    """% of the same run's copy bandwidth reached by each chapter-13 kernel, with its target."""
+    import numpy as np
+
+    results = results if results is not None else load()
+    fig = figure(8.2, 5.2)
+    ax = fig.add_subplot(1, 1, 1)
+    rows = [r for r in _bench(results)] if results else []
+    if not rows:
+        ax.set_axis_off()
+        ax.text(0.5, 0.5, NO_RESULT, ha="center", va="center")
+        return fig
+    y = np.arange(len(rows))
+    vals = [100 * (r.get("frac_copy_bw") or 0) for r in rows]
+    cols = []
+    for r in rows:
+        t = (r.get("targets") or {}).get("frac_copy_bw")
+        cols.append(_C["datasheet"] if not t else (_C["calibrated"] if t.get("met") else _C["compute"]))
+    ax.barh(y, vals, color=cols, height=0.6)
+    for i, r in enumerate(rows):
+        t = (r.get("targets") or {}).get("frac_copy_bw")
+        x_label = vals[i]
+        if t:
+            ax.plot([100 * t["target"]] * 2, [i - 0.38, i + 0.38], color="black", lw=1.6, zorder=3)
+            x_label = max(x_label, 100 * t["target"])
+        ax.text(x_label + 1, i, f"{vals[i]:.1f}%", va="center", fontsize=8)
+    ax.set_yticks(y)
+    ax.set_yticklabels([r["name"] for r in rows], fontsize=7.5)
+    ax.invert_yaxis()
+    ax.set_xlim(0, max(115, max(vals) + 12))
+    ax.set_xlabel("账本字节 / 实测时间，占同一次运行拷贝带宽的百分比")
+    ax.set_title("记录结果：每个 kernel 离拷贝带宽有多远（黑线 = 目标；绿 = 达标，红 = 未达标，灰 = 无目标）",
+                 fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+_TARGET_NAME = {"frac_copy_bw": "拷贝带宽占比", "speedup_vs_byte_ratio": "融合加速比 / 账本字节比"}
+
+
+def _target_label(key: str) -> str:
+    if key.startswith("speedup:"):
+        return f"对 {key.split(':', 1)[1]} 的加速比"
+    return _TARGET_NAME.get(key, key)
+
+
+def _target_value(key: str, v: float) -> str:
+    return f"{100 * v:.1f}%" if key in _TARGET_NAME else f"{v:.2f}×"
+
+
+def _targets(results) -> list[tuple[str, str, dict]]:
+    out = []
+    for r in _bench(results):
+        for key, t in (r.get("targets") or {}).items():
+            if isinstance(t, dict) and "met" in t:
+                out.append((r["name"], key, t))
+    return out
+
+
+def targets_table(results: dict | None = None) -> str:
+    """Markdown: every target a chapter-13 record carries, the measured value and met / missed."""
+    results = results if results is not None else load()
+    if not results:
+        return NO_RESULT
+    lines = ["| kernel | 目标 | 要求 | 实测 | 结论 |", "|---|---|---:|---:|---|"]
+    for name, key, t in _targets(results):
+        lines.append(f"| `{name}` | {_target_label(key)} | ≥ {_target_value(key, t['target'])} | "
+                     f"{_target_value(key, t['value'])} | {'达标' if t['met'] else '**未达标**'} |")
+    return "\n".join(lines)
+
+
+def _find(results, prefix: str) -> dict | None:
+    for r in _bench(results):
+        if r.get("name", "").startswith(prefix):
+            return r
+    return None
+
+
+def elementwise_values(results: dict | None = None) -> dict[str, str]:
+    """Texts derived from the records (verdict lists, ratios between kernels): ``rec13.*``."""
+    results = results if results is not None else load()
+    out = {k: "—" for k in ("rec13.targets.total", "rec13.targets.met", "rec13.targets.missed",
+                            "rec13.targets.met_list", "rec13.targets.missed_list",
+                            "rec13.fused_fp8.byte_ratio", "rec13.fused_fp8.share",
+                            "rec13.add.per_thread_over_parallel", "rec13.rope.neox_blocked_over_naive",
+                            "rec13.rope.interleaved_blocked_over_naive", "rec13.splitk.second_read_pct",
+                            "rec13.rms.copy_us", "rec13.rms.bound_compile", "rec13.rms.bound_f",
+                            "rec13.rms.need_pct", "rec13.rms.target_compile", "rec13.ln.copy_us",
+                            "rec13.ln.bound_compile", "rec13.rmsL.copy_us", "rec13.rmsL.bound_compile",
+                            "rec13.rmsL.shape",
+                            "rec13.fused_fp8.mb", "rec13.fused_fp8.mb_bf16_tables",
+                            "rec13.fused_fp8.pct_bf16_tables")}
+    if not results:
+        return out
+    ts = _targets(results)
+    met = [f"{n}（{_target_label(k)}）" for n, k, t in ts if t["met"]]
+    missed = [f"{n}（{_target_label(k)}：要求 ≥ {_target_value(k, t['target'])}，实测 {_target_value(k, t['value'])}）"
+              for n, k, t in ts if not t["met"]]
+    out.update({"rec13.targets.total": str(len(ts)), "rec13.targets.met": str(len(met)),
+                "rec13.targets.missed": str(len(missed)),
+                "rec13.targets.met_list": "；".join(met) or "无",
+                "rec13.targets.missed_list": "；".join(missed) or "无"})
+    f8 = _find(results, "fused rmsnorm+rope+fp8")
+    if f8 and f8.get("ledger_byte_ratio"):
+        out["rec13.fused_fp8.byte_ratio"] = f"{f8['ledger_byte_ratio']:.2f}"
+        sp = (f8.get("speedup") or {}).get("3 TileLang kernels")
+        if sp:
+            out["rec13.fused_fp8.share"] = f"{100 * sp / f8['ledger_byte_ratio']:.0f}"
+
+    def ratio(key, slow, fast):
+        a, b = _find(results, slow), _find(results, fast)
+        if a and b and a.get("ms") and b.get("ms"):
+            out[key] = f"{a['ms'] / b['ms']:.2f}"
+
+    ratio("rec13.add.per_thread_over_parallel", "add[parallel]", "add[per_thread]")
+    ratio("rec13.rope.neox_blocked_over_naive", "rope[neox,naive]", "rope[neox,blocked]")
+    ratio("rec13.rope.interleaved_blocked_over_naive", "rope[interleaved,naive]", "rope[interleaved,blocked]")
+    # the same-bytes copy timed in the norm benches: the most any kernel of that shape can gain
+    from measure.suites.norm import COPY
+
+    norms = [r for r in _bench(results) if r.get("name", "").startswith("rmsnorm[rows]")]
+    large = max(norms, key=lambda r: r.get("bytes") or 0) if len(norms) > 1 else None
+    if large:
+        out["rec13.rmsL.shape"] = large["name"].rsplit(" ", 1)[-1].replace("x", "×")
+    small = min(norms, key=lambda r: r.get("bytes") or 0)["name"] if norms else "rmsnorm[rows]"
+    for key, prefix, lib in (("rms", small, "F.rms_norm"), ("ln", "layernorm[rows]", "F.layer_norm"),
+                             ("rmsL", large["name"] if large else "\0", "F.rms_norm")):
+        r = _find(results, prefix)
+        cms = ((r or {}).get("baselines") or {}).get(COPY)
+        bound = (r or {}).get("speedup_bound") or {}
+        if cms:
+            out[f"rec13.{key}.copy_us"] = f"{cms * 1e3:.1f}"
+        if "torch.compile" in bound:
+            out[f"rec13.{key}.bound_compile"] = f"{bound['torch.compile']:.2f}"
+        if key == "rms" and lib in bound:
+            out["rec13.rms.bound_f"] = f"{bound[lib]:.2f}"
+        tgt = ((r or {}).get("targets") or {}).get("speedup:torch.compile")
+        comp = ((r or {}).get("baselines") or {}).get("torch.compile")
+        if key == "rms" and tgt and comp and r.get("bytes") and r.get("copy_gbps"):
+            # the copy-bandwidth share a kernel would need to be `target` times faster than compile
+            need_ms = comp / tgt["target"]
+            out["rec13.rms.target_compile"] = f"{tgt['target']:.2f}"
+            out["rec13.rms.need_pct"] = f"{100 * r['bytes'] / (need_ms * 1e-3) / 1e9 / r['copy_gbps']:.1f}"
+    if f8 and f8.get("bytes") and f8.get("ms") and f8.get("copy_gbps"):
+        from ledger.fusion import rmsnorm_rope_fp8_cost
+
+        cfg = f8.get("config") or {}
+        old = rmsnorm_rope_fp8_cost(*(int(v) for v in re.findall(r"(\d+)x(\d+)", f8["name"])[0]), "bfloat16",
+                                    cfg.get("rope_dim", 128), cfg.get("group"), cos_sin_dtype="bfloat16").bytes
+        out["rec13.fused_fp8.mb"] = f"{f8['bytes'] / 1e6:.1f}"
+        out["rec13.fused_fp8.mb_bf16_tables"] = f"{old / 1e6:.1f}"
+        out["rec13.fused_fp8.pct_bf16_tables"] = f"{100 * old / (f8['ms'] * 1e-3) / 1e9 / f8['copy_gbps']:.1f}"
+    sk = _find(results, "rmsnorm[splitk]")
+    if sk and sk.get("frac_copy_bw"):
+        # the ledger counts one read of x; split-K reads it twice: 3 passes of x-sized traffic instead of 2
+        out["rec13.splitk.second_read_pct"] = f"{100 * sk['frac_copy_bw'] * 3 / 2:.1f}"
+    return out
+
+
+# ------------------------------------------------------------------ every suite's verdicts
+def verdict_table(results: dict | None = None) -> str:
+    """Targets set by the suites and whether the record met them (read, never asserted)."""
+    results = load() if results is None else results
+    zh = {True: "达到", False: "未达到", None: "无法判断"}
+    lines = ["| kernel | 指标 | 目标 | 实测 | 结论 |", "|---|---|---:|---:|---|"]
+    for r in records(results, "gemm.", kind="bench"):
+        for key, t in (r.get("targets") or {}).items():
+            val = t.get("value")
+            lines.append(f"| {r['name']} | {key} | ≥ {t.get('target')} | {DASH if val is None else floor3(val)} | "
+                         f"{zh[t.get('met')]} |")
+    if len(lines) == 2:
+        return f"**{NO_RESULT}**"
+    return "\n".join(lines)
+
+
+def _fmt_err(x: Any, spec: str = ".2e") -> str:
+    return DASH if x is None else format(x, spec)
+
+
+def variant_summary(results: dict | None, prefix: str, suite: str) -> str:
+    """Grouped / batched rows: TFLOP/s and every speedup."""
+    recs = [r for r in records(results, suite, prefix, kind="bench")]
+    if not recs:
+        return f"**{NO_RESULT}**"
+    lines = ["| kernel | TFLOP/s | 时间 (µs) | 基线时间 (µs) | 相对基线 | 相对 Frobenius 误差 |", "|---|---:|---:|---:|---:|---:|"]
+    for r in recs:
+        for base, ms in (r.get("baselines") or {}).items():
+            lines.append(f"| {r['name']} | {r.get('tflops', 0):.0f} | {r['ms'] * 1e3:.1f} | {ms * 1e3:.1f} ({base}) | "
+                         f"{(r.get('speedup') or {}).get(base, 0):.2f}× | {_fmt_err(r.get('rel_fro_err'))} |")
+    return "\n".join(lines)

@@ -1,0 +1,255 @@
+"""Tiles and waves: how many blocks a grid launches, how full its last wave is, what a tile asks
+of shared memory and registers -- and what the split-K, stream-K, grouped and batched records
+measured against those predictions.
+
+Analytic values come from :mod:`ledger.gemm` and :mod:`ledger.tiles` with the suites' own shapes
+and tiles (:mod:`measure.suites.gemm`); measured ones from the recorded results.  The value
+functions return ``{glue key: printed text}``; a value whose record is missing reads ``—``.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from coursebook.records import DASH, NO_RESULT, bench, load, records
+from coursebook.style import COLORS as _C
+from coursebook.style import figure
+
+__all__ = ["exercise_values", "splitk_values", "streamk_values", "variant_values", "splitk_bars", "splitk_table",
+           "splitk_l2_table", "streamk_table", "variant_rows"]
+
+
+def exercise_values() -> dict[str, str]:
+    """The numbers of the GEMM chapter's tile exercises: a 4-stage 128x256x64 tile's shared memory
+    and blocks per SM, an accumulator's registers, the fp8 tile's shared memory, the waves of 8192^3,
+    the protocol's iterations for a 20 us kernel (``ch14p.ex.*``)."""
+    from ledger.gemm import grid_waves
+    from ledger.protocol import DEFAULT_PROTOCOL
+    from ledger.tiles import accumulator_per_thread, smem_total, tile_decision
+
+    v: dict[str, str] = {}
+    r = tile_decision(128, 256, 64, stages=4, threads=256)
+    v["ch14p.ex.s4_smem_kb"] = f"{r.smem_total / 1024:.0f}"
+    v["ch14p.ex.s4_blocks"] = str(r.blocks_per_sm)
+    v["ch14p.ex.acc_256x128_t256"] = f"{accumulator_per_thread(256, 128, 256):.0f}"
+    v["ch14p.ex.smem_fp8_128x256x128_s4_kb"] = f"{smem_total(128, 256, 128, 4, 1) / 1024:.0f}"
+    g, w, fill = grid_waves(8192, 8192, 128, 256)
+    v["ch14p.ex.w8192.grid"] = str(g)
+    v["ch14p.ex.w8192.waves"] = str(w)
+    v["ch14p.ex.w8192.fill_pct"] = f"{100 * fill:.1f}"
+    nw, nr = DEFAULT_PROTOCOL.iterations(0.02)
+    v["ch14p.ex.iters_20us_warm"] = str(nw)
+    v["ch14p.ex.iters_20us_rep"] = str(nr)
+    return v
+
+
+def splitk_values(results: dict | None) -> dict[str, str]:
+    """Split-K at the suite's shape: grid, waves, last-wave fill and partial-output bytes of every
+    split (``ch14p.splitk.*``), the operand bytes the blocks pull from L2; from the records the
+    wave predictions and the L2 -> SM rates they imply (``rec14.splitk.*``)."""
+    from ledger.cost import dtype_bytes
+    from ledger.gemm import grid_waves, split_k_bytes, tiled_traffic
+
+    from measure.suites.gemm import splitk
+
+    v: dict[str, str] = {}
+    SM, SN, SK = splitk.SHAPE
+    bm, bn = splitk.DEFAULT["block_M"], splitk.DEFAULT["block_N"]
+    for s in splitk.SPLITS:
+        grid, w, fill = grid_waves(SM, SN, bm, bn, split=s)
+        v[f"ch14p.splitk.s{s}.grid"] = str(grid)
+        v[f"ch14p.splitk.s{s}.waves"] = str(w)
+        v[f"ch14p.splitk.s{s}.fill_pct"] = f"{100 * fill:.1f}"
+        v[f"ch14p.splitk.s{s}.out_mib"] = f"{split_k_bytes(SM, SN, split=s, separate_reduce=False) / 2**20:.0f}"
+    wm, wn = splitk.WIDE["block_M"], splitk.WIDE["block_N"]
+    v["ch14p.splitk.l2_mb_128"] = f"{tiled_traffic(SM, SN, SK, bm, bn, 'fp16', 'fp32') / 1e6:.0f}"
+    v["ch14p.splitk.l2_mb_256"] = f"{tiled_traffic(SM, SN, SK, wm, wn, 'fp16', 'fp32') / 1e6:.0f}"
+    # staging one fp32 output tile of the wide blocks (why they use element-wise atomics)
+    v["ch14p.splitk.wide.stage_kib"] = f"{wm * wn * dtype_bytes('fp32') / 1024:.0f}"
+    for s_ in (1, 2, 4):
+        g, w, fill = grid_waves(SM, SN, wm, wn, split=s_)
+        v[f"ch14p.splitk.wide.s{s_}.grid"] = str(g)
+        v[f"ch14p.splitk.wide.s{s_}.fill_pct"] = f"{100 * fill:.0f}"
+    for s_ in (2, 4):
+        rec = bench(results, f"split-K element 128x256 s={s_} 1024x1024x16384")
+        p = (rec or {}).get("predicted_speedup_vs_no_split")
+        v[f"rec14.splitk.wide.s{s_}.pred"] = f"{p:.2f}" if p else DASH
+    for s in (2, 4, 8):
+        rec = bench(results, f"split-K tile s={s} 1024x1024x16384")
+        p = (rec or {}).get("predicted_speedup_vs_no_split")
+        v[f"rec14.splitk.s{s}.pred"] = f"{p:.2f}" if p else DASH
+    l2 = _splitk_l2(results)
+    full = [r["l2_tbps"] for r in l2 if (r["fill"] or 0) > 0.9]  # one nearly full wave: every SM pulling
+    part = [r["l2_tbps"] for r in l2 if r["split"] == 1]
+    v["rec14.splitk.l2_full_tbps"] = f"{min(full):.1f}–{max(full):.1f}" if full else DASH
+    v["rec14.splitk.l2_nosplit_tbps"] = f"{min(part):.1f}–{max(part):.1f}" if part else DASH
+    return v
+
+
+def streamk_values(results: dict | None) -> dict[str, str]:
+    """Stream-K at the suite's shape: the data-parallel grid's waves (``ch14p.streamk.*``) and, from
+    the record, the prediction and the L2 -> SM rates of both kernels (``rec14.streamk.*``)."""
+    from ledger.gemm import grid_waves, tiled_traffic
+
+    from measure.suites.gemm import streamk
+
+    v: dict[str, str] = {}
+    g, w, fill = grid_waves(streamk.SHAPE[0], streamk.SHAPE[1], streamk.DEFAULT["block_M"], streamk.DEFAULT["block_N"])
+    v["ch14p.streamk.grid"] = str(g)
+    v["ch14p.streamk.waves"] = str(w)
+    v["ch14p.streamk.fill_pct"] = f"{100 * fill:.1f}"
+    sk = bench(results, "stream-K 1536x1536x8192")
+    # the same L2 -> SM reading as for split-K: operand bytes of 128x128 blocks over the time
+    l2_sk = tiled_traffic(*streamk.SHAPE, streamk.DEFAULT["block_M"], streamk.DEFAULT["block_N"], "fp16", "fp16")
+    v["ch14p.streamk.l2_mb"] = f"{l2_sk / 1e6:.0f}"
+    dp_ms = ((sk or {}).get("baselines") or {}).get("data-parallel")
+    v["rec14.streamk.l2_tbps"] = f"{l2_sk / (sk['ms'] * 1e-3) / 1e12:.1f}" if sk and sk.get("ms") else DASH
+    v["rec14.streamk.dp_l2_tbps"] = f"{l2_sk / (dp_ms * 1e-3) / 1e12:.1f}" if dp_ms else DASH
+    v["rec14.streamk.pred"] = f"{sk['predicted_speedup_vs_dp']:.2f}" if sk and sk.get("predicted_speedup_vs_dp") else DASH
+    return v
+
+
+def variant_values(results: dict | None) -> dict[str, str]:
+    """The grouped GEMM's routing as recorded: tiles, experts, the smallest and largest (``rec14.grouped.*``)."""
+    g = bench(results, "grouped concat G=8 N=4096 K=2048")
+    return {
+        "rec14.grouped.tiles": str(g["tiles"]) if g and g.get("tiles") else DASH,
+        "rec14.grouped.experts": str(len(g["sizes"])) if g and g.get("sizes") else DASH,
+        "rec14.grouped.smallest": str(min(g["sizes"])) if g and g.get("sizes") else DASH,
+        "rec14.grouped.largest": str(max(g["sizes"])) if g and g.get("sizes") else DASH,
+    }
+
+
+def splitk_bars(results: dict | None = None):
+    """Split-K at 1024x1024x16384: speedup over no split, predicted by waves vs measured."""
+    import numpy as np
+
+    results = load() if results is None else results
+    fig = figure(7.6, 4.0)
+    ax = fig.add_subplot(1, 1, 1)
+    rows = _splitk_rows(results)
+    if not rows:
+        ax.text(0.5, 0.5, NO_RESULT, ha="center", va="center", transform=ax.transAxes)
+        ax.axis("off")
+        return fig
+    x = np.arange(len(rows))
+    ax.bar(x - 0.2, [r["pred"] for r in rows], 0.4, color=_C["datasheet"], label="波数模型预测")
+    ax.bar(x + 0.2, [r["meas"] for r in rows], 0.4, color=_C["compute"], label="实测（tile 级原子加）")
+    for i, r in enumerate(rows):
+        ax.text(i + 0.2, r["meas"] + 0.03, f"{r['meas']:.2f}", ha="center", fontsize=8)
+        ax.text(i - 0.2, r["pred"] + 0.03, f"{r['pred']:.2f}", ha="center", fontsize=8)
+    ax.set_xticks(x)
+    ax.set_xticklabels([f"split={r['split']}\n{r['grid']} 块，{r['waves']} 波" for r in rows], fontsize=8.5)
+    ax.set_ylabel("相对不切分的加速比")
+    ax.set_ylim(0, 1.3 * max(max(r["pred"], r["meas"]) for r in rows))
+    ax.set_title("split-K：1024×1024×16384，预测与实测并排")
+    ax.legend(loc="upper center", ncol=2)
+    fig.tight_layout()
+    return fig
+
+
+def _splitk_rows(results: dict | None, form: str = "tile", block_n: int = 128) -> list[dict]:
+    rows = []
+    for r in records(results, "gemm.splitk", kind="bench"):
+        if r.get("form") != form or (r.get("split_k") or 1) == 1:
+            continue
+        if (r.get("config") or {}).get("block_N", 128) != block_n:
+            continue
+        sp = r.get("speedup") or {}
+        w = r.get("waves") or {}
+        rows.append(dict(split=r["split_k"], grid=w.get("grid"), waves=w.get("waves"),
+                         fill=w.get("last_wave_fill"), pred=r.get("predicted_speedup_vs_no_split") or 0.0,
+                         meas=sp.get("no-split") or 0.0, cub=sp.get("cuBLAS"), part=r.get("partial_bytes"),
+                         tflops=r.get("tflops")))
+    return sorted(rows, key=lambda d: d["split"])
+
+
+def splitk_table(results: dict | None = None) -> str:
+    results = load() if results is None else results
+    rows = {f: _splitk_rows(results, f) for f in ("tile", "element")}
+    if not rows["tile"]:
+        return f"**{NO_RESULT}**"
+    el = {r["split"]: r for r in rows["element"]}
+    lines = ["| split | 网格（块） | 波数 | 末波填充 | 预测加速比 | 实测：tile 原子加 | 实测：逐元素原子加 | "
+             "输出侧 fp32 字节 (MiB) | 对 cuBLAS |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows["tile"]:
+        e = el.get(r["split"], {})
+        lines.append(f"| {r['split']} | {r['grid']} | {r['waves']} | {100 * (r['fill'] or 0):.0f}% | "
+                     f"{r['pred']:.2f}× | {r['meas']:.2f}× | {e.get('meas', 0):.2f}× | "
+                     f"{(r['part'] or 0) / 2**20:.0f} | {r['cub']:.2f}× |")
+    return "\n".join(lines)
+
+
+def _splitk_l2(results: dict | None) -> list[dict]:
+    """Every split-K record with the bytes its blocks pull from L2 (``ledger.gemm.tiled_traffic``:
+    each block reads its A rows and B columns, no reuse between blocks) and the rate that implies."""
+    from ledger.gemm import tiled_traffic
+
+    rows = []
+    for r in records(results, "gemm.splitk", kind="bench"):
+        cfg = r.get("config") or {}
+        bm, bn = cfg.get("block_M", 128), cfg.get("block_N", 128)
+        if r.get("form") != ("tile" if bn == 128 else "element") or not r.get("ms"):
+            continue
+        m, n, k = (int(v) for v in re.findall(r"(\d+)x(\d+)x(\d+)", r["name"])[0])
+        l2 = tiled_traffic(m, n, k, bm, bn, "fp16", "fp32")
+        w = r.get("waves") or {}
+        rows.append(dict(tile=f"{bm}×{bn}", split=r.get("split_k") or 1, grid=w.get("grid"),
+                         fill=w.get("last_wave_fill"), us=r["ms"] * 1e3, l2_mb=l2 / 1e6,
+                         l2_tbps=l2 / (r["ms"] * 1e-3) / 1e12, pred=r.get("predicted_speedup_vs_no_split"),
+                         meas=(r.get("speedup") or {}).get("no-split"), cub=(r.get("speedup") or {}).get("cuBLAS")))
+    return sorted(rows, key=lambda d: (d["tile"], d["split"]))
+
+
+def splitk_l2_table(results: dict | None = None) -> str:
+    """Both tile shapes: waves, predicted and measured speedup, and the implied L2 -> SM rate."""
+    results = load() if results is None else results
+    rows = _splitk_l2(results)
+    if not rows:
+        return f"**{NO_RESULT}**"
+    lines = ["| 块 | split | 网格（块） | 末波填充 | 预测加速比 | 实测加速比 | 时间 (µs) | 从 L2 读的操作数 (MB) | 折合 L2→SM (TB/s) | 对 cuBLAS |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        pred = "—" if r["split"] == 1 else f"{r['pred']:.2f}×"
+        meas = "—" if r["split"] == 1 or not r["meas"] else f"{r['meas']:.2f}×"
+        lines.append(f"| {r['tile']} | {r['split']} | {r['grid']} | {100 * (r['fill'] or 0):.0f}% | {pred} | {meas} | "
+                     f"{r['us']:.1f} | {r['l2_mb']:.0f} | {r['l2_tbps']:.2f} | {r['cub']:.2f}× |")
+    return "\n".join(lines)
+
+
+def streamk_table(results: dict | None = None) -> str:
+    results = load() if results is None else results
+    recs = records(results, "gemm.streamk", kind="bench")
+    if not recs:
+        return f"**{NO_RESULT}**"
+    lines = ["| kernel | 输出块 | 数据并行波数 | 末波填充 | stream-K 块 / 切开的块 | 预测 vs 数据并行 | 实测 vs 数据并行 | 对 cuBLAS |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in recs:
+        w, s, sp = r.get("waves") or {}, r.get("schedule") or {}, r.get("speedup") or {}
+        lines.append(f"| {r['name']} | {w.get('tiles')} | {w.get('waves')} | {100 * (w.get('last_wave_fill') or 0):.0f}% | "
+                     f"{s.get('dp_tiles')} / {s.get('sk_tiles')} | {r.get('predicted_speedup_vs_dp', 0):.2f}× | "
+                     f"{sp.get('data-parallel', 0):.2f}× | {sp.get('cuBLAS', 0):.2f}× |")
+    return "\n".join(lines)
+
+
+def _f(x: Any, spec: str) -> str:
+    return "" if x is None else format(x, spec)
+
+
+def variant_rows(results: dict[str, Any] | None) -> list[dict[str, str]]:
+    """Split-K, stream-K, grouped and batched rows with their baselines and wave predictions."""
+    rows = []
+    for suite in ("gemm.splitk", "gemm.streamk", "gemm.grouped", "gemm.batched"):
+        for r in records(results, suite, kind="bench"):
+            sp = r.get("speedup") or {}
+            pred = r.get("predicted_speedup_vs_no_split", r.get("predicted_speedup_vs_dp"))
+            rows.append({
+                "kernel": r["name"],
+                "TFLOP/s": _f(r.get("tflops"), ".1f"),
+                "ms": _f(r.get("ms"), ".3f"),
+                "speedups": ", ".join(f"{v:.2f}x vs {k}" for k, v in sp.items() if v is not None),
+                "predicted (waves)": _f(pred, ".2f"),
+                "rel. Frobenius err": _f(r.get("rel_fro_err"), ".1e"),
+            })
+    return rows
