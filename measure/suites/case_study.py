@@ -52,7 +52,7 @@ def gpu_suite(h) -> None:
     q8 = torch.empty((T_, H, HEAD_DIM), dtype=torch.float8_e4m3fn, device=x.device)
     s = torch.empty((T_, H), dtype=torch.float32, device=x.device)
     xv, qv, sv = x.view(T_ * H, HEAD_DIM), q8.view(T_ * H, HEAD_DIM), s.view(T_ * H)
-    eager = lambda: reference(x, w, cos, sin)  # noqa: E731  (torch.compile is ch13's fused.py's job)
+    eager = lambda: reference(x, w, cos, sin)  # noqa: E731  (torch.compile is the fused suite's job)
     ms = {}
     for d in DESIGNS:
         check_design(h, d, x, w, cos, sin)

@@ -47,8 +47,8 @@ def test_declared_repeats_are_repeats_of_one_experiment():
 
 
 def test_old_names_are_mapped_when_read(tmp_path):
-    old = {"schema": 1, "provenance": {"device": "X"}, "suites": {"ch02_measure": {"records": [
-        {"kind": "bench", "suite": "ch02_measure", "name": "ch02.sincos.eager", "ms": 1.0}]}}}
+    old = {"schema": 1, "provenance": {"device": "X"}, "suites": {"ch02_measure": {"records": [  # rename_ids: keep
+        {"kind": "bench", "suite": "ch02_measure", "name": "ch02.sincos.eager", "ms": 1.0}]}}}  # rename_ids: keep
     p = tmp_path / "x.run1.json"
     p.write_text(json.dumps(old))
     data = R.read_results(p)
