@@ -5,7 +5,7 @@ __all__ = ["ascend_values"]
 
 
 def ascend_values() -> dict[str, str]:
-    """Facts of the recorded Ascend RMSNorm lowering (measure/results/ascend/index.json): ``asc13.*``."""
+    """Facts of the recorded Ascend RMSNorm lowering (measure/results/ascend/index.json): ``derived.elementwise.ascend.*``."""
     import json
 
     from measure.ascend import RESULTS_DIR
@@ -15,16 +15,16 @@ def ascend_values() -> dict[str, str]:
     r = d["kernels"]["rmsnorm"]
     sh = r["shape"]
     return {
-        "asc13.label": d["label"],
-        "asc13.date": d["date"],
-        "asc13.tilelang": d["tilelang_version"],
-        "asc13.rows": str(sh["rows_per_tile"]),
-        "asc13.budget_kib": f"{sh['ub_budget_bytes'] / 1024:.0f}",
-        "asc13.used_kib": f"{sh['ub_used_bytes'] / 1024:.0f}",
-        "asc13.x_versions": str(r["buffer_versions"]["x_ub"]),
-        "asc13.notify": str(r["sync"]["asc_sync_notify"]),
-        "asc13.syncthreads": str(r["sync"]["asc_syncthreads"]),
-        "asc13.passes": str(len(r["pass_order"])),
-        "asc13.kind": r["kernel_kind"],
-        "asc13.stopped": r["stopped_at"],
+        "derived.elementwise.ascend.label": d["label"],
+        "derived.elementwise.ascend.date": d["date"],
+        "derived.elementwise.ascend.tilelang": d["tilelang_version"],
+        "derived.elementwise.ascend.rows": str(sh["rows_per_tile"]),
+        "derived.elementwise.ascend.budget_kib": f"{sh['ub_budget_bytes'] / 1024:.0f}",
+        "derived.elementwise.ascend.used_kib": f"{sh['ub_used_bytes'] / 1024:.0f}",
+        "derived.elementwise.ascend.x_versions": str(r["buffer_versions"]["x_ub"]),
+        "derived.elementwise.ascend.notify": str(r["sync"]["asc_sync_notify"]),
+        "derived.elementwise.ascend.syncthreads": str(r["sync"]["asc_syncthreads"]),
+        "derived.elementwise.ascend.passes": str(len(r["pass_order"])),
+        "derived.elementwise.ascend.kind": r["kernel_kind"],
+        "derived.elementwise.ascend.stopped": r["stopped_at"],
     }

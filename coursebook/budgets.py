@@ -161,7 +161,7 @@ def scenario_fusion_bars():
 
 
 def fusion_exercise_values() -> dict[str, str]:
-    """Numbers of the exercises' answers, computed by the ledger: ``ch13x.*``."""
+    """Numbers of the exercises' answers, computed by the ledger: ``calc.elementwise.*``."""
     from ledger import fusion as F
     from ledger.machines import get_machine
 
@@ -178,21 +178,21 @@ def fusion_exercise_values() -> dict[str, str]:
                                          F.Step("rmsnorm", (h, w), (y,), 4 * x.elements)))
     add_norm_fused = F.Plan("fused", (F.Step("fused", (x, r, w), (h, y), 5 * x.elements),))
     return {
-        "ch13x.e8.unfused_mb": f"{add_norm_split.bytes / 1e6:.2f}",
-        "ch13x.e8.fused_mb": f"{add_norm_fused.bytes / 1e6:.2f}",
-        "ch13x.e8.ratio": f"{add_norm_split.bytes / add_norm_fused.bytes:.2f}",
-        "ch13x.e1.fp16_unfused_mb": f"{s16.unfused.bytes / 1e6:.2f}",
-        "ch13x.e1.fp16_fused_mb": f"{s16.fused.bytes / 1e6:.2f}",
-        "ch13x.e1.fp16_ratio": f"{s16.ratio:.2f}",
-        "ch13x.e2.rms_mb": f"{rms.bytes / 1e6:.1f}",
-        "ch13x.e2.rms_us": f"{rms.lower_bound(m) * 1e6:.1f}",
-        "ch13x.e3.frag2_kib": f"{F.fragment_kib((2, 4096), 'fp32'):.0f}",
-        "ch13x.e3.regs_per_thread": f"{2 * 4096 // 256}",
-        "ch13x.e4.half_mb": f"{rope_half.bytes / 1e6:.1f}",
-        "ch13x.e4.full_mb": f"{rope_full.bytes / 1e6:.1f}",
-        "ch13x.e5.tok_ratio": f"{rf_tok.ratio:.3f}",
-        "ch13x.e5.group_ratio": f"{rf_g.ratio:.3f}",
-        "ch13x.e5.group_scale_mb": f"{(rf_g.fused.bytes - rf_tok.fused.bytes) / 1e6:.2f}",
-        "ch13x.e6.quant_mb": f"{q.bytes / 1e6:.1f}",
-        "ch13x.e6.quant_ai": f"{q.intensity:.3f}",
+        "calc.elementwise.e8.unfused_mb": f"{add_norm_split.bytes / 1e6:.2f}",
+        "calc.elementwise.e8.fused_mb": f"{add_norm_fused.bytes / 1e6:.2f}",
+        "calc.elementwise.e8.ratio": f"{add_norm_split.bytes / add_norm_fused.bytes:.2f}",
+        "calc.elementwise.e1.fp16_unfused_mb": f"{s16.unfused.bytes / 1e6:.2f}",
+        "calc.elementwise.e1.fp16_fused_mb": f"{s16.fused.bytes / 1e6:.2f}",
+        "calc.elementwise.e1.fp16_ratio": f"{s16.ratio:.2f}",
+        "calc.elementwise.e2.rms_mb": f"{rms.bytes / 1e6:.1f}",
+        "calc.elementwise.e2.rms_us": f"{rms.lower_bound(m) * 1e6:.1f}",
+        "calc.elementwise.e3.frag2_kib": f"{F.fragment_kib((2, 4096), 'fp32'):.0f}",
+        "calc.elementwise.e3.regs_per_thread": f"{2 * 4096 // 256}",
+        "calc.elementwise.e4.half_mb": f"{rope_half.bytes / 1e6:.1f}",
+        "calc.elementwise.e4.full_mb": f"{rope_full.bytes / 1e6:.1f}",
+        "calc.elementwise.e5.tok_ratio": f"{rf_tok.ratio:.3f}",
+        "calc.elementwise.e5.group_ratio": f"{rf_g.ratio:.3f}",
+        "calc.elementwise.e5.group_scale_mb": f"{(rf_g.fused.bytes - rf_tok.fused.bytes) / 1e6:.2f}",
+        "calc.elementwise.e6.quant_mb": f"{q.bytes / 1e6:.1f}",
+        "calc.elementwise.e6.quant_ai": f"{q.intensity:.3f}",
     }

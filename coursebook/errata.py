@@ -5,7 +5,7 @@ from __future__ import annotations
 __all__ = ["errata_table", "errata_reasons_table", "misreading_rows", "erratum_rows"]
 
 
-def errata_table(prefix: str = "ch13") -> str:
+def errata_table(prefix: str = "elementwise") -> str:
     """Markdown table of the ledger's errata for a chapter (draft value, ours, reading)."""
     from ledger.errata import errata
 
@@ -18,7 +18,7 @@ def errata_table(prefix: str = "ch13") -> str:
     return "\n".join(lines)
 
 
-def errata_reasons_table(prefix: str = "ch14.") -> str:
+def errata_reasons_table(prefix: str = "gemm.") -> str:
     """Errata the ledger records for this chapter's draft figures (computed, never typed)."""
     from ledger.errata import errata
 
@@ -37,34 +37,34 @@ def misreading_rows() -> list[dict]:
     """M1-M8, each with its two readings and the factor between them (all from the registry)."""
     from ledger.figures import collect
 
-    f = {k: v.text for k, v in collect().items() if k.startswith("ch28.")}
+    f = {k: v.text for k, v in collect().items() if k.startswith("perfmodel.")}
     return [
-        {"m": "M1", "what": "把规格峰值当成能达到的峰值", "wrong": f"{f['ch28.m1.datasheet_tflops']} TFLOP/s",
-         "right": f"{f['ch28.m1.calibrated_tflops']} TFLOP/s", "gap": f"{f['ch28.m1.factor']}×"},
-        {"m": "M2", "what": "用张量核的 roof 给逐元素算子定价", "wrong": f"平衡点 {f['ch28.m2.tensor_balance']}",
-         "right": f"平衡点 {f['ch28.m2.cuda_balance']}", "gap": f"{f['ch28.m2.ratio']}×"},
-        {"m": "M3", "what": "按输入 dtype 声明 roof", "wrong": f"fp8 平衡点 {f['ch28.m3.tensor_core_fp8']}",
-         "right": f"fp16 {f['ch28.m3.tensor_core_fp16']} / fp32 {f['ch28.m3.cuda_core_fp32']}", "gap": "三块天花板"},
-        {"m": "M4", "what": "拿拆分版的 AI 评判融合版", "wrong": f"{f['ch28.m4.split_mb']} MB，AI {f['ch28.m4.split_ai']}",
-         "right": f"{f['ch28.m4.fused_mb']} MB，AI {f['ch28.m4.fused_ai']}", "gap": f"{f['ch28.m4.ratio']}×"},
-        {"m": "M5", "what": "超越函数按 1 FLOP 计成本", "wrong": f"{f['ch28.m5.softmax_flat_kcycles']} k cycle",
-         "right": f"{f['ch28.m5.softmax_weighted_kcycles']} k cycle", "gap": f"{f['ch28.m5.softmax_ratio']}×"},
-        {"m": "M6", "what": "只数 payload，不数查表", "wrong": f"查表 {f['ch28.m6.ideal_lookup_mb']} MB（{f['ch28.m6.ideal_share_pct']}%）",
-         "right": f"设计 A 查表 {f['ch28.m6.a_lookup_mb']} MB（{f['ch28.m6.a_share_pct']}%）", "gap": "被反复读"},
-        {"m": "M7", "what": "在延迟主导的尺度上读效率", "wrong": f"decode 下界 {f['ch28.m7.decode_sol_ns']} ns",
-         "right": f"prefill 下界 {f['ch28.m7.prefill_sol_us']} µs", "gap": "模型失去抓手"},
-        {"m": "M8", "what": "把超过 100% 的效率当成好 kernel", "wrong": f"漏掉 scale {f['ch28.m8.scale_mb']} MB",
-         "right": f"＞{f['ch28.m8.anomaly_pct']}% 即公式错误", "gap": f"{f['ch28.m8.scale_share_pct']}%"},
+        {"m": "M1", "what": "把规格峰值当成能达到的峰值", "wrong": f"{f['perfmodel.m1.datasheet_tflops']} TFLOP/s",
+         "right": f"{f['perfmodel.m1.calibrated_tflops']} TFLOP/s", "gap": f"{f['perfmodel.m1.factor']}×"},
+        {"m": "M2", "what": "用张量核的 roof 给逐元素算子定价", "wrong": f"平衡点 {f['perfmodel.m2.tensor_balance']}",
+         "right": f"平衡点 {f['perfmodel.m2.cuda_balance']}", "gap": f"{f['perfmodel.m2.ratio']}×"},
+        {"m": "M3", "what": "按输入 dtype 声明 roof", "wrong": f"fp8 平衡点 {f['perfmodel.m3.tensor_core_fp8']}",
+         "right": f"fp16 {f['perfmodel.m3.tensor_core_fp16']} / fp32 {f['perfmodel.m3.cuda_core_fp32']}", "gap": "三块天花板"},
+        {"m": "M4", "what": "拿拆分版的 AI 评判融合版", "wrong": f"{f['perfmodel.m4.split_mb']} MB，AI {f['perfmodel.m4.split_ai']}",
+         "right": f"{f['perfmodel.m4.fused_mb']} MB，AI {f['perfmodel.m4.fused_ai']}", "gap": f"{f['perfmodel.m4.ratio']}×"},
+        {"m": "M5", "what": "超越函数按 1 FLOP 计成本", "wrong": f"{f['perfmodel.m5.softmax_flat_kcycles']} k cycle",
+         "right": f"{f['perfmodel.m5.softmax_weighted_kcycles']} k cycle", "gap": f"{f['perfmodel.m5.softmax_ratio']}×"},
+        {"m": "M6", "what": "只数 payload，不数查表", "wrong": f"查表 {f['perfmodel.m6.ideal_lookup_mb']} MB（{f['perfmodel.m6.ideal_share_pct']}%）",
+         "right": f"设计 A 查表 {f['perfmodel.m6.a_lookup_mb']} MB（{f['perfmodel.m6.a_share_pct']}%）", "gap": "被反复读"},
+        {"m": "M7", "what": "在延迟主导的尺度上读效率", "wrong": f"decode 下界 {f['perfmodel.m7.decode_sol_ns']} ns",
+         "right": f"prefill 下界 {f['perfmodel.m7.prefill_sol_us']} µs", "gap": "模型失去抓手"},
+        {"m": "M8", "what": "把超过 100% 的效率当成好 kernel", "wrong": f"漏掉 scale {f['perfmodel.m8.scale_mb']} MB",
+         "right": f"＞{f['perfmodel.m8.anomaly_pct']}% 即公式错误", "gap": f"{f['perfmodel.m8.scale_share_pct']}%"},
     ]
 
 
 def erratum_rows() -> list[dict]:
-    """Every ``ch28.erratum.*`` figure: the ledger's value and the recorded reason."""
+    """Every ``perfmodel.erratum.*`` figure: the ledger's value and the recorded reason."""
     from ledger.figures import collect
 
     out = []
     for k, v in collect().items():
-        if not k.startswith("ch28.erratum."):
+        if not k.startswith("perfmodel.erratum."):
             continue
         why = v.conditions.split(" (the installed carver")[0]  # carver rows: keep "draft printed N; ours M"
         out.append({"key": k, "ours": f"{v.text} {v.unit}".strip(), "why": why})

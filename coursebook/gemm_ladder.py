@@ -24,8 +24,8 @@ __all__ = ["pipeline_values", "tuned_values", "replicate_values", "fp8_values", 
 
 def pipeline_values() -> dict[str, str]:
     """The tuned search and the hand-written pipeline as configured: rounds, candidate counts,
-    register budgets, arrivals per stage, stages ahead and shared memory (``ch14p.bench.*``,
-    ``ch14p.tune.*``, ``ch14p.ws.*``, ``ch14p.ex.ws_*``)."""
+    register budgets, arrivals per stage, stages ahead and shared memory (``calc.gemm.bench.*``,
+    ``calc.gemm.tune.*``, ``calc.gemm.ws.*``, ``calc.gemm.ex.ws_*``)."""
     from ledger.tiles import HOPPER
 
     from kernels.gemm import ladder, ws
@@ -33,93 +33,93 @@ def pipeline_values() -> dict[str, str]:
     from measure.suites.gemm.common import BENCH_ROUNDS
 
     cands = suite.TUNE_CANDIDATES
-    v = {"ch14p.bench.rounds": str(BENCH_ROUNDS), "ch14p.tune.search_rounds": str(suite.SEARCH_ROUNDS),
-         "ch14p.tune.n_ws": str(sum(1 for c in cands if c.get("ws"))),
-         "ch14p.tune.n_auto": str(sum(1 for c in cands if not c.get("ws"))),
-         "ch14p.ws.producer_regs": str(ws.PRODUCER_REGS), "ch14p.ws.consumer_regs": str(ws.CONSUMER_REGS),
-         "ch14p.ws.cluster_arrivals": str(ws.empty_arrivals(2))}
+    v = {"calc.gemm.bench.rounds": str(BENCH_ROUNDS), "calc.gemm.tune.search_rounds": str(suite.SEARCH_ROUNDS),
+         "calc.gemm.tune.n_ws": str(sum(1 for c in cands if c.get("ws"))),
+         "calc.gemm.tune.n_auto": str(sum(1 for c in cands if not c.get("ws"))),
+         "calc.gemm.ws.producer_regs": str(ws.PRODUCER_REGS), "calc.gemm.ws.consumer_regs": str(ws.CONSUMER_REGS),
+         "calc.gemm.ws.cluster_arrivals": str(ws.empty_arrivals(2))}
     for st, inf in ((3, 1), (3, 0), (4, 0)):
-        v[f"ch14p.ex.ws_ahead_s{st}_if{inf}"] = str(ws.stages_ahead(st, inf))
+        v[f"calc.gemm.ex.ws_ahead_s{st}_if{inf}"] = str(ws.stages_ahead(st, inf))
     ws4 = next(c for c in cands if c.get("ws") and c["stages"] == 4 and c.get("epi_cols"))
-    v["ch14p.ex.ws_s4_smem_kb"] = f"{ladder.smem_budget(ws4) / 1024:.0f}"
-    v["ch14p.ex.ws_s4_full_c_kb"] = f"{ladder.smem_budget({**ws4, 'epi_cols': 0}) / 1024:.0f}"
-    v["ch14p.ex.ws_smem_limit_kb"] = f"{HOPPER.smem_per_block / 1024:.0f}"
+    v["calc.gemm.ex.ws_s4_smem_kb"] = f"{ladder.smem_budget(ws4) / 1024:.0f}"
+    v["calc.gemm.ex.ws_s4_full_c_kb"] = f"{ladder.smem_budget({**ws4, 'epi_cols': 0}) / 1024:.0f}"
+    v["calc.gemm.ex.ws_smem_limit_kb"] = f"{HOPPER.smem_per_block / 1024:.0f}"
     return v
 
 
 def tuned_values(results: dict | None) -> dict[str, str]:
     """The tuned rung 4 in its search and in the alternating rounds against cuBLAS, the persistent
     candidates against the best one-block-per-tile one, what NVML saw, the cuBLAS kernel, and the
-    spread between byte-identical twins (``rec14.tune.*``, ``rec14.power.*``, ``rec14.cublas.*``)."""
+    spread between byte-identical twins (``derived.gemm.tune.*``, ``derived.gemm.power.*``, ``derived.gemm.cublas.*``)."""
     v: dict[str, str] = {}
     for side in (4096, 8192):
         srch = search(results, f"tuned rung4 {side}^3", "gemm.ladder")
         ms = (srch or {}).get("ms") or {}
         rec = bench(results, f"tuned rung4 {side}^3", "gemm.ladder")
         cub = ((rec or {}).get("baselines") or {}).get("cuBLAS")
-        v[f"rec14.cublas.s{side}.tflops"] = f"{rec['flops'] / (cub * 1e-3) / 1e12:.1f}" if rec and cub else DASH
+        v[f"derived.gemm.cublas.s{side}.tflops"] = f"{rec['flops'] / (cub * 1e-3) / 1e12:.1f}" if rec and cub else DASH
         best = min(ms.values()) if ms else None
-        v[f"rec14.tune.s{side}.search_us"] = f"{best * 1e3:.1f}" if best else DASH
-        v[f"rec14.tune.s{side}.ratio"] = (floor3(rec["speedup"]["cuBLAS"]) if rec and (rec.get("speedup") or {}).get("cuBLAS")
+        v[f"derived.gemm.tune.s{side}.search_us"] = f"{best * 1e3:.1f}" if best else DASH
+        v[f"derived.gemm.tune.s{side}.ratio"] = (floor3(rec["speedup"]["cuBLAS"]) if rec and (rec.get("speedup") or {}).get("cuBLAS")
                                           else DASH)
         rounds = (rec or {}).get("ms_per_round") or {}
         if rounds.get("kernel") and rounds.get("cuBLAS"):
             rr = [c / k for k, c in zip(rounds["kernel"], rounds["cuBLAS"])]
-            v[f"rec14.tune.s{side}.round_ratios"] = f"{min(rr):.2f}–{max(rr):.2f}"
-            v[f"rec14.tune.s{side}.rounds"] = str(len(rr))
-            v[f"rec14.tune.s{side}.bench_over_search_pct"] = (f"{100 * (rec['ms'] / best - 1):.0f}" if best else DASH)
+            v[f"derived.gemm.tune.s{side}.round_ratios"] = f"{min(rr):.2f}–{max(rr):.2f}"
+            v[f"derived.gemm.tune.s{side}.rounds"] = str(len(rr))
+            v[f"derived.gemm.tune.s{side}.bench_over_search_pct"] = (f"{100 * (rec['ms'] / best - 1):.0f}" if best else DASH)
         else:
             for k in ("round_ratios", "rounds", "bench_over_search_pct"):
-                v[f"rec14.tune.s{side}.{k}"] = DASH
+                v[f"derived.gemm.tune.s{side}.{k}"] = DASH
         # tilelang's automatic persistent candidates against the best automatic one-block-per-tile one
         pers = [t for k, t in ms.items() if "_pers" in k and "_ws" not in k]
         plain = [t for k, t in ms.items() if "_pers" not in k and "_ws" not in k]
-        v[f"rec14.tune.s{side}.pers_gap_pct"] = (f"{100 * (min(pers) / min(plain) - 1):.0f}" if pers and plain else DASH)
-        v[f"rec14.tune.s{side}.best"] = (srch or {}).get("best") or DASH
-        v[f"rec14.tune.s{side}.best_pipeline"] = ("手写" if "_ws" in v[f"rec14.tune.s{side}.best"] else "自动"
+        v[f"derived.gemm.tune.s{side}.pers_gap_pct"] = (f"{100 * (min(pers) / min(plain) - 1):.0f}" if pers and plain else DASH)
+        v[f"derived.gemm.tune.s{side}.best"] = (srch or {}).get("best") or DASH
+        v[f"derived.gemm.tune.s{side}.best_pipeline"] = ("手写" if "_ws" in v[f"derived.gemm.tune.s{side}.best"] else "自动"
                                                   if srch else DASH)
         # what NVML saw while the winner and cuBLAS were timed (sampled by Harness.bench)
         for who, key in (("kernel", "kernel"), ("cuBLAS", "cublas")):
             mhz = ((rec or {}).get("mhz_per_round") or {}).get(who)
             w = ((rec or {}).get("watts_per_round") or {}).get(who)
-            v[f"rec14.power.s{side}.{key}_mhz"] = f"{min(mhz):.0f}–{max(mhz):.0f}" if mhz else DASH
-            v[f"rec14.power.s{side}.{key}_w"] = f"{min(w):.0f}–{max(w):.0f}" if w else DASH
-        v[f"rec14.power.s{side}.limit_w"] = f"{rec['power_limit_w']:.0f}" if rec and rec.get("power_limit_w") else DASH
-        v[f"rec14.power.s{side}.events"] = ", ".join((rec or {}).get("clock_events") or []) or DASH
+            v[f"derived.gemm.power.s{side}.{key}_mhz"] = f"{min(mhz):.0f}–{max(mhz):.0f}" if mhz else DASH
+            v[f"derived.gemm.power.s{side}.{key}_w"] = f"{min(w):.0f}–{max(w):.0f}" if w else DASH
+        v[f"derived.gemm.power.s{side}.limit_w"] = f"{rec['power_limit_w']:.0f}" if rec and rec.get("power_limit_w") else DASH
+        v[f"derived.gemm.power.s{side}.events"] = ", ".join((rec or {}).get("clock_events") or []) or DASH
         note = next((r for r in records(results, "gemm.ladder", kind="note") if r.get("name") == f"cuBLAS kernel {side}^3"), None)
-        v[f"rec14.cublas.s{side}.kernel"] = ", ".join((note or {}).get("kernels") or []) or DASH
+        v[f"derived.gemm.cublas.s{side}.kernel"] = ", ".join((note or {}).get("kernels") or []) or DASH
         # identical generated code, timed twice under different labels: the spread of the search's timings
         gaps = [abs(ms[k] / ms[k[: -len("_inferred")]] - 1) * 100 for k in ms
                 if k.endswith("_inferred") and k[: -len("_inferred")] in ms]
         lo, hi = (f"{min(gaps):.1f}", f"{max(gaps):.1f}") if gaps else (DASH, DASH)
-        v[f"rec14.tune.s{side}.twin_gap_pct"] = lo if lo == hi else f"{lo}–{hi}"
+        v[f"derived.gemm.tune.s{side}.twin_gap_pct"] = lo if lo == hi else f"{lo}–{hi}"
     return v
 
 
 def fp8_values(results: dict | None) -> dict[str, str]:
-    """The fp8 GEMM: the waves of the promoted kernel's tiles at 4096^3 (``ch14p.fp8.*``); from the
+    """The fp8 GEMM: the waves of the promoted kernel's tiles at 4096^3 (``calc.gemm.fp8.*``); from the
     records the winning configuration, the hand-written pipeline's gain over tilelang's automatic
-    two-level candidates, and what two partials used in turn cost (``rec14.fp8.*``)."""
+    two-level candidates, and what two partials used in turn cost (``derived.gemm.fp8.*``)."""
     from ledger.gemm import grid_waves
     from ledger.tiles import HOPPER
 
     v: dict[str, str] = {}
     for bn in (192, 128):  # one block per SM
         g, w, fill = grid_waves(4096, 4096, 128, bn)
-        v[f"ch14p.fp8.n{bn}.grid"] = str(g)
-        v[f"ch14p.fp8.n{bn}.waves_exact"] = f"{g / HOPPER.sms:.2f}"
-        v[f"ch14p.fp8.n{bn}.fill_pct"] = f"{100 * fill:.0f}"
-    v["ch14p.fp8.n192.partial_cols"] = str(4096 - (4096 // 192) * 192)
+        v[f"calc.gemm.fp8.n{bn}.grid"] = str(g)
+        v[f"calc.gemm.fp8.n{bn}.waves_exact"] = f"{g / HOPPER.sms:.2f}"
+        v[f"calc.gemm.fp8.n{bn}.fill_pct"] = f"{100 * fill:.0f}"
+    v["calc.gemm.fp8.n192.partial_cols"] = str(4096 - (4096 // 192) * 192)
     for side in (4096, 8192):
         rec = bench(results, f"fp8 e4m3 {side}^3", "gemm.lowp")
-        v[f"rec14.fp8.s{side}.config"] = str(rec["config"]) if rec and rec.get("config") else DASH
+        v[f"derived.gemm.fp8.s{side}.config"] = str(rec["config"]) if rec and rec.get("config") else DASH
         fms = (search(results, f"fp8 promoted {side}^3", "gemm.lowp") or {}).get("ms") or {}
         hand = [t for k, t in fms.items() if "_ws" in k]
         auto = [t for k, t in fms.items() if "_ws" not in k]
-        v[f"rec14.fp8.s{side}.ws_gain_pct"] = f"{100 * (min(auto) / min(hand) - 1):.0f}" if hand and auto else DASH
+        v[f"derived.gemm.fp8.s{side}.ws_gain_pct"] = f"{100 * (min(auto) / min(hand) - 1):.0f}" if hand and auto else DASH
         t1 = fms.get("128x128x128_s6_t256_ws_if1_pers")
         t0 = fms.get("128x128x128_s6_t256_ws_if0_pers")
-        v[f"rec14.fp8.s{side}.if1_loss_pct"] = f"{100 * (t1 / t0 - 1):.0f}" if t0 and t1 else DASH
+        v[f"derived.gemm.fp8.s{side}.if1_loss_pct"] = f"{100 * (t1 / t0 - 1):.0f}" if t0 and t1 else DASH
     return v
 
 
@@ -156,22 +156,22 @@ def _span(xs: list, spec: str) -> str:
 def replicate_values(results: dict | None) -> dict[str, str]:
     """Values over the declared repeats of the tuned search (:func:`ladder_replicates`): the
     winner's ratio to cuBLAS per run, and the hand-written candidates' gains as ranges
-    (``rec14.tune.runs``, ``rec14.tune.s*.ratio_*``, ``rec14.ws.*``)."""
+    (``derived.gemm.tune.runs``, ``derived.gemm.tune.s*.ratio_*``, ``derived.gemm.ws.*``)."""
     v: dict[str, str] = {}
     runs = ladder_replicates(results) if results else []
-    v["rec14.tune.runs"] = "、".join(n.replace("run ", "") for n, _ in runs) or DASH
-    v["rec14.tune.n_runs"] = str(len(runs)) if runs else DASH
+    v["derived.gemm.tune.runs"] = "、".join(n.replace("run ", "") for n, _ in runs) or DASH
+    v["derived.gemm.tune.n_runs"] = str(len(runs)) if runs else DASH
     for side in (4096, 8192):
         ratios = []
         for _, res in runs:
             b = bench(res, f"tuned rung4 {side}^3", "gemm.ladder")
             ratios.append((b.get("speedup") or {}).get("cuBLAS") if b else None)
-        v[f"rec14.tune.s{side}.ratio_runs"] = ("、".join(floor3(r) for r in ratios if r is not None) or DASH)
-        v[f"rec14.tune.s{side}.ratio_min"] = floor3(min(r for r in ratios if r is not None)) if any(
+        v[f"derived.gemm.tune.s{side}.ratio_runs"] = ("、".join(floor3(r) for r in ratios if r is not None) or DASH)
+        v[f"derived.gemm.tune.s{side}.ratio_min"] = floor3(min(r for r in ratios if r is not None)) if any(
             r is not None for r in ratios) else DASH
         labels = {k: ws_label(k) for k in WS_KEYS}
         for k, lab in labels.items():
-            v[f"rec14.ws.s{side}.{k}_pct"] = _span([vs_automatic(res, side, lab) for _, res in runs], "+.1f")
+            v[f"derived.gemm.ws.s{side}.{k}_pct"] = _span([vs_automatic(res, side, lab) for _, res in runs], "+.1f")
 
         def gain(a: str, b: str, spec: str = "+.1f") -> str:
             """How much faster ``b`` ran than ``a`` in each run, in percent, as a range."""
@@ -182,10 +182,10 @@ def replicate_values(results: dict | None) -> dict[str, str]:
                     out.append(100 * (ms[labels[a]] / ms[labels[b]] - 1))
             return _span(out, spec)
 
-        v[f"rec14.ws.s{side}.pers_gain_pct"] = gain("s4_if0", "pers_if0")
-        v[f"rec14.ws.s{side}.mc_gain_pct"] = gain("pers_if0", "c2_if0")
-        v[f"rec14.ws.s{side}.stage_gain_pct"] = gain("s3_if0", "s4_if0")
-        v[f"rec14.ws.s{side}.if1_loss_pct"] = gain("s3_if1", "s3_if0", ".1f")  # how much slower inflight=1 ran
+        v[f"derived.gemm.ws.s{side}.pers_gain_pct"] = gain("s4_if0", "pers_if0")
+        v[f"derived.gemm.ws.s{side}.mc_gain_pct"] = gain("pers_if0", "c2_if0")
+        v[f"derived.gemm.ws.s{side}.stage_gain_pct"] = gain("s3_if0", "s4_if0")
+        v[f"derived.gemm.ws.s{side}.if1_loss_pct"] = gain("s3_if1", "s3_if0", ".1f")  # how much slower inflight=1 ran
     return v
 
 

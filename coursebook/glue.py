@@ -1,8 +1,8 @@
 """Glue ledger figures into a MyST-NB page.
 
-A page calls ``glue_figures("ch02")`` once in a hidden cell; every figure of the
+A page calls ``glue_figures("pytorch")`` once in a hidden cell; every figure of the
 registry whose key starts with that prefix is then available to the prose as
-``{glue:text}`ch02.prefill.tflop` ``, printed exactly as the figure's ``text``.
+``{glue:text}`pytorch.prefill.tflop` ``, printed exactly as the figure's ``text``.
 """
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ def glue_values(values: dict[str, str]) -> dict[str, str]:
 
 def glued_keys(page: str, prefixes: str | Iterable[str] = (), registry_only: bool = True) -> list[str]:
     """Keys glued by ``{glue:text}`key``` on ``book/<page>``, in order of first use: those starting
-    with one of ``prefixes`` (a prefix ``"ch14"`` means ``"ch14."``; none: every key), and with
+    with one of ``prefixes`` (a prefix ``"gemm"`` means ``"gemm."``; none: every key), and with
     ``registry_only`` only those the ledger's registry holds (the page's "where each number comes
     from" table)."""
     import re
@@ -76,7 +76,7 @@ def glued_keys(page: str, prefixes: str | Iterable[str] = (), registry_only: boo
 def figure_table(prefix: str | Iterable[str] = "", *, keys: Iterable[str] | None = None) -> str:
     """A Markdown table of figures: value, unit, source, conditions.
 
-    Display it in a cell with ``IPython.display.Markdown(figure_table("ch02"))``.
+    Display it in a cell with ``IPython.display.Markdown(figure_table("pytorch"))``.
     """
     chosen = _select(prefix)
     if keys is not None:

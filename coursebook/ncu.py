@@ -117,56 +117,56 @@ NCU_KEYS = ("device", "date", "version", "ideal_mb", "a.dram_mb", "a.read_mb", "
 
 
 def case_values(ncu: dict | None = None) -> dict[str, str]:
-    """Printed texts of the recorded Nsight Compute summary, keyed ``ch28.ncu.*``.
+    """Printed texts of the recorded Nsight Compute summary, keyed ``perfmodel.ncu.*``.
 
     Without a recorded file every key reads "—" (the page's measured cell says why)."""
     ncu = recorded("ncu_case") if ncu is None else ncu
     if not ncu:
-        return {f"ch28.ncu.{k}": "—" for k in NCU_KEYS}
+        return {f"perfmodel.ncu.{k}": "—" for k in NCU_KEYS}
     d, cal, p = ncu["designs"], ncu["calibration"], ncu.get("provenance", {})
     a, b, c = d["A"], d["B"], d["C"]
     benches = recorded_benches()
     out = {
-        "ch28.ncu.device": str(p.get("device", "?")),
-        "ch28.ncu.date": str(p.get("date", "?"))[:10],
-        "ch28.ncu.version": str(p.get("ncu_version", "ncu")).split(" (")[0],
-        "ch28.ncu.ideal_mb": f"{ncu['ideal_mb']:.1f}",
-        "ch28.ncu.a.dram_mb": f"{a['dram_mb']:.1f}",
-        "ch28.ncu.a.read_mb": f"{a['dram_read_mb']:.1f}",
-        "ch28.ncu.a.l2_mb": f"{a['l2_mb']:.1f}",
-        "ch28.ncu.a.l2_hit_pct": f"{a['l2_hit_pct']:.0f}",
-        "ch28.ncu.a.over_ideal": f"{a['measured_over_ideal']:.2f}",
-        "ch28.ncu.a.over_ledger": f"{a['measured_over_ledger']:.2f}",
-        "ch28.ncu.a.ledger_mb": f"{a['ledger_mb']:.0f}",
-        "ch28.ncu.a.time_us": f"{a['time_us']:.1f}",
-        "ch28.ncu.a.gbps": f"{a['dram_gbps']:.0f}",
-        "ch28.ncu.a.warps_pct": f"{a['warps_active_pct']:.0f}",
-        "ch28.ncu.c.dram_mb": f"{c['dram_mb']:.1f}",
-        "ch28.ncu.c.time_us": f"{c['time_us']:.1f}",
-        "ch28.ncu.c.gbps": f"{c['dram_gbps']:.0f}",
-        "ch28.ncu.b.time_us": f"{b['time_us']:.1f}",
-        "ch28.ncu.time_a_over_c": f"{ncu['time_ratio_A_over_C']:.2f}",
-        "ch28.ncu.dram_a_over_c": f"{ncu['dram_ratio_A_over_C']:.2f}",
-        "ch28.ncu.ledger_a_over_c": f"{ncu['ledger_ratio_A_over_C']:.2f}",
-        "ch28.ncu.cal.read_mb": f"{cal['dram_read_mb']:.1f}",
-        "ch28.ncu.cal.write_mb": f"{cal['dram_write_mb']:.1f}",
-        "ch28.ncu.cal.expected_mb": f"{cal['expected_mb_each_way']:.1f}",
-        "ch28.ncu.cal.write_pct": f"{100 * cal['dram_write_mb'] / cal['expected_mb_each_way']:.0f}",
-        "ch28.ncu.cal.gbps": f"{cal['dram_gbps']:.0f}",
-        "ch28.ncu.a.ns_per_block": f"{1e3 * a['time_us'] / int(str(a['grid']).strip('()').split(',')[0]):.2f}",
-        "ch28.ncu.c.warps_pct": f"{c['warps_active_pct']:.0f}",
-        "ch28.ncu.c.read_mb": f"{c['dram_read_mb']:.1f}",
-        "ch28.ncu.ideal_read_mb": f"{_ideal_read_bytes() / 1e6:.1f}",
+        "perfmodel.ncu.device": str(p.get("device", "?")),
+        "perfmodel.ncu.date": str(p.get("date", "?"))[:10],
+        "perfmodel.ncu.version": str(p.get("ncu_version", "ncu")).split(" (")[0],
+        "perfmodel.ncu.ideal_mb": f"{ncu['ideal_mb']:.1f}",
+        "perfmodel.ncu.a.dram_mb": f"{a['dram_mb']:.1f}",
+        "perfmodel.ncu.a.read_mb": f"{a['dram_read_mb']:.1f}",
+        "perfmodel.ncu.a.l2_mb": f"{a['l2_mb']:.1f}",
+        "perfmodel.ncu.a.l2_hit_pct": f"{a['l2_hit_pct']:.0f}",
+        "perfmodel.ncu.a.over_ideal": f"{a['measured_over_ideal']:.2f}",
+        "perfmodel.ncu.a.over_ledger": f"{a['measured_over_ledger']:.2f}",
+        "perfmodel.ncu.a.ledger_mb": f"{a['ledger_mb']:.0f}",
+        "perfmodel.ncu.a.time_us": f"{a['time_us']:.1f}",
+        "perfmodel.ncu.a.gbps": f"{a['dram_gbps']:.0f}",
+        "perfmodel.ncu.a.warps_pct": f"{a['warps_active_pct']:.0f}",
+        "perfmodel.ncu.c.dram_mb": f"{c['dram_mb']:.1f}",
+        "perfmodel.ncu.c.time_us": f"{c['time_us']:.1f}",
+        "perfmodel.ncu.c.gbps": f"{c['dram_gbps']:.0f}",
+        "perfmodel.ncu.b.time_us": f"{b['time_us']:.1f}",
+        "perfmodel.ncu.time_a_over_c": f"{ncu['time_ratio_A_over_C']:.2f}",
+        "perfmodel.ncu.dram_a_over_c": f"{ncu['dram_ratio_A_over_C']:.2f}",
+        "perfmodel.ncu.ledger_a_over_c": f"{ncu['ledger_ratio_A_over_C']:.2f}",
+        "perfmodel.ncu.cal.read_mb": f"{cal['dram_read_mb']:.1f}",
+        "perfmodel.ncu.cal.write_mb": f"{cal['dram_write_mb']:.1f}",
+        "perfmodel.ncu.cal.expected_mb": f"{cal['expected_mb_each_way']:.1f}",
+        "perfmodel.ncu.cal.write_pct": f"{100 * cal['dram_write_mb'] / cal['expected_mb_each_way']:.0f}",
+        "perfmodel.ncu.cal.gbps": f"{cal['dram_gbps']:.0f}",
+        "perfmodel.ncu.a.ns_per_block": f"{1e3 * a['time_us'] / int(str(a['grid']).strip('()').split(',')[0]):.2f}",
+        "perfmodel.ncu.c.warps_pct": f"{c['warps_active_pct']:.0f}",
+        "perfmodel.ncu.c.read_mb": f"{c['dram_read_mb']:.1f}",
+        "perfmodel.ncu.ideal_read_mb": f"{_ideal_read_bytes() / 1e6:.1f}",
     }
     if "A" in benches and "C" in benches:
-        out["ch28.ncu.harness_a_over_c"] = f"{benches['A']['ms'] / benches['C']['ms']:.1f}"
-    out.setdefault("ch28.ncu.harness_a_over_c", "—")
+        out["perfmodel.ncu.harness_a_over_c"] = f"{benches['A']['ms'] / benches['C']['ms']:.1f}"
+    out.setdefault("perfmodel.ncu.harness_a_over_c", "—")
     return out
 
 
 def rows_values(results: dict | None = None, ncu: dict | None = None) -> dict[str, str]:
-    """Texts of the "where the fused FP8 kernel stalls" passage: ``rec13.diag.*`` from the
-    recorded search of the fused kernel's schedules, ``rec13.ncu.*`` from the recorded
+    """Texts of the "where the fused FP8 kernel stalls" passage: ``derived.elementwise.diag.*`` from the
+    recorded search of the fused kernel's schedules, ``derived.elementwise.ncu.*`` from the recorded
     Nsight Compute run (``measure/results/ncu/ncu_rows.json``).  Missing data -> "—"."""
     results = results if results is not None else load()
     ncu = ncu if ncu is not None else recorded("ncu_rows")
@@ -190,21 +190,21 @@ def rows_values(results: dict | None = None, ncu: dict | None = None) -> dict[st
     }
     for g, pred in groups.items():
         lab, t = best(pred)
-        out[f"rec13.diag.{g}_us"] = "—" if t is None else f"{t * 1e3:.1f}"
-        out[f"rec13.diag.{g}_cfg"] = lab or "—"
-    out["rec13.diag.best"] = srch.get("best") or "—"
+        out[f"derived.elementwise.diag.{g}_us"] = "—" if t is None else f"{t * 1e3:.1f}"
+        out[f"derived.elementwise.diag.{g}_cfg"] = lab or "—"
+    out["derived.elementwise.diag.best"] = srch.get("best") or "—"
     from measure.suites.fused import PIPE_THREADS
     from measure.ncu.rows import FUSED_CFG, LEAN_CFG, VEC_CFG, VECP_CFG
     from measure.ncu.rows import N as ROW
 
-    out["rec13.diag.warp_elems"] = str(ROW // 32)  # the warp schedule: one row over 32 lanes
-    out["rec13.diag.pipe_consumers"] = str(PIPE_THREADS)
-    out["rec13.diag.vec_elems"] = str(ROW // VEC_CFG[0])  # the vec schedule: one row over tpr lanes
+    out["derived.elementwise.diag.warp_elems"] = str(ROW // 32)  # the warp schedule: one row over 32 lanes
+    out["derived.elementwise.diag.pipe_consumers"] = str(PIPE_THREADS)
+    out["derived.elementwise.diag.vec_elems"] = str(ROW // VEC_CFG[0])  # the vec schedule: one row over tpr lanes
 
     for key, (bm, mb) in (("fused", FUSED_CFG), ("lean", LEAN_CFG)):
-        out[f"rec13.ncu.{key}.cfg"] = f"blk_m={bm}，每 SM {mb} 块"
-    out["rec13.ncu.vec.cfg"] = f"每行 {VEC_CFG[0]} 线程，每 SM {VEC_CFG[3]} 块"
-    out["rec13.ncu.vecp.cfg"] = f"每块 {VECP_CFG[2]} 行，预取 {VECP_CFG[3] - 1} 行"
+        out[f"derived.elementwise.ncu.{key}.cfg"] = f"blk_m={bm}，每 SM {mb} 块"
+    out["derived.elementwise.ncu.vec.cfg"] = f"每行 {VEC_CFG[0]} 线程，每 SM {VEC_CFG[3]} 块"
+    out["derived.elementwise.ncu.vecp.cfg"] = f"每块 {VECP_CFG[2]} 行，预取 {VECP_CFG[3] - 1} 行"
     names = {"rms": "rmsnorm rows", "quant": "quant_fp8", "fused": "fused fp8", "lean": "fused fp8 lean",
              "vec": "fused fp8 vec", "vecp": "fused fp8 vecp"}
     ks = (ncu or {}).get("kernels", {})
@@ -214,7 +214,7 @@ def rows_values(results: dict | None = None, ncu: dict | None = None) -> dict[st
                            ("instructions_per_element", "{:.1f}"), ("time_us", "{:.1f}"),
                            ("registers_per_thread", "{:.0f}")):
             v = k.get(field)
-            out[f"rec13.ncu.{key}.{field.split('_')[0]}"] = "—" if v is None else fmt.format(v)
+            out[f"derived.elementwise.ncu.{key}.{field.split('_')[0]}"] = "—" if v is None else fmt.format(v)
     return out
 
 
@@ -227,13 +227,13 @@ def gemm_values(data: dict | None = None) -> dict[str, str]:
 
     v: dict[str, str] = {}
     side = ncu_gemm.SIDE
-    v["ch14p.ncu.tiled_l2_mb"] = f"{tiled_traffic(side, side, side, 128, 256, 'fp16', 'fp16') / 1e6:.0f}"
+    v["calc.gemm.ncu.tiled_l2_mb"] = f"{tiled_traffic(side, side, side, 128, 256, 'fp16', 'fp16') / 1e6:.0f}"
     data = (recorded("ncu_gemm") if data is None else data) or {}
     keys = {"automatic": "auto", "hand-written": "ws", "hand-written multicast": "mc", "cuBLAS": "cublas"}
     for name, key in keys.items():
         k = (data.get("kernels") or {}).get(name) or {}
         for field, spec in (("l2_read_mb", ".0f"), ("dram_read_mb", ".0f"), ("time_us", ".0f"), ("sm_mhz", ".0f")):
             x = k.get(field)
-            v[f"rec14.ncu.{key}.{field}"] = DASH if x is None else format(x, spec)
-    v["rec14.ncu.date"] = ((data.get("provenance") or {}).get("date") or DASH)[:10]
+            v[f"derived.gemm.ncu.{key}.{field}"] = DASH if x is None else format(x, spec)
+    v["derived.gemm.ncu.date"] = ((data.get("provenance") or {}).get("date") or DASH)[:10]
     return v

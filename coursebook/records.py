@@ -239,51 +239,51 @@ def _find(results, prefix: str) -> dict | None:
 
 
 def elementwise_values(results: dict | None = None) -> dict[str, str]:
-    """Texts derived from the records (verdict lists, ratios between kernels): ``rec13.*``."""
+    """Texts derived from the records (verdict lists, ratios between kernels): ``derived.elementwise.*``."""
     results = results if results is not None else load()
-    out = {k: "—" for k in ("rec13.targets.total", "rec13.targets.met", "rec13.targets.missed",
-                            "rec13.targets.met_list", "rec13.targets.missed_list",
-                            "rec13.fused_fp8.byte_ratio", "rec13.fused_fp8.share",
-                            "rec13.add.per_thread_over_parallel", "rec13.rope.neox_blocked_over_naive",
-                            "rec13.rope.interleaved_blocked_over_naive", "rec13.splitk.second_read_pct",
-                            "rec13.rms.copy_us", "rec13.rms.bound_compile", "rec13.rms.bound_f",
-                            "rec13.rms.need_pct", "rec13.rms.target_compile", "rec13.ln.copy_us",
-                            "rec13.ln.bound_compile", "rec13.rmsL.copy_us", "rec13.rmsL.bound_compile",
-                            "rec13.rmsL.shape",
-                            "rec13.fused_fp8.mb", "rec13.fused_fp8.mb_bf16_tables",
-                            "rec13.fused_fp8.pct_bf16_tables")}
+    out = {k: "—" for k in ("derived.elementwise.targets.total", "derived.elementwise.targets.met", "derived.elementwise.targets.missed",
+                            "derived.elementwise.targets.met_list", "derived.elementwise.targets.missed_list",
+                            "derived.elementwise.fused_fp8.byte_ratio", "derived.elementwise.fused_fp8.share",
+                            "derived.elementwise.add.per_thread_over_parallel", "derived.elementwise.rope.neox_blocked_over_naive",
+                            "derived.elementwise.rope.interleaved_blocked_over_naive", "derived.elementwise.splitk.second_read_pct",
+                            "derived.elementwise.rms.copy_us", "derived.elementwise.rms.bound_compile", "derived.elementwise.rms.bound_f",
+                            "derived.elementwise.rms.need_pct", "derived.elementwise.rms.target_compile", "derived.elementwise.ln.copy_us",
+                            "derived.elementwise.ln.bound_compile", "derived.elementwise.rmsL.copy_us", "derived.elementwise.rmsL.bound_compile",
+                            "derived.elementwise.rmsL.shape",
+                            "derived.elementwise.fused_fp8.mb", "derived.elementwise.fused_fp8.mb_bf16_tables",
+                            "derived.elementwise.fused_fp8.pct_bf16_tables")}
     if not results:
         return out
     ts = _targets(results)
     met = [f"{n}（{_target_label(k)}）" for n, k, t in ts if t["met"]]
     missed = [f"{n}（{_target_label(k)}：要求 ≥ {_target_value(k, t['target'])}，实测 {_target_value(k, t['value'])}）"
               for n, k, t in ts if not t["met"]]
-    out.update({"rec13.targets.total": str(len(ts)), "rec13.targets.met": str(len(met)),
-                "rec13.targets.missed": str(len(missed)),
-                "rec13.targets.met_list": "；".join(met) or "无",
-                "rec13.targets.missed_list": "；".join(missed) or "无"})
+    out.update({"derived.elementwise.targets.total": str(len(ts)), "derived.elementwise.targets.met": str(len(met)),
+                "derived.elementwise.targets.missed": str(len(missed)),
+                "derived.elementwise.targets.met_list": "；".join(met) or "无",
+                "derived.elementwise.targets.missed_list": "；".join(missed) or "无"})
     f8 = _find(results, "fused rmsnorm+rope+fp8")
     if f8 and f8.get("ledger_byte_ratio"):
-        out["rec13.fused_fp8.byte_ratio"] = f"{f8['ledger_byte_ratio']:.2f}"
+        out["derived.elementwise.fused_fp8.byte_ratio"] = f"{f8['ledger_byte_ratio']:.2f}"
         sp = (f8.get("speedup") or {}).get("3 TileLang kernels")
         if sp:
-            out["rec13.fused_fp8.share"] = f"{100 * sp / f8['ledger_byte_ratio']:.0f}"
+            out["derived.elementwise.fused_fp8.share"] = f"{100 * sp / f8['ledger_byte_ratio']:.0f}"
 
     def ratio(key, slow, fast):
         a, b = _find(results, slow), _find(results, fast)
         if a and b and a.get("ms") and b.get("ms"):
             out[key] = f"{a['ms'] / b['ms']:.2f}"
 
-    ratio("rec13.add.per_thread_over_parallel", "add[parallel]", "add[per_thread]")
-    ratio("rec13.rope.neox_blocked_over_naive", "rope[neox,naive]", "rope[neox,blocked]")
-    ratio("rec13.rope.interleaved_blocked_over_naive", "rope[interleaved,naive]", "rope[interleaved,blocked]")
+    ratio("derived.elementwise.add.per_thread_over_parallel", "add[parallel]", "add[per_thread]")
+    ratio("derived.elementwise.rope.neox_blocked_over_naive", "rope[neox,naive]", "rope[neox,blocked]")
+    ratio("derived.elementwise.rope.interleaved_blocked_over_naive", "rope[interleaved,naive]", "rope[interleaved,blocked]")
     # the same-bytes copy timed in the norm benches: the most any kernel of that shape can gain
     from measure.suites.norm import COPY
 
     norms = [r for r in _bench(results) if r.get("name", "").startswith("rmsnorm[rows]")]
     large = max(norms, key=lambda r: r.get("bytes") or 0) if len(norms) > 1 else None
     if large:
-        out["rec13.rmsL.shape"] = large["name"].rsplit(" ", 1)[-1].replace("x", "×")
+        out["derived.elementwise.rmsL.shape"] = large["name"].rsplit(" ", 1)[-1].replace("x", "×")
     small = min(norms, key=lambda r: r.get("bytes") or 0)["name"] if norms else "rmsnorm[rows]"
     for key, prefix, lib in (("rms", small, "F.rms_norm"), ("ln", "layernorm[rows]", "F.layer_norm"),
                              ("rmsL", large["name"] if large else "\0", "F.rms_norm")):
@@ -291,31 +291,31 @@ def elementwise_values(results: dict | None = None) -> dict[str, str]:
         cms = ((r or {}).get("baselines") or {}).get(COPY)
         bound = (r or {}).get("speedup_bound") or {}
         if cms:
-            out[f"rec13.{key}.copy_us"] = f"{cms * 1e3:.1f}"
+            out[f"derived.elementwise.{key}.copy_us"] = f"{cms * 1e3:.1f}"
         if "torch.compile" in bound:
-            out[f"rec13.{key}.bound_compile"] = f"{bound['torch.compile']:.2f}"
+            out[f"derived.elementwise.{key}.bound_compile"] = f"{bound['torch.compile']:.2f}"
         if key == "rms" and lib in bound:
-            out["rec13.rms.bound_f"] = f"{bound[lib]:.2f}"
+            out["derived.elementwise.rms.bound_f"] = f"{bound[lib]:.2f}"
         tgt = ((r or {}).get("targets") or {}).get("speedup:torch.compile")
         comp = ((r or {}).get("baselines") or {}).get("torch.compile")
         if key == "rms" and tgt and comp and r.get("bytes") and r.get("copy_gbps"):
             # the copy-bandwidth share a kernel would need to be `target` times faster than compile
             need_ms = comp / tgt["target"]
-            out["rec13.rms.target_compile"] = f"{tgt['target']:.2f}"
-            out["rec13.rms.need_pct"] = f"{100 * r['bytes'] / (need_ms * 1e-3) / 1e9 / r['copy_gbps']:.1f}"
+            out["derived.elementwise.rms.target_compile"] = f"{tgt['target']:.2f}"
+            out["derived.elementwise.rms.need_pct"] = f"{100 * r['bytes'] / (need_ms * 1e-3) / 1e9 / r['copy_gbps']:.1f}"
     if f8 and f8.get("bytes") and f8.get("ms") and f8.get("copy_gbps"):
         from ledger.fusion import rmsnorm_rope_fp8_cost
 
         cfg = f8.get("config") or {}
         old = rmsnorm_rope_fp8_cost(*(int(v) for v in re.findall(r"(\d+)x(\d+)", f8["name"])[0]), "bfloat16",
                                     cfg.get("rope_dim", 128), cfg.get("group"), cos_sin_dtype="bfloat16").bytes
-        out["rec13.fused_fp8.mb"] = f"{f8['bytes'] / 1e6:.1f}"
-        out["rec13.fused_fp8.mb_bf16_tables"] = f"{old / 1e6:.1f}"
-        out["rec13.fused_fp8.pct_bf16_tables"] = f"{100 * old / (f8['ms'] * 1e-3) / 1e9 / f8['copy_gbps']:.1f}"
+        out["derived.elementwise.fused_fp8.mb"] = f"{f8['bytes'] / 1e6:.1f}"
+        out["derived.elementwise.fused_fp8.mb_bf16_tables"] = f"{old / 1e6:.1f}"
+        out["derived.elementwise.fused_fp8.pct_bf16_tables"] = f"{100 * old / (f8['ms'] * 1e-3) / 1e9 / f8['copy_gbps']:.1f}"
     sk = _find(results, "rmsnorm[splitk]")
     if sk and sk.get("frac_copy_bw"):
         # the ledger counts one read of x; split-K reads it twice: 3 passes of x-sized traffic instead of 2
-        out["rec13.splitk.second_read_pct"] = f"{100 * sk['frac_copy_bw'] * 3 / 2:.1f}"
+        out["derived.elementwise.splitk.second_read_pct"] = f"{100 * sk['frac_copy_bw'] * 3 / 2:.1f}"
     return out
 
 

@@ -22,31 +22,31 @@ __all__ = ["exercise_values", "splitk_values", "streamk_values", "variant_values
 def exercise_values() -> dict[str, str]:
     """The numbers of the GEMM chapter's tile exercises: a 4-stage 128x256x64 tile's shared memory
     and blocks per SM, an accumulator's registers, the fp8 tile's shared memory, the waves of 8192^3,
-    the protocol's iterations for a 20 us kernel (``ch14p.ex.*``)."""
+    the protocol's iterations for a 20 us kernel (``calc.gemm.ex.*``)."""
     from ledger.gemm import grid_waves
     from ledger.protocol import DEFAULT_PROTOCOL
     from ledger.tiles import accumulator_per_thread, smem_total, tile_decision
 
     v: dict[str, str] = {}
     r = tile_decision(128, 256, 64, stages=4, threads=256)
-    v["ch14p.ex.s4_smem_kb"] = f"{r.smem_total / 1024:.0f}"
-    v["ch14p.ex.s4_blocks"] = str(r.blocks_per_sm)
-    v["ch14p.ex.acc_256x128_t256"] = f"{accumulator_per_thread(256, 128, 256):.0f}"
-    v["ch14p.ex.smem_fp8_128x256x128_s4_kb"] = f"{smem_total(128, 256, 128, 4, 1) / 1024:.0f}"
+    v["calc.gemm.ex.s4_smem_kb"] = f"{r.smem_total / 1024:.0f}"
+    v["calc.gemm.ex.s4_blocks"] = str(r.blocks_per_sm)
+    v["calc.gemm.ex.acc_256x128_t256"] = f"{accumulator_per_thread(256, 128, 256):.0f}"
+    v["calc.gemm.ex.smem_fp8_128x256x128_s4_kb"] = f"{smem_total(128, 256, 128, 4, 1) / 1024:.0f}"
     g, w, fill = grid_waves(8192, 8192, 128, 256)
-    v["ch14p.ex.w8192.grid"] = str(g)
-    v["ch14p.ex.w8192.waves"] = str(w)
-    v["ch14p.ex.w8192.fill_pct"] = f"{100 * fill:.1f}"
+    v["calc.gemm.ex.w8192.grid"] = str(g)
+    v["calc.gemm.ex.w8192.waves"] = str(w)
+    v["calc.gemm.ex.w8192.fill_pct"] = f"{100 * fill:.1f}"
     nw, nr = DEFAULT_PROTOCOL.iterations(0.02)
-    v["ch14p.ex.iters_20us_warm"] = str(nw)
-    v["ch14p.ex.iters_20us_rep"] = str(nr)
+    v["calc.gemm.ex.iters_20us_warm"] = str(nw)
+    v["calc.gemm.ex.iters_20us_rep"] = str(nr)
     return v
 
 
 def splitk_values(results: dict | None) -> dict[str, str]:
     """Split-K at the suite's shape: grid, waves, last-wave fill and partial-output bytes of every
-    split (``ch14p.splitk.*``), the operand bytes the blocks pull from L2; from the records the
-    wave predictions and the L2 -> SM rates they imply (``rec14.splitk.*``)."""
+    split (``calc.gemm.splitk.*``), the operand bytes the blocks pull from L2; from the records the
+    wave predictions and the L2 -> SM rates they imply (``derived.gemm.splitk.*``)."""
     from ledger.cost import dtype_bytes
     from ledger.gemm import grid_waves, split_k_bytes, tiled_traffic
 
@@ -57,66 +57,66 @@ def splitk_values(results: dict | None) -> dict[str, str]:
     bm, bn = splitk.DEFAULT["block_M"], splitk.DEFAULT["block_N"]
     for s in splitk.SPLITS:
         grid, w, fill = grid_waves(SM, SN, bm, bn, split=s)
-        v[f"ch14p.splitk.s{s}.grid"] = str(grid)
-        v[f"ch14p.splitk.s{s}.waves"] = str(w)
-        v[f"ch14p.splitk.s{s}.fill_pct"] = f"{100 * fill:.1f}"
-        v[f"ch14p.splitk.s{s}.out_mib"] = f"{split_k_bytes(SM, SN, split=s, separate_reduce=False) / 2**20:.0f}"
+        v[f"calc.gemm.splitk.s{s}.grid"] = str(grid)
+        v[f"calc.gemm.splitk.s{s}.waves"] = str(w)
+        v[f"calc.gemm.splitk.s{s}.fill_pct"] = f"{100 * fill:.1f}"
+        v[f"calc.gemm.splitk.s{s}.out_mib"] = f"{split_k_bytes(SM, SN, split=s, separate_reduce=False) / 2**20:.0f}"
     wm, wn = splitk.WIDE["block_M"], splitk.WIDE["block_N"]
-    v["ch14p.splitk.l2_mb_128"] = f"{tiled_traffic(SM, SN, SK, bm, bn, 'fp16', 'fp32') / 1e6:.0f}"
-    v["ch14p.splitk.l2_mb_256"] = f"{tiled_traffic(SM, SN, SK, wm, wn, 'fp16', 'fp32') / 1e6:.0f}"
+    v["calc.gemm.splitk.l2_mb_128"] = f"{tiled_traffic(SM, SN, SK, bm, bn, 'fp16', 'fp32') / 1e6:.0f}"
+    v["calc.gemm.splitk.l2_mb_256"] = f"{tiled_traffic(SM, SN, SK, wm, wn, 'fp16', 'fp32') / 1e6:.0f}"
     # staging one fp32 output tile of the wide blocks (why they use element-wise atomics)
-    v["ch14p.splitk.wide.stage_kib"] = f"{wm * wn * dtype_bytes('fp32') / 1024:.0f}"
+    v["calc.gemm.splitk.wide.stage_kib"] = f"{wm * wn * dtype_bytes('fp32') / 1024:.0f}"
     for s_ in (1, 2, 4):
         g, w, fill = grid_waves(SM, SN, wm, wn, split=s_)
-        v[f"ch14p.splitk.wide.s{s_}.grid"] = str(g)
-        v[f"ch14p.splitk.wide.s{s_}.fill_pct"] = f"{100 * fill:.0f}"
+        v[f"calc.gemm.splitk.wide.s{s_}.grid"] = str(g)
+        v[f"calc.gemm.splitk.wide.s{s_}.fill_pct"] = f"{100 * fill:.0f}"
     for s_ in (2, 4):
         rec = bench(results, f"split-K element 128x256 s={s_} 1024x1024x16384")
         p = (rec or {}).get("predicted_speedup_vs_no_split")
-        v[f"rec14.splitk.wide.s{s_}.pred"] = f"{p:.2f}" if p else DASH
+        v[f"derived.gemm.splitk.wide.s{s_}.pred"] = f"{p:.2f}" if p else DASH
     for s in (2, 4, 8):
         rec = bench(results, f"split-K tile s={s} 1024x1024x16384")
         p = (rec or {}).get("predicted_speedup_vs_no_split")
-        v[f"rec14.splitk.s{s}.pred"] = f"{p:.2f}" if p else DASH
+        v[f"derived.gemm.splitk.s{s}.pred"] = f"{p:.2f}" if p else DASH
     l2 = _splitk_l2(results)
     full = [r["l2_tbps"] for r in l2 if (r["fill"] or 0) > 0.9]  # one nearly full wave: every SM pulling
     part = [r["l2_tbps"] for r in l2 if r["split"] == 1]
-    v["rec14.splitk.l2_full_tbps"] = f"{min(full):.1f}–{max(full):.1f}" if full else DASH
-    v["rec14.splitk.l2_nosplit_tbps"] = f"{min(part):.1f}–{max(part):.1f}" if part else DASH
+    v["derived.gemm.splitk.l2_full_tbps"] = f"{min(full):.1f}–{max(full):.1f}" if full else DASH
+    v["derived.gemm.splitk.l2_nosplit_tbps"] = f"{min(part):.1f}–{max(part):.1f}" if part else DASH
     return v
 
 
 def streamk_values(results: dict | None) -> dict[str, str]:
-    """Stream-K at the suite's shape: the data-parallel grid's waves (``ch14p.streamk.*``) and, from
-    the record, the prediction and the L2 -> SM rates of both kernels (``rec14.streamk.*``)."""
+    """Stream-K at the suite's shape: the data-parallel grid's waves (``calc.gemm.streamk.*``) and, from
+    the record, the prediction and the L2 -> SM rates of both kernels (``derived.gemm.streamk.*``)."""
     from ledger.gemm import grid_waves, tiled_traffic
 
     from measure.suites.gemm import streamk
 
     v: dict[str, str] = {}
     g, w, fill = grid_waves(streamk.SHAPE[0], streamk.SHAPE[1], streamk.DEFAULT["block_M"], streamk.DEFAULT["block_N"])
-    v["ch14p.streamk.grid"] = str(g)
-    v["ch14p.streamk.waves"] = str(w)
-    v["ch14p.streamk.fill_pct"] = f"{100 * fill:.1f}"
+    v["calc.gemm.streamk.grid"] = str(g)
+    v["calc.gemm.streamk.waves"] = str(w)
+    v["calc.gemm.streamk.fill_pct"] = f"{100 * fill:.1f}"
     sk = bench(results, "stream-K 1536x1536x8192")
     # the same L2 -> SM reading as for split-K: operand bytes of 128x128 blocks over the time
     l2_sk = tiled_traffic(*streamk.SHAPE, streamk.DEFAULT["block_M"], streamk.DEFAULT["block_N"], "fp16", "fp16")
-    v["ch14p.streamk.l2_mb"] = f"{l2_sk / 1e6:.0f}"
+    v["calc.gemm.streamk.l2_mb"] = f"{l2_sk / 1e6:.0f}"
     dp_ms = ((sk or {}).get("baselines") or {}).get("data-parallel")
-    v["rec14.streamk.l2_tbps"] = f"{l2_sk / (sk['ms'] * 1e-3) / 1e12:.1f}" if sk and sk.get("ms") else DASH
-    v["rec14.streamk.dp_l2_tbps"] = f"{l2_sk / (dp_ms * 1e-3) / 1e12:.1f}" if dp_ms else DASH
-    v["rec14.streamk.pred"] = f"{sk['predicted_speedup_vs_dp']:.2f}" if sk and sk.get("predicted_speedup_vs_dp") else DASH
+    v["derived.gemm.streamk.l2_tbps"] = f"{l2_sk / (sk['ms'] * 1e-3) / 1e12:.1f}" if sk and sk.get("ms") else DASH
+    v["derived.gemm.streamk.dp_l2_tbps"] = f"{l2_sk / (dp_ms * 1e-3) / 1e12:.1f}" if dp_ms else DASH
+    v["derived.gemm.streamk.pred"] = f"{sk['predicted_speedup_vs_dp']:.2f}" if sk and sk.get("predicted_speedup_vs_dp") else DASH
     return v
 
 
 def variant_values(results: dict | None) -> dict[str, str]:
-    """The grouped GEMM's routing as recorded: tiles, experts, the smallest and largest (``rec14.grouped.*``)."""
+    """The grouped GEMM's routing as recorded: tiles, experts, the smallest and largest (``derived.gemm.grouped.*``)."""
     g = bench(results, "grouped concat G=8 N=4096 K=2048")
     return {
-        "rec14.grouped.tiles": str(g["tiles"]) if g and g.get("tiles") else DASH,
-        "rec14.grouped.experts": str(len(g["sizes"])) if g and g.get("sizes") else DASH,
-        "rec14.grouped.smallest": str(min(g["sizes"])) if g and g.get("sizes") else DASH,
-        "rec14.grouped.largest": str(max(g["sizes"])) if g and g.get("sizes") else DASH,
+        "derived.gemm.grouped.tiles": str(g["tiles"]) if g and g.get("tiles") else DASH,
+        "derived.gemm.grouped.experts": str(len(g["sizes"])) if g and g.get("sizes") else DASH,
+        "derived.gemm.grouped.smallest": str(min(g["sizes"])) if g and g.get("sizes") else DASH,
+        "derived.gemm.grouped.largest": str(max(g["sizes"])) if g and g.get("sizes") else DASH,
     }
 
 

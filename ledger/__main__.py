@@ -2,7 +2,7 @@
 
 Commands::
 
-    python -m ledger figures [--json] [--full] [--prefix ch02]   every number the book quotes
+    python -m ledger figures [--json] [--full] [--prefix pytorch]   every number the book quotes
     python -m ledger machines [--json]                           the known machine profiles
     python -m ledger errata [--json]                             where the ledger differs from the drafts
 
@@ -91,7 +91,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = sub.add_parser("figures", help="every number the book quotes")
     p.add_argument("--json", action="store_true", help="print {key: value} as JSON")
     p.add_argument("--full", action="store_true", help="add text, unit, source and conditions")
-    p.add_argument("--prefix", default="", help="only keys starting with this (e.g. ch02)")
+    p.add_argument("--prefix", default="", help="only keys starting with this (e.g. pytorch)")
     p.set_defaults(fn=_cmd_figures)
     p = sub.add_parser("machines", help="the known machine profiles")
     p.add_argument("--json", action="store_true")

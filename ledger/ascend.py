@@ -202,24 +202,24 @@ def figures() -> list[Figure]:
         return []  # the registry stays usable; test_ascend fails loudly instead
     c = f"constants parsed from the installed {hdr}; fp16 operands"
     ii = pipe_ii(*EXAMPLE, params=p)
-    out = [fig(f"ch28.ascend.const.{name}", p[name], "", source="ledger.ascend.latency_params", conditions=c)
+    out = [fig(f"perfmodel.ascend.const.{name}", p[name], "", source="ledger.ascend.latency_params", conditions=c)
            for name in ("cube_throughput_fp16", "cube_throughput_bf16", "cube_throughput_fp32", "cube_throughput_fp8",
                         "cube_base_latency", "cube_unit_m", "aic_mte2_to_l1_bandwidth", "mte2_gm_to_l1_base_latency",
                         "mte2_gm_to_l1_min_ii", "l1_to_l0a_bandwidth", "mul_throughput", "div_throughput",
                         "special_func_throughput")]
     ce = c + "; block 256x224x128 (tilelang/ascend/README.md GEMM+ReLU example)"
     out += [
-        fig("ch28.ascend.square_threshold", square_threshold("fp16", p), "elements", source="ledger.ascend.square_threshold", conditions=c),
-        fig("ch28.ascend.align.n200_charged_as", _align(200, _need(p, "cube_unit_n")),
+        fig("perfmodel.ascend.square_threshold", square_threshold("fp16", p), "elements", source="ledger.ascend.square_threshold", conditions=c),
+        fig("perfmodel.ascend.align.n200_charged_as", _align(200, _need(p, "cube_unit_n")),
             "columns", source="ledger.ascend.pipe_ii", conditions=c + "; M and N are aligned to cube_unit_m/n"),
-        fig("ch28.ascend.example.cube_ii", ii.cube, "cycles", source="ledger.ascend.pipe_ii", conditions=ce),
-        fig("ch28.ascend.example.mte2_ii", ii.mte2, "cycles", source="ledger.ascend.pipe_ii", conditions=ce),
-        fig("ch28.ascend.example.mte1_ii", ii.mte1, "cycles", source="ledger.ascend.pipe_ii", conditions=ce),
-        fig("ch28.ascend.example.binding", ii.binding, "", source="ledger.ascend.pipe_ii", conditions=ce),
-        fig("ch28.ascend.example.latency_over_period", ii.latency_over_period, "", digits=3,
+        fig("perfmodel.ascend.example.cube_ii", ii.cube, "cycles", source="ledger.ascend.pipe_ii", conditions=ce),
+        fig("perfmodel.ascend.example.mte2_ii", ii.mte2, "cycles", source="ledger.ascend.pipe_ii", conditions=ce),
+        fig("perfmodel.ascend.example.mte1_ii", ii.mte1, "cycles", source="ledger.ascend.pipe_ii", conditions=ce),
+        fig("perfmodel.ascend.example.binding", ii.binding, "", source="ledger.ascend.pipe_ii", conditions=ce),
+        fig("perfmodel.ascend.example.latency_over_period", ii.latency_over_period, "", digits=3,
             source="ledger.ascend.pipe_ii", conditions=ce),
-        fig("ch28.ascend.example.stages_with_base", min_stages(ii), "stages", source="ledger.ascend.min_stages", conditions=ce),
-        fig("ch28.ascend.example.stages_without_base", min_stages(ii, with_base=False), "stages",
+        fig("perfmodel.ascend.example.stages_with_base", min_stages(ii), "stages", source="ledger.ascend.min_stages", conditions=ce),
+        fig("perfmodel.ascend.example.stages_without_base", min_stages(ii, with_base=False), "stages",
             source="ledger.ascend.min_stages", conditions=ce),
     ]
     return out

@@ -378,7 +378,7 @@ def grid3d_counts(m: int = 4096, n: int = 4096, k: int = 4096, *, lo: int = 16, 
     """The draft's reading: every (block_M, block_N, block_K) power of two from ``lo``, no walk.
 
     Shared memory is carver's footprint with ``rstep = block_K``; registers as carver.
-    Used only to explain the draft's counts (see the ``ch28.erratum.carver_*`` figures).
+    Used only to explain the draft's counts (see the ``perfmodel.erratum.carver_*`` figures).
     """
     _pos_int("lo", lo)
     def pows(x: int) -> list[int]:
@@ -412,15 +412,15 @@ def figures() -> list[Figure]:
     ours = {"visited": w.n_visited, "valid": w.n_valid, "rejected_regs": w.n_rejected("regs"),
             "rejected_smem": w.n_rejected("smem"), "distinct_priorities": w.distinct_priorities,
             "ties_at_top": w.ties_at_top}
-    out = [fig(f"ch28.carver.{name}", v, "tiles", source=src, conditions=_COND) for name, v in ours.items()]
+    out = [fig(f"perfmodel.carver.{name}", v, "tiles", source=src, conditions=_COND) for name, v in ours.items()]
     top = w.ranked[0]
     out += [
-        fig("ch28.carver.rstep", top.rstep, "elements", source="ledger.carver.assign_reduce_step",
+        fig("perfmodel.carver.rstep", top.rstep, "elements", source="ledger.carver.assign_reduce_step",
             conditions=_COND + "; block_K fixed before the walk"),
-        fig("ch28.carver.top_tile", f"{top.tile[0]}x{top.tile[1]}", "", source=src, conditions=_COND),
-        fig("ch28.carver.top_waves", top.num_wave, "waves", source=src, conditions=_COND),
-        fig("ch28.carver.top_block_per_sm", top.block_per_sm, "blocks", source=src, conditions=_COND),
-        fig("ch28.carver.device_bandwidth_gbps", CarverDevice().bandwidth[1] / 1000, "GB/s",
+        fig("perfmodel.carver.top_tile", f"{top.tile[0]}x{top.tile[1]}", "", source=src, conditions=_COND),
+        fig("perfmodel.carver.top_waves", top.num_wave, "waves", source=src, conditions=_COND),
+        fig("perfmodel.carver.top_block_per_sm", top.block_per_sm, "blocks", source=src, conditions=_COND),
+        fig("perfmodel.carver.device_bandwidth_gbps", CarverDevice().bandwidth[1] / 1000, "GB/s",
             digits=2, source="tilelang/carver/arch/cuda.py bandwidth[1]=12080 MB/s",
             conditions="carver's relative bandwidth, meaningful only as a ratio between devices"),
     ]
@@ -428,29 +428,29 @@ def figures() -> list[Figure]:
     a = evaluate_tile((128, 256), 4096, 4096, 4096, rstep=16)
     b = evaluate_tile((128, 256), 4096, 4096, 4096, rstep=128)
     out += [
-        fig("ch28.carver.bk16_priority_equals_bk128", "yes" if a.priority == b.priority else "no", "",
+        fig("perfmodel.carver.bk16_priority_equals_bk128", "yes" if a.priority == b.priority else "no", "",
             source="ledger.carver.evaluate_tile", conditions=_COND + "; tile 128x256, rstep 16 vs 128"),
-        fig("ch28.carver.tile128x256_total_traffic_mb", total_traffic(a) / 1e6, "MB", digits=1,
+        fig("perfmodel.carver.tile128x256_total_traffic_mb", total_traffic(a) / 1e6, "MB", digits=1,
             source="ledger.carver.total_traffic", conditions=_COND),
-        fig("ch28.carver.tile128x256_smem_bk16_kb", a.smem / 1024, "KB", digits=0,
+        fig("perfmodel.carver.tile128x256_smem_bk16_kb", a.smem / 1024, "KB", digits=0,
             source="ledger.carver.evaluate_tile", conditions=_COND),
-        fig("ch28.carver.tile128x256_smem_bk128_kb", b.smem / 1024, "KB", digits=0,
+        fig("perfmodel.carver.tile128x256_smem_bk128_kb", b.smem / 1024, "KB", digits=0,
             source="ledger.carver.evaluate_tile", conditions=_COND),
     ]
     # the installed carver's own reading (reg bits = output dtype)
     w16 = walk(4096, 4096, 4096, reg_bits=16)
     c16 = _COND.replace("fp32 accumulator (reg_bits=32)", "reg bits of the fp16 output, as installed carver reads them")
     out += [
-        fig("ch28.carver.installed.visited", w16.n_visited, "tiles", source=src, conditions=c16),
-        fig("ch28.carver.installed.valid", w16.n_valid, "tiles", source=src, conditions=c16),
-        fig("ch28.carver.installed.top_tile", f"{w16.ranked[0].tile[0]}x{w16.ranked[0].tile[1]}", "",
+        fig("perfmodel.carver.installed.visited", w16.n_visited, "tiles", source=src, conditions=c16),
+        fig("perfmodel.carver.installed.valid", w16.n_valid, "tiles", source=src, conditions=c16),
+        fig("perfmodel.carver.installed.top_tile", f"{w16.ranked[0].tile[0]}x{w16.ranked[0].tile[1]}", "",
             source=src, conditions=c16),
     ]
     g3 = grid3d_counts()
     for name, draft in _DRAFT.items():
         if draft != ours[name]:
             out.append(fig(
-                f"ch28.erratum.carver_{name}", ours[name], "tiles", source=src,
+                f"perfmodel.erratum.carver_{name}", ours[name], "tiles", source=src,
                 conditions=(f"draft printed {draft}; ours {ours[name]} (the installed carver's walk, checked "
                             "against tilelang 0.1.15 itself). The installed carver walks only (block_M, block_N) "
                             "from [1, 1] and fixes block_K beforehand. The draft's 729 = 9^3 and 453 match a full "

@@ -201,27 +201,27 @@ def figures() -> list[Figure]:
     book = case_cost(s, BOOK_READING)
     alt = case_cost(s, "fused_absmax")
     out = [
-        fig("ch28.case.rows", s.rows, "rows", source=src + ".CaseSpec.rows", conditions=c),
-        fig("ch28.case.elements", s.elements, "elements", source=src + ".CaseSpec.elements", conditions=c),
-        fig("ch28.case.mflop", book.flops / 1e6, "MFLOP", digits=1, source=src + ".case_flops",
+        fig("perfmodel.case.rows", s.rows, "rows", source=src + ".CaseSpec.rows", conditions=c),
+        fig("perfmodel.case.elements", s.elements, "elements", source=src + ".CaseSpec.elements", conditions=c),
+        fig("perfmodel.case.mflop", book.flops / 1e6, "MFLOP", digits=1, source=src + ".case_flops",
             conditions=c + "; 10 FLOP/element + 3/row (|x| and max counted apart) -- the book's reading"),
-        fig("ch28.case.ai", book.intensity, "FLOP/B", digits=2, source=src + ".case_cost", conditions=c + "; book reading"),
-        fig("ch28.case.alt.mflop", alt.flops / 1e6, "MFLOP", digits=1, source=src + ".case_flops",
+        fig("perfmodel.case.ai", book.intensity, "FLOP/B", digits=2, source=src + ".case_cost", conditions=c + "; book reading"),
+        fig("perfmodel.case.alt.mflop", alt.flops / 1e6, "MFLOP", digits=1, source=src + ".case_flops",
             conditions=c + "; 9 FLOP/element + 3/row (|x|max fused): the draft's other reading"),
-        fig("ch28.case.alt.ai", alt.intensity, "FLOP/B", digits=2, source=src + ".case_cost", conditions=c + "; fused-absmax reading"),
-        fig("ch28.case.ideal_mb", ideal_bytes(s) / 1e6, "MB", digits=2, source=src + ".ideal_bytes", conditions=c),
-        fig("ch28.case.payload_mb", payload_bytes(s) / 1e6, "MB", digits=2, source=src + ".payload_bytes", conditions=c),
-        fig("ch28.case.lookup_mb", lookup_bytes(s) / 1e6, "MB", digits=2, source=src + ".lookup_bytes", conditions=c),
-        fig("ch28.case.scale_mb", scale_bytes(s) / 1e6, "MB", digits=3, source=src + ".scale_bytes", conditions=c),
-        fig("ch28.case.sol_us", sol_seconds(ideal_bytes(s)) * 1e6, "µs", digits=3, source=src + ".sol_seconds", conditions=c),
-        fig("ch28.case.balance_cuda_core", m.balance_for("cuda_core.fp32"), "FLOP/B", digits=2,
+        fig("perfmodel.case.alt.ai", alt.intensity, "FLOP/B", digits=2, source=src + ".case_cost", conditions=c + "; fused-absmax reading"),
+        fig("perfmodel.case.ideal_mb", ideal_bytes(s) / 1e6, "MB", digits=2, source=src + ".ideal_bytes", conditions=c),
+        fig("perfmodel.case.payload_mb", payload_bytes(s) / 1e6, "MB", digits=2, source=src + ".payload_bytes", conditions=c),
+        fig("perfmodel.case.lookup_mb", lookup_bytes(s) / 1e6, "MB", digits=2, source=src + ".lookup_bytes", conditions=c),
+        fig("perfmodel.case.scale_mb", scale_bytes(s) / 1e6, "MB", digits=3, source=src + ".scale_bytes", conditions=c),
+        fig("perfmodel.case.sol_us", sol_seconds(ideal_bytes(s)) * 1e6, "µs", digits=3, source=src + ".sol_seconds", conditions=c),
+        fig("perfmodel.case.balance_cuda_core", m.balance_for("cuda_core.fp32"), "FLOP/B", digits=2,
             source="ledger.machines", conditions=f"{m.name} cuda_core.fp32 over hbm"),
-        fig("ch28.case.bound", book.bound(m, roof="cuda_core.fp32"), "", source="ledger.cost.judge",
+        fig("perfmodel.case.bound", book.bound(m, roof="cuda_core.fp32"), "", source="ledger.cost.judge",
             conditions=c + "; cuda_core.fp32 roof"),
-        fig("ch28.case.blocks_per_sm", s.blocks_per_sm, "blocks", source=src + ".CaseSpec", conditions="assumed residency of the small row blocks"),
+        fig("perfmodel.case.blocks_per_sm", s.blocks_per_sm, "blocks", source=src + ".CaseSpec", conditions="assumed residency of the small row blocks"),
     ]
     for key, d in book_designs(s).items():
-        k = f"ch28.case.design_{key.lower()}"
+        k = f"perfmodel.case.design_{key.lower()}"
         cd = c + f"; design {d.name}, {s.blocks_per_sm} blocks/SM on {s.sms} SMs"
         out += [
             fig(f"{k}.rows_per_block", d.rows_per_block, "rows", source=src + ".design", conditions=cd),
@@ -239,13 +239,13 @@ def figures() -> list[Figure]:
         ]
     a, cc = design(DESIGNS["A"], s), design(DESIGNS["C"], s)
     out += [
-        fig("ch28.case.design_a.input_bytes_per_block", s.head_dim * dtype_bytes(s.in_dtype), "B", digits=0,
+        fig("perfmodel.case.design_a.input_bytes_per_block", s.head_dim * dtype_bytes(s.in_dtype), "B", digits=0,
             source=src + ".CaseSpec", conditions=c + "; design A: one bf16 row of head_dim elements per block"),
-        fig("ch28.case.a_to_c_ratio", a.total_bytes / cc.total_bytes, "x", digits=1, source=src + ".design",
+        fig("perfmodel.case.a_to_c_ratio", a.total_bytes / cc.total_bytes, "x", digits=1, source=src + ".design",
             conditions=c + "; traffic of design A over design C"),
-        fig("ch28.case.a_lookup_rereads", DESIGNS["C"], "x", source=src + ".design",
+        fig("perfmodel.case.a_lookup_rereads", DESIGNS["C"], "x", source=src + ".design",
             conditions="design A reads the lookup data once per row: 40 times per token"),
-        fig("ch28.case.design_c.fill_ratio", cc.grid / (s.blocks_per_sm * s.sms), "", digits=2, source=src + ".design",
+        fig("perfmodel.case.design_c.fill_ratio", cc.grid / (s.blocks_per_sm * s.sms), "", digits=2, source=src + ".design",
             conditions=c + "; grid over (blocks/SM x SMs)"),
     ]
     return out

@@ -138,21 +138,21 @@ def decisions() -> list[Decision]:
 
 def figures() -> list[Figure]:
     mach = get_machine("h200-calibrated")
-    out: list[Figure] = [fig("ch28.fusion.questions", len(QUESTIONS), "questions", source="ledger.decisions.QUESTIONS")]
+    out: list[Figure] = [fig("perfmodel.fusion.questions", len(QUESTIONS), "questions", source="ledger.decisions.QUESTIONS")]
     c0 = f"{mach.name}, {HOPPER.sms} SMs; winner = feasible option with the smaller fill-adjusted floor"
     keys = {4: "skinny", 5: "decode"}
     ds = decisions()
-    out.append(fig("ch28.fusion.tradeoffs", len(ds), "decisions", source="ledger.decisions.decisions", conditions=c0))
+    out.append(fig("perfmodel.fusion.tradeoffs", len(ds), "decisions", source="ledger.decisions.decisions", conditions=c0))
     for i, d in enumerate(ds):
         tag = keys.get(i, f"d{i + 1}")
         c = f"{d.name}; {c0}"
         out += [
-            fig(f"ch28.fusion.{tag}.a_mb", d.a.bytes / 1e6, "MB", digits=1, source="ledger.decisions.decisions", conditions=c),
-            fig(f"ch28.fusion.{tag}.b_mb", d.b.bytes / 1e6, "MB", digits=1, source="ledger.decisions.decisions", conditions=c),
-            fig(f"ch28.fusion.{tag}.delta_mb", d.delta_bytes / 1e6, "MB", digits=1, source="ledger.decisions.decisions", conditions=c),
-            fig(f"ch28.fusion.{tag}.a_grid", d.a.grid, "blocks", source="ledger.decisions.decisions", conditions=c),
-            fig(f"ch28.fusion.{tag}.b_grid", d.b.grid, "blocks", source="ledger.decisions.decisions", conditions=c),
-            fig(f"ch28.fusion.{tag}.winner", d.winner().name, "", source="ledger.decisions.Decision.winner", conditions=c),
+            fig(f"perfmodel.fusion.{tag}.a_mb", d.a.bytes / 1e6, "MB", digits=1, source="ledger.decisions.decisions", conditions=c),
+            fig(f"perfmodel.fusion.{tag}.b_mb", d.b.bytes / 1e6, "MB", digits=1, source="ledger.decisions.decisions", conditions=c),
+            fig(f"perfmodel.fusion.{tag}.delta_mb", d.delta_bytes / 1e6, "MB", digits=1, source="ledger.decisions.decisions", conditions=c),
+            fig(f"perfmodel.fusion.{tag}.a_grid", d.a.grid, "blocks", source="ledger.decisions.decisions", conditions=c),
+            fig(f"perfmodel.fusion.{tag}.b_grid", d.b.grid, "blocks", source="ledger.decisions.decisions", conditions=c),
+            fig(f"perfmodel.fusion.{tag}.winner", d.winner().name, "", source="ledger.decisions.Decision.winner", conditions=c),
         ]
     return out
 

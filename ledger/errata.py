@@ -21,7 +21,7 @@ Number = Union[int, float]
 
 @dataclass(frozen=True)
 class Erratum:
-    key: str  #: e.g. ``ch02.erratum.step_forward_ms``
+    key: str  #: e.g. ``pytorch.erratum.step_forward_ms``
     figure: str  #: the figure key whose value differs
     draft: Number  #: the value the draft printed
     ours: Number  #: the ledger's value, rounded to the draft's digits
@@ -61,22 +61,22 @@ def errata() -> list[Erratum]:
     for stage, name in (("forward", "step_forward_ms"), ("backward", "step_backward_ms"),
                         ("optimizer", "step_optimizer_ms"), ("comm", "step_comm_ms"),
                         ("prefill", "prefill_ms")):
-        fig_key = f"ch02.step.{stage}.ms" if stage != "prefill" else "ch02.infer.prefill.ms"
+        fig_key = f"pytorch.step.{stage}.ms" if stage != "prefill" else "pytorch.infer.prefill.ms"
         draft = {"forward": 90.575, "backward": 181.151, "optimizer": 46.375, "comm": 6.243,
                  "prefill": 90.575}[stage]
-        out.append(Erratum(f"ch02.erratum.{name}", fig_key, draft, round(ours.stage(stage).time * 1e3, 3),
+        out.append(Erratum(f"pytorch.erratum.{name}", fig_key, draft, round(ours.stage(stage).time * 1e3, 3),
                            "ms", 3, why_t, round(old.stage(stage).time * 1e3, 3)))
     s512_ours = seq_sweep([512])[512]["optimizer"]
     s512_old = seq_sweep([512], rounded_h200())[512]["optimizer"]
     out.append(Erratum(
-        "ch02.erratum.e12_s512_optimizer", "ch02.e12.s512.optimizer", 56.2, round(s512_ours, 1), "%", 1,
+        "pytorch.erratum.e12_s512_optimizer", "pytorch.e12.s512.optimizer", 56.2, round(s512_ours, 1), "%", 1,
         f"at seq 512 the optimizer share is {s512_ours:.4f}% with the exact calibrated rates and "
         f"{s512_old:.4f}% with the rounded ones the draft used; it sits on the rounding edge of 56.15",
         round(s512_old, 1)))
     h100 = get_machine("h100-spec")
     edge = gemm_ridge_edge(h100)
     out.append(Erratum(
-        "ch02.erratum.e6_ridge_edge", "ch02.e6.ridge_edge", 999, round(edge), "", 0,
+        "pytorch.erratum.e6_ridge_edge", "pytorch.e6.ridge_edge", 999, round(edge), "", 0,
         "the draft solved N/3 = 333 with the balance already rounded to 333; 1000 TFLOP/s / 3.0 TB/s is "
         f"333.33 FLOP/B, so AI = N/3 reaches it at N = {edge:.0f}",
         round(3 * 2 * round(h100.balance) / 2)))
@@ -84,7 +84,7 @@ def errata() -> list[Erratum]:
     ln_mb = ln.unfused.bytes / 1e6
     stat = 4096 * 4 / 1e6
     out.append(Erratum(
-        "ch13.erratum.layernorm_unfused_mb", "ch13.fusion.layernorm.unfused_mb", 335.59, round(ln_mb, 2), "MB", 2,
+        "elementwise.erratum.layernorm_unfused_mb", "elementwise.fusion.layernorm.unfused_mb", 335.59, round(ln_mb, 2), "MB", 2,
         "split into eight PyTorch calls (mean, var, + eps, rsqrt, sub, mul, mul gamma, add beta) with fp32 "
         "per-row statistics -- the accounting that reproduces RMSNorm's 234.99 MB -- LayerNorm moves "
         f"{ln_mb:.2f} MB; the draft's 335.59 MB is six fp32 per-row vectors ({6 * stat:.3f} MB) lower and "

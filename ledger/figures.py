@@ -65,7 +65,7 @@ def fig(
     ``digits`` rounds ``value`` to that many decimals, both in ``value`` (so JSON
     consumers see what the book prints) and in ``text``.  ``text`` overrides the
     printed form (e.g. thousands separators).  ``chapter`` defaults to the key's
-    first dotted component (``"ch02.prefill.tflop"`` -> ``"ch02"``).
+    first dotted component (``"pytorch.prefill.tflop"`` -> ``"pytorch"``).
     """
     _check_key(key)
     if isinstance(value, bool):

@@ -424,14 +424,14 @@ def scenarios() -> list[Scenario]:
 # figures
 # ------------------------------------------------------------------------------------
 def figures() -> list:
-    """Chapter 13 fusion-ledger figures (``ch13.*``)."""
+    """Chapter 13 fusion-ledger figures (``elementwise.*``)."""
     from ledger.figures import fig
 
     out = []
     src = "ledger.fusion"
     all_ai = []
     for sc in scenarios():
-        k = f"ch13.fusion.{sc.key}"
+        k = f"elementwise.fusion.{sc.key}"
         out.append(fig(f"{k}.unfused_mb", sc.unfused.bytes / 1e6, "MB", digits=2, source=f"{src}.{sc.key}",
                        conditions=sc.conditions + f"; split plan: {sc.unfused.kernels} kernels"))
         out.append(fig(f"{k}.fused_mb", sc.fused.bytes / 1e6, "MB", digits=2, source=f"{src}.{sc.key}",
@@ -447,38 +447,38 @@ def figures() -> list:
         all_ai += [sc.unfused.cost.intensity, sc.fused.cost.intensity]
     sc = scale_add()
     n = sc.fused.steps[0].reads[0].elements
-    out.append(fig("ch13.fusion.scale_add.unfused_bytes_per_elem", sc.unfused.bytes / n, "B", digits=0,
+    out.append(fig("elementwise.fusion.scale_add.unfused_bytes_per_elem", sc.unfused.bytes / n, "B", digits=0,
                    source=f"{src}.scale_add", conditions=sc.conditions, text=f"{sc.unfused.bytes / n:.0f}N"))
-    out.append(fig("ch13.fusion.scale_add.fused_bytes_per_elem", sc.fused.bytes / n, "B", digits=0,
+    out.append(fig("elementwise.fusion.scale_add.fused_bytes_per_elem", sc.fused.bytes / n, "B", digits=0,
                    source=f"{src}.scale_add", conditions=sc.conditions, text=f"{sc.fused.bytes / n:.0f}N"))
-    out.append(fig("ch13.fusion.rmsnorm_rope_fp8.unfused_mb_1", rmsnorm_rope_fp8().unfused.bytes / 1e6, "MB",
+    out.append(fig("elementwise.fusion.rmsnorm_rope_fp8.unfused_mb_1", rmsnorm_rope_fp8().unfused.bytes / 1e6, "MB",
                    digits=1, source=f"{src}.rmsnorm_rope_fp8", conditions=rmsnorm_rope_fp8().conditions))
-    out.append(fig("ch13.fusion.rmsnorm_rope_fp8.fused_mb_1", rmsnorm_rope_fp8().fused.bytes / 1e6, "MB",
+    out.append(fig("elementwise.fusion.rmsnorm_rope_fp8.fused_mb_1", rmsnorm_rope_fp8().fused.bytes / 1e6, "MB",
                    digits=1, source=f"{src}.rmsnorm_rope_fp8", conditions=rmsnorm_rope_fp8().conditions))
     cA = "over the split and fused plans of the five scenarios"
-    out.append(fig("ch13.fusion.ai_min", min(all_ai), "FLOP/B", digits=3, source=src, conditions=cA))
-    out.append(fig("ch13.fusion.ai_max", max(all_ai), "FLOP/B", digits=3, source=src, conditions=cA))
-    out.append(fig("ch13.fusion.plans", 2 * len(scenarios()), "", digits=0, source=src, conditions=cA))
+    out.append(fig("elementwise.fusion.ai_min", min(all_ai), "FLOP/B", digits=3, source=src, conditions=cA))
+    out.append(fig("elementwise.fusion.ai_max", max(all_ai), "FLOP/B", digits=3, source=src, conditions=cA))
+    out.append(fig("elementwise.fusion.plans", 2 * len(scenarios()), "", digits=0, source=src, conditions=cA))
     ratios = [s.ratio for s in scenarios()[1:]]
     cR = "RMSNorm, LayerNorm, RoPE, RMSNorm+RoPE+FP8"
-    out.append(fig("ch13.fusion.ratio_min", min(ratios), "x", digits=1, source=src, conditions=cR))
-    out.append(fig("ch13.fusion.ratio_max", max(ratios), "x", digits=0, source=src, conditions=cR))
+    out.append(fig("elementwise.fusion.ratio_min", min(ratios), "x", digits=1, source=src, conditions=cR))
+    out.append(fig("elementwise.fusion.ratio_max", max(ratios), "x", digits=0, source=src, conditions=cR))
     cV = "one warp = 32 threads; 32-bit vs 128-bit global loads"
-    out.append(fig("ch13.vector.lanes_fp32", vector_lanes("fp32"), "elements", digits=0,
+    out.append(fig("elementwise.vector.lanes_fp32", vector_lanes("fp32"), "elements", digits=0,
                    source="ledger.fusion.vector_lanes", conditions="128-bit access, fp32"))
-    out.append(fig("ch13.vector.lanes_fp16", vector_lanes("fp16"), "elements", digits=0,
+    out.append(fig("elementwise.vector.lanes_fp16", vector_lanes("fp16"), "elements", digits=0,
                    source="ledger.fusion.vector_lanes", conditions="128-bit access, fp16/bf16"))
-    out.append(fig("ch13.vector.warp_bytes_32bit", 32 * 32 // 8, "B", digits=0, source="ledger.fusion",
+    out.append(fig("elementwise.vector.warp_bytes_32bit", 32 * 32 // 8, "B", digits=0, source="ledger.fusion",
                    conditions=cV))
-    out.append(fig("ch13.vector.warp_bytes_128bit", 32 * 128 // 8, "B", digits=0, source="ledger.fusion",
+    out.append(fig("elementwise.vector.warp_bytes_128bit", 32 * 128 // 8, "B", digits=0, source="ledger.fusion",
                    conditions=cV))
-    out.append(fig("ch13.vector.width_gain", 128 // 32, "x", digits=0, source="ledger.fusion", conditions=cV))
-    out.append(fig("ch13.vector.threads_for_256_fp16", 256 // vector_lanes("fp16"), "threads", digits=0,
+    out.append(fig("elementwise.vector.width_gain", 128 // 32, "x", digits=0, source="ledger.fusion", conditions=cV))
+    out.append(fig("elementwise.vector.threads_for_256_fp16", 256 // vector_lanes("fp16"), "threads", digits=0,
                    source="ledger.fusion.vector_lanes",
                    conditions="256 fp16 elements per block, 8 per thread in one 128-bit access"))
-    out.append(fig("ch13.fragment.row_fp32_kib", fragment_kib((1, 4096), "fp32"), "KiB", digits=0,
+    out.append(fig("elementwise.fragment.row_fp32_kib", fragment_kib((1, 4096), "fp32"), "KiB", digits=0,
                    source="ledger.fusion.fragment_kib", conditions="(1, 4096) fp32 fragment"))
-    out.append(fig("ch13.fragment.rows4_fp32_kib", fragment_kib((4, 4096), "fp32"), "KiB", digits=0,
+    out.append(fig("elementwise.fragment.rows4_fp32_kib", fragment_kib((4, 4096), "fp32"), "KiB", digits=0,
                    source="ledger.fusion.fragment_kib", conditions="(4, 4096) fp32 fragment"))
     return out
 

@@ -167,54 +167,54 @@ def figures() -> list[Figure]:
     h100 = get_machine("h100-spec")
     c_h100 = f"{h100.name}: {h100.source}"
     out += [
-        fig("ch14.machine.h100_tflops", h100.peak_flops / 1e12, "TFLOPS", digits=0, source="ledger.machines", conditions=c_h100),
-        fig("ch14.machine.h100_tbps", h100.bandwidth / 1e12, "TB/s", digits=0, source="ledger.machines", conditions=c_h100),
-        fig("ch14.machine.h100_balance", h100.balance, "FLOP/B", digits=0, source="ledger.machines", conditions=c_h100),
-        fig("ch14.ledger.crossover_side_h100", square_crossover(h100.balance), "elements", digits=0,
+        fig("gemm.machine.h100_tflops", h100.peak_flops / 1e12, "TFLOPS", digits=0, source="ledger.machines", conditions=c_h100),
+        fig("gemm.machine.h100_tbps", h100.bandwidth / 1e12, "TB/s", digits=0, source="ledger.machines", conditions=c_h100),
+        fig("gemm.machine.h100_balance", h100.balance, "FLOP/B", digits=0, source="ledger.machines", conditions=c_h100),
+        fig("gemm.ledger.crossover_side_h100", square_crossover(h100.balance), "elements", digits=0,
             source="ledger.gemm.square_crossover", conditions="square fp16 GEMM, " + c_h100),
     ]
     cal = get_machine("h200-calibrated")
-    out.append(fig("ch14.ledger.crossover_side_h200", square_crossover(cal.balance), "elements", digits=0,
+    out.append(fig("gemm.ledger.crossover_side_h200", square_crossover(cal.balance), "elements", digits=0,
                    source="ledger.gemm.square_crossover", conditions=f"square fp16 GEMM, {cal.name}"))
     # the ledger table: square fp16 GEMMs on H100 spec and H200 calibrated
     for side in LADDER_SIDES:
         c = gemm_cost(side, side, side)
         cond = f"{side}^3 fp16 in/out"
         out += [
-            fig(f"ch14.ledger.s{side}.gflop", c.flops / 1e9, "GFLOP", digits=2, source="ledger.gemm.gemm_flops", conditions=cond),
-            fig(f"ch14.ledger.s{side}.mb", c.bytes / 1e6, "MB", digits=1, source="ledger.gemm.gemm_min_bytes", conditions=cond),
-            fig(f"ch14.ledger.s{side}.ai", c.intensity, "FLOP/B", digits=1, source="ledger.gemm.gemm_ai", conditions=cond),
-            fig(f"ch14.ledger.s{side}.bound_h100", c.bound(h100), "", source="ledger.cost.judge", conditions=cond + ", " + h100.name),
-            fig(f"ch14.ledger.s{side}.bound_h200", c.bound(cal), "", source="ledger.cost.judge", conditions=cond + ", " + cal.name),
+            fig(f"gemm.ledger.s{side}.gflop", c.flops / 1e9, "GFLOP", digits=2, source="ledger.gemm.gemm_flops", conditions=cond),
+            fig(f"gemm.ledger.s{side}.mb", c.bytes / 1e6, "MB", digits=1, source="ledger.gemm.gemm_min_bytes", conditions=cond),
+            fig(f"gemm.ledger.s{side}.ai", c.intensity, "FLOP/B", digits=1, source="ledger.gemm.gemm_ai", conditions=cond),
+            fig(f"gemm.ledger.s{side}.bound_h100", c.bound(h100), "", source="ledger.cost.judge", conditions=cond + ", " + h100.name),
+            fig(f"gemm.ledger.s{side}.bound_h200", c.bound(cal), "", source="ledger.cost.judge", conditions=cond + ", " + cal.name),
         ]
     m = 4096
     c4 = "4096^3 fp16 in/out, no cache reuse between blocks"
     out += [
-        fig("ch14.naive.min_mib", gemm_min_bytes(m, m, m) / 2 ** 20, "MiB", digits=0, source="ledger.gemm.gemm_min_bytes", conditions=c4),
-        fig("ch14.naive.traffic_gb", naive_traffic(m, m, m) / 1e9, "GB", digits=0, source="ledger.gemm.naive_traffic", conditions=c4),
-        fig("ch14.naive.ratio", naive_traffic(m, m, m) / gemm_min_bytes(m, m, m), "x", digits=0,
+        fig("gemm.naive.min_mib", gemm_min_bytes(m, m, m) / 2 ** 20, "MiB", digits=0, source="ledger.gemm.gemm_min_bytes", conditions=c4),
+        fig("gemm.naive.traffic_gb", naive_traffic(m, m, m) / 1e9, "GB", digits=0, source="ledger.gemm.naive_traffic", conditions=c4),
+        fig("gemm.naive.ratio", naive_traffic(m, m, m) / gemm_min_bytes(m, m, m), "x", digits=0,
             source="ledger.gemm.naive_traffic", conditions=c4),
     ]
     for bm, bn in ((128, 128), (128, 256), (256, 256)):
         t = tiled_traffic(m, m, m, bm, bn)
-        out.append(fig(f"ch28.tile.traffic_{bm}x{bn}_mb", t / 1e6, "MB", digits=1, source="ledger.gemm.tiled_traffic", conditions=c4))
-        out.append(fig(f"ch14.tiled.traffic_{bm}x{bn}_mb", t / 1e6, "MB", digits=1, source="ledger.gemm.tiled_traffic", conditions=c4))
+        out.append(fig(f"perfmodel.tile.traffic_{bm}x{bn}_mb", t / 1e6, "MB", digits=1, source="ledger.gemm.tiled_traffic", conditions=c4))
+        out.append(fig(f"gemm.tiled.traffic_{bm}x{bn}_mb", t / 1e6, "MB", digits=1, source="ledger.gemm.tiled_traffic", conditions=c4))
     # gemm 128^3 flips between roofs (chapter 28 sweep)
     small = gemm_cost(128, 128, 128)
     out += [
-        fig("ch28.sweep.gemm128_ai", small.intensity, "FLOP/B", digits=2, source="ledger.gemm.gemm_ai", conditions="128^3 fp16"),
-        fig("ch28.sweep.gemm128_bound_tensor", small.bound(cal, roof="tensor_core.fp16"), "", source="ledger.cost.judge",
+        fig("perfmodel.sweep.gemm128_ai", small.intensity, "FLOP/B", digits=2, source="ledger.gemm.gemm_ai", conditions="128^3 fp16"),
+        fig("perfmodel.sweep.gemm128_bound_tensor", small.bound(cal, roof="tensor_core.fp16"), "", source="ledger.cost.judge",
             conditions=f"128^3 fp16, {cal.name} tensor_core.fp16"),
-        fig("ch28.sweep.gemm128_bound_cuda", small.bound(cal, roof="cuda_core.fp32"), "", source="ledger.cost.judge",
+        fig("perfmodel.sweep.gemm128_bound_cuda", small.bound(cal, roof="cuda_core.fp32"), "", source="ledger.cost.judge",
             conditions=f"128^3 fp16, {cal.name} cuda_core.fp32"),
     ]
     # waves of the 128x256 tile on 132 SMs (chapter 14 stream-K motivation)
     grid, w, fill = grid_waves(m, m, 128, 256, blocks_per_sm=1)
     cw = "4096x4096 output, 128x256 tiles, 1 block/SM, 132 SMs"
     out += [
-        fig("ch14.waves.grid", grid, "blocks", source="ledger.gemm.grid_waves", conditions=cw),
-        fig("ch14.waves.waves", w, "waves", source="ledger.gemm.grid_waves", conditions=cw),
-        fig("ch14.waves.last_fill_pct", 100 * fill, "%", digits=1, source="ledger.gemm.grid_waves", conditions=cw),
+        fig("gemm.waves.grid", grid, "blocks", source="ledger.gemm.grid_waves", conditions=cw),
+        fig("gemm.waves.waves", w, "waves", source="ledger.gemm.grid_waves", conditions=cw),
+        fig("gemm.waves.last_fill_pct", 100 * fill, "%", digits=1, source="ledger.gemm.grid_waves", conditions=cw),
     ]
     return out
 

@@ -96,66 +96,66 @@ def figures() -> list[Figure]:
     cal, spec = get_machine(CAL), get_machine(SPEC)
     cm = f"{cal.name} vs {spec.name}: {cal.source}"
     out = [
-        fig("ch28.m1.datasheet_tflops", spec.roof("tensor_core.fp16") / 1e12, "TFLOPS", digits=1, source="ledger.machines", conditions=cm),
-        fig("ch28.m1.calibrated_tflops", cal.roof("tensor_core.fp16") / 1e12, "TFLOPS", digits=2, source="ledger.machines", conditions=cm),
-        fig("ch28.m1.factor", m1_datasheet_factor(), "x", digits=2, source=src + ".m1_datasheet_factor", conditions=cm),
-        fig("ch28.m1.burst", cal.compute["tensor_core.fp16"].calibration, "", digits=4, source="ledger.machines", conditions=cm),
-        fig("ch28.m1.sustained", get_machine("h200-sustained").compute["tensor_core.fp16"].calibration, "", digits=4,
+        fig("perfmodel.m1.datasheet_tflops", spec.roof("tensor_core.fp16") / 1e12, "TFLOPS", digits=1, source="ledger.machines", conditions=cm),
+        fig("perfmodel.m1.calibrated_tflops", cal.roof("tensor_core.fp16") / 1e12, "TFLOPS", digits=2, source="ledger.machines", conditions=cm),
+        fig("perfmodel.m1.factor", m1_datasheet_factor(), "x", digits=2, source=src + ".m1_datasheet_factor", conditions=cm),
+        fig("perfmodel.m1.burst", cal.compute["tensor_core.fp16"].calibration, "", digits=4, source="ledger.machines", conditions=cm),
+        fig("perfmodel.m1.sustained", get_machine("h200-sustained").compute["tensor_core.fp16"].calibration, "", digits=4,
             source="ledger.machines", conditions="h200-sustained"),
-        fig("ch28.m1.hbm_calibration", cal.memory["hbm"].calibration, "", digits=4, source="ledger.machines", conditions=cm),
-        fig("ch28.m1.copy_calibration", cal.memory["hbm.copy"].calibration, "", digits=4, source="ledger.machines", conditions=cm),
-        fig("ch28.machine.hbm_gbs", cal.bandwidth / 1e9, "GB/s", digits=1, source="ledger.machines", conditions=cm),
+        fig("perfmodel.m1.hbm_calibration", cal.memory["hbm"].calibration, "", digits=4, source="ledger.machines", conditions=cm),
+        fig("perfmodel.m1.copy_calibration", cal.memory["hbm.copy"].calibration, "", digits=4, source="ledger.machines", conditions=cm),
+        fig("perfmodel.machine.hbm_gbs", cal.bandwidth / 1e9, "GB/s", digits=1, source="ledger.machines", conditions=cm),
     ]
     t, c, r = m2_roof_mixup()
     out += [
-        fig("ch28.m2.tensor_balance", t, "FLOP/B", digits=2, source=src + ".m2_roof_mixup", conditions=cal.name),
-        fig("ch28.m2.cuda_balance", c, "FLOP/B", digits=2, source=src + ".m2_roof_mixup", conditions=cal.name),
-        fig("ch28.m2.ratio", r, "x", digits=1, source=src + ".m2_roof_mixup", conditions=cal.name),
+        fig("perfmodel.m2.tensor_balance", t, "FLOP/B", digits=2, source=src + ".m2_roof_mixup", conditions=cal.name),
+        fig("perfmodel.m2.cuda_balance", c, "FLOP/B", digits=2, source=src + ".m2_roof_mixup", conditions=cal.name),
+        fig("perfmodel.m2.ratio", r, "x", digits=1, source=src + ".m2_roof_mixup", conditions=cal.name),
     ]
     for unit, v in m3_roofs().items():
-        out.append(fig(f"ch28.m3.{unit.replace('.', '_')}", v, "FLOP/B", digits=2, source=src + ".m3_roofs", conditions=cal.name))
+        out.append(fig(f"perfmodel.m3.{unit.replace('.', '_')}", v, "FLOP/B", digits=2, source=src + ".m3_roofs", conditions=cal.name))
     for reading, tag in ((cs.BOOK_READING, ""), ("fused_absmax", "alt.")):
         two, one = m4_split_vs_fused(reading)
         c4 = f"case operator, {reading} FLOP reading; two kernels = norm+RoPE | quant with a bf16 intermediate"
         out += [
-            fig(f"ch28.m4.{tag}split_mb", two.bytes / 1e6, "MB", digits=2, source=src + ".m4_split_vs_fused", conditions=c4),
-            fig(f"ch28.m4.{tag}fused_mb", one.bytes / 1e6, "MB", digits=2, source=src + ".m4_split_vs_fused", conditions=c4),
-            fig(f"ch28.m4.{tag}split_ai", two.intensity, "FLOP/B", digits=2, source=src + ".m4_split_vs_fused", conditions=c4),
-            fig(f"ch28.m4.{tag}fused_ai", one.intensity, "FLOP/B", digits=2, source=src + ".m4_split_vs_fused", conditions=c4),
-            fig(f"ch28.m4.{tag}ratio", one.intensity / two.intensity, "x", digits=2, source=src + ".m4_split_vs_fused", conditions=c4),
+            fig(f"perfmodel.m4.{tag}split_mb", two.bytes / 1e6, "MB", digits=2, source=src + ".m4_split_vs_fused", conditions=c4),
+            fig(f"perfmodel.m4.{tag}fused_mb", one.bytes / 1e6, "MB", digits=2, source=src + ".m4_split_vs_fused", conditions=c4),
+            fig(f"perfmodel.m4.{tag}split_ai", two.intensity, "FLOP/B", digits=2, source=src + ".m4_split_vs_fused", conditions=c4),
+            fig(f"perfmodel.m4.{tag}fused_ai", one.intensity, "FLOP/B", digits=2, source=src + ".m4_split_vs_fused", conditions=c4),
+            fig(f"perfmodel.m4.{tag}ratio", one.intensity / two.intensity, "x", digits=2, source=src + ".m4_split_vs_fused", conditions=c4),
         ]
     flat, weighted = softmax_row_cycles()
     c5 = "Ascend vector ops/cycle from the installed estimate_latency.h; 8192-wide softmax row, 5 ops per score, 1 of them exp"
     out += [
-        fig("ch28.m5.ratio", m5_transcendental(), "x", digits=2, source=src + ".m5_transcendental", conditions=c5),
-        fig("ch28.m5.softmax_flat_kcycles", flat / 1000, "k cycles", digits=1, source=src + ".softmax_row_cycles", conditions=c5),
-        fig("ch28.m5.softmax_weighted_kcycles", weighted / 1000, "k cycles", digits=1, source=src + ".softmax_row_cycles", conditions=c5),
-        fig("ch28.m5.softmax_ratio", weighted / flat, "x", digits=2, source=src + ".softmax_row_cycles", conditions=c5),
+        fig("perfmodel.m5.ratio", m5_transcendental(), "x", digits=2, source=src + ".m5_transcendental", conditions=c5),
+        fig("perfmodel.m5.softmax_flat_kcycles", flat / 1000, "k cycles", digits=1, source=src + ".softmax_row_cycles", conditions=c5),
+        fig("perfmodel.m5.softmax_weighted_kcycles", weighted / 1000, "k cycles", digits=1, source=src + ".softmax_row_cycles", conditions=c5),
+        fig("perfmodel.m5.softmax_ratio", weighted / flat, "x", digits=2, source=src + ".softmax_row_cycles", conditions=c5),
     ]
     l6 = m6_lookup()
     c6 = "case operator; design A reads the lookup data once per row"
     out += [
-        fig("ch28.m6.ideal_lookup_mb", l6["ideal_lookup_mb"], "MB", digits=2, source=src + ".m6_lookup", conditions=c6),
-        fig("ch28.m6.ideal_share_pct", 100 * l6["ideal_share"], "%", digits=1, source=src + ".m6_lookup", conditions=c6),
-        fig("ch28.m6.a_lookup_mb", l6["a_lookup_mb"], "MB", digits=2, source=src + ".m6_lookup", conditions=c6),
-        fig("ch28.m6.a_share_pct", 100 * l6["a_share"], "%", digits=1, source=src + ".m6_lookup", conditions=c6),
+        fig("perfmodel.m6.ideal_lookup_mb", l6["ideal_lookup_mb"], "MB", digits=2, source=src + ".m6_lookup", conditions=c6),
+        fig("perfmodel.m6.ideal_share_pct", 100 * l6["ideal_share"], "%", digits=1, source=src + ".m6_lookup", conditions=c6),
+        fig("perfmodel.m6.a_lookup_mb", l6["a_lookup_mb"], "MB", digits=2, source=src + ".m6_lookup", conditions=c6),
+        fig("perfmodel.m6.a_share_pct", 100 * l6["a_share"], "%", digits=1, source=src + ".m6_lookup", conditions=c6),
     ]
     pre, dec = m7_decode_sol()
     c7 = f"case operator on {cal.name}; decode = 1 token, 40 rows of 128, full ledger (payload + lookup)"
     out += [
-        fig("ch28.m7.prefill_sol_us", pre * 1e6, "µs", digits=3, source=src + ".m7_decode_sol", conditions=c7),
-        fig("ch28.m7.decode_sol_us", dec * 1e6, "µs", digits=3, source=src + ".m7_decode_sol", conditions=c7),
-        fig("ch28.m7.decode_sol_ns", dec * 1e9, "ns", digits=1, source=src + ".m7_decode_sol", conditions=c7),
-        fig("ch28.m7.decode_bytes", cs.ideal_bytes(cs.DECODE), "B", digits=0, source="ledger.case_study.ideal_bytes", conditions=c7),
+        fig("perfmodel.m7.prefill_sol_us", pre * 1e6, "µs", digits=3, source=src + ".m7_decode_sol", conditions=c7),
+        fig("perfmodel.m7.decode_sol_us", dec * 1e6, "µs", digits=3, source=src + ".m7_decode_sol", conditions=c7),
+        fig("perfmodel.m7.decode_sol_ns", dec * 1e9, "ns", digits=1, source=src + ".m7_decode_sol", conditions=c7),
+        fig("perfmodel.m7.decode_bytes", cs.ideal_bytes(cs.DECODE), "B", digits=0, source="ledger.case_study.ideal_bytes", conditions=c7),
     ]
     s8 = m8_scale()
     c8 = "case operator: one fp32 scale per (token, head) row"
     out += [
-        fig("ch28.m8.scale_mb", s8["scale_mb"], "MB", digits=3, source=src + ".m8_scale", conditions=c8),
-        fig("ch28.m8.scale_share_pct", 100 * s8["share"], "%", digits=2, source=src + ".m8_scale", conditions=c8),
-        fig("ch28.m8.at_roof_pct", 100 * TILEOPS_AT_ROOF, "%", digits=0, source="TileOPs docs/design/roofline.md:156-163",
+        fig("perfmodel.m8.scale_mb", s8["scale_mb"], "MB", digits=3, source=src + ".m8_scale", conditions=c8),
+        fig("perfmodel.m8.scale_share_pct", 100 * s8["share"], "%", digits=2, source=src + ".m8_scale", conditions=c8),
+        fig("perfmodel.m8.at_roof_pct", 100 * TILEOPS_AT_ROOF, "%", digits=0, source="TileOPs docs/design/roofline.md:156-163",
             conditions="cited threshold"),
-        fig("ch28.m8.anomaly_pct", 100 * TILEOPS_ANOMALY, "%", digits=0, source="TileOPs docs/design/roofline.md:156-163",
+        fig("perfmodel.m8.anomaly_pct", 100 * TILEOPS_ANOMALY, "%", digits=0, source="TileOPs docs/design/roofline.md:156-163",
             conditions="cited threshold"),
     ]
     # chapter 28 section 1.1: sin(cos(x)) fused vs eager floors
@@ -163,23 +163,23 @@ def figures() -> list[Figure]:
     fused, eager = Cost(2 * n, 2 * n * 2), Cost(2 * n, 4 * n * 2)
     c11 = f"sin(cos(x)), 4096x4096 fp16, {cal.name}"
     out += [
-        fig("ch28.failure.sincos_fused_us", fused.memory_time(cal) * 1e6, "µs", digits=3, source="ledger.cost.Cost.memory_time", conditions=c11),
-        fig("ch28.failure.sincos_eager_us", eager.memory_time(cal) * 1e6, "µs", digits=3, source="ledger.cost.Cost.memory_time", conditions=c11),
+        fig("perfmodel.failure.sincos_fused_us", fused.memory_time(cal) * 1e6, "µs", digits=3, source="ledger.cost.Cost.memory_time", conditions=c11),
+        fig("perfmodel.failure.sincos_eager_us", eager.memory_time(cal) * 1e6, "µs", digits=3, source="ledger.cost.Cost.memory_time", conditions=c11),
     ]
     # errata: draft numbers this ledger does not reproduce
     two, _ = m4_split_vs_fused("fused_absmax")
     out += [
-        fig("ch28.erratum.m4_split_mb", two.bytes / 1e6, "MB", digits=2, source=src + ".m4_split_vs_fused",
+        fig("perfmodel.erratum.m4_split_mb", two.bytes / 1e6, "MB", digits=2, source=src + ".m4_split_vs_fused",
             conditions="draft printed 134.87 MB (AI 1.40, 2.0x). 134.87 - 67.76 = 67.11 MB is exactly the bf16 "
                        "intermediate of the 32 q heads written and read back (2 x 4096x32x128x2 B); the 8 k heads' "
                        "intermediate (16.78 MB) is missing. With every row: 151.65 MB."),
-        fig("ch28.erratum.m7_decode_sol_us", dec * 1e6, "µs", digits=3, source=src + ".m7_decode_sol",
+        fig("perfmodel.erratum.m7_decode_sol_us", dec * 1e6, "µs", digits=3, source=src + ".m7_decode_sol",
             conditions=f"draft printed 0.003 µs, which is the payload alone ({cs.payload_bytes(cs.DECODE):.0f} B); "
                        f"with the RoPE row and the norm weights the step moves {cs.ideal_bytes(cs.DECODE):.0f} B."),
-        fig("ch28.erratum.case_flop_readings", "210.2 MFLOP / AI 3.10 (book) vs 189.2 MFLOP / AI 2.79", "",
+        fig("perfmodel.erratum.case_flop_readings", "210.2 MFLOP / AI 3.10 (book) vs 189.2 MFLOP / AI 2.79", "",
             source="ledger.case_study.FLOP_READINGS",
             conditions="the draft counts |x| and max as one op in section 2.3 and as two in 6.2; the ledger rule "
-                       "(one FLOP per operation) gives 10 per element; both readings are registered (ch28.case.*, ch28.case.alt.*)"),
+                       "(one FLOP per operation) gives 10 per element; both readings are registered (perfmodel.case.*, perfmodel.case.alt.*)"),
     ]
     return out
 

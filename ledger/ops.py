@@ -309,7 +309,7 @@ def flips(machine_a: Machine | str | None, machine_b: Machine | str | None,
 # figures
 # ------------------------------------------------------------------------------------
 def figures() -> list:
-    """Every chapter-02 operator figure (keys ``ch02.*``)."""
+    """Every chapter-02 operator figure (keys ``pytorch.*``)."""
     from ledger.figures import fig
 
     cal = get_machine("h200-calibrated")
@@ -325,148 +325,148 @@ def figures() -> list:
     # -- example 1: sin(cos(x)) ----------------------------------------------------------
     eager, fused = elementwise_chain(N_ELEM, 2, fused=False), elementwise_chain(N_ELEM, 2, fused=True)
     cE = "x: 4096 x 4096 fp16, y = sin(cos(x)); eager = 2 kernels, fused = 1"
-    add("ch02.ex1.n_melem", N_ELEM / 1e6, "M", 1, "ledger.ops.N_ELEM", "4096 x 4096 elements")
-    add("ch02.ex1.tensor_mb", N_ELEM * 2 / 1e6, "MB", 1, "ledger.cost.dtype_bytes", cE + "; one fp16 tensor")
-    add("ch02.ex1.eager_mb", eager.bytes / 1e6, "MB", 1, "ledger.ops.elementwise_chain", cE)
-    add("ch02.ex1.fused_mb", fused.bytes / 1e6, "MB", 1, "ledger.ops.elementwise_chain", cE)
-    add("ch02.ex1.mflop", fused.flops / 1e6, "MFLOP", 1, "ledger.ops.elementwise_chain", cE + "; 1 FLOP per op")
-    add("ch02.ex1.ai_fused", fused.intensity, "FLOP/B", 1, "Cost.intensity", cE)
-    add("ch02.ex1.t_eager_us", eager.lower_bound(cal) * 1e6, "µs", 1, "Cost.lower_bound", C)
-    add("ch02.ex1.t_fused_us", fused.lower_bound(cal) * 1e6, "µs", 1, "Cost.lower_bound", C)
-    add("ch02.ex1.t_eager_us_3", eager.lower_bound(cal) * 1e6, "µs", 3, "Cost.lower_bound", C)
-    add("ch02.ex1.t_fused_us_3", fused.lower_bound(cal) * 1e6, "µs", 3, "Cost.lower_bound", C)
-    add("ch02.ex1.ratio", eager.bytes / fused.bytes, "x", 1, "ledger.ops.elementwise_chain", cE)
+    add("pytorch.ex1.n_melem", N_ELEM / 1e6, "M", 1, "ledger.ops.N_ELEM", "4096 x 4096 elements")
+    add("pytorch.ex1.tensor_mb", N_ELEM * 2 / 1e6, "MB", 1, "ledger.cost.dtype_bytes", cE + "; one fp16 tensor")
+    add("pytorch.ex1.eager_mb", eager.bytes / 1e6, "MB", 1, "ledger.ops.elementwise_chain", cE)
+    add("pytorch.ex1.fused_mb", fused.bytes / 1e6, "MB", 1, "ledger.ops.elementwise_chain", cE)
+    add("pytorch.ex1.mflop", fused.flops / 1e6, "MFLOP", 1, "ledger.ops.elementwise_chain", cE + "; 1 FLOP per op")
+    add("pytorch.ex1.ai_fused", fused.intensity, "FLOP/B", 1, "Cost.intensity", cE)
+    add("pytorch.ex1.t_eager_us", eager.lower_bound(cal) * 1e6, "µs", 1, "Cost.lower_bound", C)
+    add("pytorch.ex1.t_fused_us", fused.lower_bound(cal) * 1e6, "µs", 1, "Cost.lower_bound", C)
+    add("pytorch.ex1.t_eager_us_3", eager.lower_bound(cal) * 1e6, "µs", 3, "Cost.lower_bound", C)
+    add("pytorch.ex1.t_fused_us_3", fused.lower_bound(cal) * 1e6, "µs", 3, "Cost.lower_bound", C)
+    add("pytorch.ex1.ratio", eager.bytes / fused.bytes, "x", 1, "ledger.ops.elementwise_chain", cE)
 
     # -- example 2: LayerNorm 8192 x 4096 -------------------------------------------------
     lf, l3 = layernorm(8192, 4096, passes=1), layernorm(8192, 4096, passes=3)
     cL = "x: 8192 x 4096 fp16; 8 FLOP/elem; gamma/beta not counted (2H elements, below the printed digits)"
-    add("ch02.ex2.fused_mb", lf.bytes / 1e6, "MB", 1, "ledger.ops.layernorm", cL)
-    add("ch02.ex2.three_pass_mb", l3.bytes / 1e6, "MB", 1, "ledger.ops.layernorm", cL + "; read x 3 times")
-    add("ch02.ex2.gflop", lf.flops / 1e9, "GFLOP", 3, "ledger.ops.layernorm", cL)
-    add("ch02.ex2.flop_per_elem", LAYERNORM_FLOPS_PER_ELEM, "FLOP", 0, "ledger.ops.LAYERNORM_FLOPS_PER_ELEM", cL)
-    add("ch02.ex2.ai_fused", lf.intensity, "FLOP/B", 1, "Cost.intensity", cL)
-    add("ch02.ex2.ai_three_pass", l3.intensity, "FLOP/B", 1, "Cost.intensity", cL)
-    add("ch02.ex2.t_fused_us", lf.lower_bound(cal) * 1e6, "µs", 1, "Cost.lower_bound", C)
-    add("ch02.ex2.t_three_pass_us", l3.lower_bound(cal) * 1e6, "µs", 1, "Cost.lower_bound", C)
-    add("ch02.ex2.ratio", l3.bytes / lf.bytes, "x", 1, "ledger.ops.layernorm", cL)
+    add("pytorch.ex2.fused_mb", lf.bytes / 1e6, "MB", 1, "ledger.ops.layernorm", cL)
+    add("pytorch.ex2.three_pass_mb", l3.bytes / 1e6, "MB", 1, "ledger.ops.layernorm", cL + "; read x 3 times")
+    add("pytorch.ex2.gflop", lf.flops / 1e9, "GFLOP", 3, "ledger.ops.layernorm", cL)
+    add("pytorch.ex2.flop_per_elem", LAYERNORM_FLOPS_PER_ELEM, "FLOP", 0, "ledger.ops.LAYERNORM_FLOPS_PER_ELEM", cL)
+    add("pytorch.ex2.ai_fused", lf.intensity, "FLOP/B", 1, "Cost.intensity", cL)
+    add("pytorch.ex2.ai_three_pass", l3.intensity, "FLOP/B", 1, "Cost.intensity", cL)
+    add("pytorch.ex2.t_fused_us", lf.lower_bound(cal) * 1e6, "µs", 1, "Cost.lower_bound", C)
+    add("pytorch.ex2.t_three_pass_us", l3.lower_bound(cal) * 1e6, "µs", 1, "Cost.lower_bound", C)
+    add("pytorch.ex2.ratio", l3.bytes / lf.bytes, "x", 1, "ledger.ops.layernorm", cL)
 
     # -- example 3: GEMM --------------------------------------------------------------------
     g = gemm(4096, 4096, 4096)
     cG = "fp16, A and B read once, C written once"
-    add("ch02.ex3.gflop", g.flops / 1e9, "GFLOP", 0, "ledger.ops.gemm", "4096^3 " + cG)
-    out.append(fig("ch02.ex3.flop_sci", float(f"{g.flops:.2e}"), "FLOP", source="ledger.ops.gemm",
+    add("pytorch.ex3.gflop", g.flops / 1e9, "GFLOP", 0, "ledger.ops.gemm", "4096^3 " + cG)
+    out.append(fig("pytorch.ex3.flop_sci", float(f"{g.flops:.2e}"), "FLOP", source="ledger.ops.gemm",
                    conditions="4096^3 " + cG, text=f"{g.flops / 1e11:.2f}e11"))
-    add("ch02.ex3.mb", g.bytes / 1e6, "MB", 1, "ledger.ops.gemm", "4096^3 " + cG)
-    add("ch02.ex3.operand_mb", 4096 * 4096 * 2 / 1e6, "MB", 1, "ledger.ops.gemm", "one 4096 x 4096 fp16 matrix")
-    add("ch02.ex3.ai", g.intensity, "FLOP/B", 0, "Cost.intensity", "4096^3 " + cG)
-    add("ch02.ex3.ai_1024", gemm_square_intensity(1024), "FLOP/B", 0, "ledger.ops.gemm_square_intensity",
+    add("pytorch.ex3.mb", g.bytes / 1e6, "MB", 1, "ledger.ops.gemm", "4096^3 " + cG)
+    add("pytorch.ex3.operand_mb", 4096 * 4096 * 2 / 1e6, "MB", 1, "ledger.ops.gemm", "one 4096 x 4096 fp16 matrix")
+    add("pytorch.ex3.ai", g.intensity, "FLOP/B", 0, "Cost.intensity", "4096^3 " + cG)
+    add("pytorch.ex3.ai_1024", gemm_square_intensity(1024), "FLOP/B", 0, "ledger.ops.gemm_square_intensity",
         "1024^3 " + cG)
-    add("ch02.ex3.ai_512", gemm_square_intensity(512), "FLOP/B", 0, "ledger.ops.gemm_square_intensity",
+    add("pytorch.ex3.ai_512", gemm_square_intensity(512), "FLOP/B", 0, "ledger.ops.gemm_square_intensity",
         "512^3 " + cG)
-    add("ch02.ex3.ai_512_1", gemm_square_intensity(512), "FLOP/B", 1, "ledger.ops.gemm_square_intensity",
+    add("pytorch.ex3.ai_512_1", gemm_square_intensity(512), "FLOP/B", 1, "ledger.ops.gemm_square_intensity",
         "512^3 " + cG)
 
     # -- example 4: attention ---------------------------------------------------------------
     pa, pf = attention_prefill(), attention_prefill(materialize_scores=False)
     dec = attention_decode(kv_len=32768)
     cA = "B=1, H=32, d=128, S=4096, fp16; no causal saving; scores 6 passes"
-    add("ch02.ex4.gflop", pa.flops / 1e9, "GFLOP", 0, "ledger.ops.attention_prefill", cA)
-    add("ch02.ex4.qkvo_mb", pf.bytes / 1e6, "MB", 1, "ledger.ops.attention_prefill", cA + "; Q/K/V/O once")
-    add("ch02.ex4.scores_gb", (pa.bytes - pf.bytes) / 1e9, "GB", 2, "ledger.ops.attention_prefill",
+    add("pytorch.ex4.gflop", pa.flops / 1e9, "GFLOP", 0, "ledger.ops.attention_prefill", cA)
+    add("pytorch.ex4.qkvo_mb", pf.bytes / 1e6, "MB", 1, "ledger.ops.attention_prefill", cA + "; Q/K/V/O once")
+    add("pytorch.ex4.scores_gb", (pa.bytes - pf.bytes) / 1e9, "GB", 2, "ledger.ops.attention_prefill",
         cA + "; 6 x 32 x 4096^2 x 2 B")
-    add("ch02.ex4.naive_gb", pa.bytes / 1e9, "GB", 2, "ledger.ops.attention_prefill", cA)
-    add("ch02.ex4.ai_naive", pa.intensity, "FLOP/B", 1, "Cost.intensity", cA)
-    add("ch02.ex4.ai_flash", pf.intensity, "FLOP/B", 0, "Cost.intensity", cA + "; flash-style")
-    add("ch02.ex4.t_naive_ms", pa.lower_bound(cal) * 1e3, "ms", 3, "Cost.lower_bound", C)
-    add("ch02.ex4.t_flash_us", pf.lower_bound(cal) * 1e6, "µs", 1, "Cost.lower_bound", C)
-    add("ch02.ex4.speedup", pa.lower_bound(cal) / pf.lower_bound(cal), "x", 1, "Cost.lower_bound", C)
-    add("ch02.ex4.io_ratio", pa.bytes / pf.bytes, "x", 0, "ledger.ops.attention_prefill", cA)
+    add("pytorch.ex4.naive_gb", pa.bytes / 1e9, "GB", 2, "ledger.ops.attention_prefill", cA)
+    add("pytorch.ex4.ai_naive", pa.intensity, "FLOP/B", 1, "Cost.intensity", cA)
+    add("pytorch.ex4.ai_flash", pf.intensity, "FLOP/B", 0, "Cost.intensity", cA + "; flash-style")
+    add("pytorch.ex4.t_naive_ms", pa.lower_bound(cal) * 1e3, "ms", 3, "Cost.lower_bound", C)
+    add("pytorch.ex4.t_flash_us", pf.lower_bound(cal) * 1e6, "µs", 1, "Cost.lower_bound", C)
+    add("pytorch.ex4.speedup", pa.lower_bound(cal) / pf.lower_bound(cal), "x", 1, "Cost.lower_bound", C)
+    add("pytorch.ex4.io_ratio", pa.bytes / pf.bytes, "x", 0, "ledger.ops.attention_prefill", cA)
     cD = "B=1, H=32 (KV heads 32), d=128, KV length 32768, fp16; K/V cache + q/o once"
-    add("ch02.ex4.decode_gflop", dec.flops / 1e9, "GFLOP", 2, "ledger.ops.attention_decode", cD)
-    add("ch02.ex4.decode_mb", dec.bytes / 1e6, "MB", 0, "ledger.ops.attention_decode", cD)
-    add("ch02.ex4.decode_ai", dec.intensity, "FLOP/B", 2, "Cost.intensity", cD)
+    add("pytorch.ex4.decode_gflop", dec.flops / 1e9, "GFLOP", 2, "ledger.ops.attention_decode", cD)
+    add("pytorch.ex4.decode_mb", dec.bytes / 1e6, "MB", 0, "ledger.ops.attention_decode", cD)
+    add("pytorch.ex4.decode_ai", dec.intensity, "FLOP/B", 2, "Cost.intensity", cD)
 
-    add("ch02.e2.prefill_mac_per_byte", pf.intensity / FLOP_MAC, "MAC/B", 0, "Cost.intensity",
+    add("pytorch.e2.prefill_mac_per_byte", pf.intensity / FLOP_MAC, "MAC/B", 0, "Cost.intensity",
         cA + "; flash-style; multiply-adds per byte = AI / 2")
-    add("ch02.e2.decode_mac_per_byte", dec.intensity / FLOP_MAC, "MAC/B", 1, "Cost.intensity",
+    add("pytorch.e2.decode_mac_per_byte", dec.intensity / FLOP_MAC, "MAC/B", 1, "Cost.intensity",
         cD + "; multiply-adds per byte = AI / 2")
 
     # -- optimizer, all-reduce (section 1.1) -------------------------------------------
     a7 = adamw(ADAMW_EXAMPLE_PARAMS)
     cO = "bf16 gradients, fp32 param/m/v; 15 FLOP/param"
-    add("ch02.adamw.bytes_per_param", a7.bytes / ADAMW_EXAMPLE_PARAMS, "B", 0, "ledger.ops.adamw", cO)
-    add("ch02.adamw.ai", a7.intensity, "FLOP/B", 1, "Cost.intensity", cO)
-    add("ch02.adamw.ai_2", a7.intensity, "FLOP/B", 2, "Cost.intensity", cO)
-    add("ch02.adamw.flops_per_param", ADAMW_FLOPS_PER_PARAM, "FLOP", 0, "ledger.ops.ADAMW_FLOPS_PER_PARAM", cO)
-    add("ch02.adamw.gb_7b", a7.bytes / 1e9, "GB", 0, "ledger.ops.adamw", cO + "; 7e9 parameters")
+    add("pytorch.adamw.bytes_per_param", a7.bytes / ADAMW_EXAMPLE_PARAMS, "B", 0, "ledger.ops.adamw", cO)
+    add("pytorch.adamw.ai", a7.intensity, "FLOP/B", 1, "Cost.intensity", cO)
+    add("pytorch.adamw.ai_2", a7.intensity, "FLOP/B", 2, "Cost.intensity", cO)
+    add("pytorch.adamw.flops_per_param", ADAMW_FLOPS_PER_PARAM, "FLOP", 0, "ledger.ops.ADAMW_FLOPS_PER_PARAM", cO)
+    add("pytorch.adamw.gb_7b", a7.bytes / 1e9, "GB", 0, "ledger.ops.adamw", cO + "; 7e9 parameters")
     ar = ring_allreduce(ALLREDUCE_PARAMS, 8)
-    add("ch02.allreduce.gb_8b", ar.bytes / 1e9, "GB", 2, "ledger.ops.ring_allreduce",
+    add("pytorch.allreduce.gb_8b", ar.bytes / 1e9, "GB", 2, "ledger.ops.ring_allreduce",
         "8.03e9 bf16 gradients, ring over 8 ranks: 2(N-1)/N = 1.75")
-    add("ch02.allreduce.gb_8b_int", ar.bytes / 1e9, "GB", 0, "ledger.ops.ring_allreduce",
+    add("pytorch.allreduce.gb_8b_int", ar.bytes / 1e9, "GB", 0, "ledger.ops.ring_allreduce",
         "8.03e9 bf16 gradients, ring over 8 ranks")
-    add("ch02.allreduce.factor_8", 2 * 7 / 8, "x", 2, "ledger.ops.ring_allreduce", "2(N-1)/N at N = 8")
-    add("ch02.add.ai", elementwise_add(N_ELEM).intensity, "FLOP/B", 2, "ledger.ops.elementwise_add",
+    add("pytorch.allreduce.factor_8", 2 * 7 / 8, "x", 2, "ledger.ops.ring_allreduce", "2(N-1)/N at N = 8")
+    add("pytorch.add.ai", elementwise_add(N_ELEM).intensity, "FLOP/B", 2, "ledger.ops.elementwise_add",
         "fp16: 1 FLOP per 3 x 2 bytes = 1/6, independent of size")
 
     # -- fusion table (section 4.2) -----------------------------------------------------
-    add("ch02.fusion.attn_ratio", pa.bytes / pf.bytes, "x", 0, "ledger.ops.attention_prefill", cA)
+    add("pytorch.fusion.attn_ratio", pa.bytes / pf.bytes, "x", 0, "ledger.ops.attention_prefill", cA)
 
     # -- exercises ------------------------------------------------------------------------
-    add("ch02.e3.balance_spec", spec.balance, "FLOP/B", 1, "Machine.balance", "989.5 TFLOP/s / 4800 GB/s")
+    add("pytorch.e3.balance_spec", spec.balance, "FLOP/B", 1, "Machine.balance", "989.5 TFLOP/s / 4800 GB/s")
     e5f, e5t = layernorm(4096, 4096, passes=1), layernorm(4096, 4096, passes=3)
     c5 = "LayerNorm 4096 x 4096 fp16, 8 FLOP/elem; " + C
-    add("ch02.e5.fused_mb", e5f.bytes / 1e6, "MB", 1, "ledger.ops.layernorm", c5)
-    add("ch02.e5.three_pass_mb", e5t.bytes / 1e6, "MB", 1, "ledger.ops.layernorm", c5)
-    add("ch02.e5.ai_fused", e5f.intensity, "FLOP/B", 1, "Cost.intensity", c5)
-    add("ch02.e5.ai_three_pass", e5t.intensity, "FLOP/B", 1, "Cost.intensity", c5)
-    add("ch02.e5.t_fused_us", e5f.lower_bound(cal) * 1e6, "µs", 1, "Cost.lower_bound", c5)
-    add("ch02.e5.t_three_pass_us", e5t.lower_bound(cal) * 1e6, "µs", 1, "Cost.lower_bound", c5)
-    add("ch02.e5.ai_fused_h512", layernorm(4096, 512).intensity, "FLOP/B", 1, "Cost.intensity",
+    add("pytorch.e5.fused_mb", e5f.bytes / 1e6, "MB", 1, "ledger.ops.layernorm", c5)
+    add("pytorch.e5.three_pass_mb", e5t.bytes / 1e6, "MB", 1, "ledger.ops.layernorm", c5)
+    add("pytorch.e5.ai_fused", e5f.intensity, "FLOP/B", 1, "Cost.intensity", c5)
+    add("pytorch.e5.ai_three_pass", e5t.intensity, "FLOP/B", 1, "Cost.intensity", c5)
+    add("pytorch.e5.t_fused_us", e5f.lower_bound(cal) * 1e6, "µs", 1, "Cost.lower_bound", c5)
+    add("pytorch.e5.t_three_pass_us", e5t.lower_bound(cal) * 1e6, "µs", 1, "Cost.lower_bound", c5)
+    add("pytorch.e5.ai_fused_h512", layernorm(4096, 512).intensity, "FLOP/B", 1, "Cost.intensity",
         "H = 512: AI does not depend on the size")
     e6 = gemm(2048, 2048, 2048)
     c6 = "2048^3 fp16 on h100-spec (1000 TFLOP/s / 3.0 TB/s)"
-    out.append(fig("ch02.e6.flop_sci", float(f"{e6.flops:.3e}"), "FLOP", source="ledger.ops.gemm",
+    out.append(fig("pytorch.e6.flop_sci", float(f"{e6.flops:.3e}"), "FLOP", source="ledger.ops.gemm",
                    conditions=c6, text=f"{e6.flops / 1e10:.3f}e10"))
-    add("ch02.e6.mb", e6.bytes / 1e6, "MB", 2, "ledger.ops.gemm", c6)
-    add("ch02.e6.ai", e6.intensity, "FLOP/B", 1, "Cost.intensity", c6)
-    out.append(fig("ch02.e6.bound", judge(e6, h100).bound, "", source="ledger.cost.judge", conditions=c6))
-    add("ch02.e6.ridge_edge", gemm_ridge_edge(h100), "", 0, "ledger.ops.gemm_ridge_edge",
+    add("pytorch.e6.mb", e6.bytes / 1e6, "MB", 2, "ledger.ops.gemm", c6)
+    add("pytorch.e6.ai", e6.intensity, "FLOP/B", 1, "Cost.intensity", c6)
+    out.append(fig("pytorch.e6.bound", judge(e6, h100).bound, "", source="ledger.cost.judge", conditions=c6))
+    add("pytorch.e6.ridge_edge", gemm_ridge_edge(h100), "", 0, "ledger.ops.gemm_ridge_edge",
         "N = 3 b balance / 2 with b = 2 and balance = 1000/3")
     for s in (8192, 16384):
         na = attention_prefill(seq=s)
         fl = attention_prefill(seq=s, materialize_scores=False)
         c7 = f"B=1, H=32, d=128, S={s}, fp16; scores 6 passes"
-        add(f"ch02.e7.s{s}.naive_gb", na.bytes / 1e9, "GB", 2, "ledger.ops.attention_prefill", c7)
-        add(f"ch02.e7.s{s}.scores_gb", (na.bytes - fl.bytes) / 1e9, "GB", 2, "ledger.ops.attention_prefill", c7)
-        add(f"ch02.e7.s{s}.flash_mb", fl.bytes / 1e6, "MB", 1, "ledger.ops.attention_prefill", c7)
-        add(f"ch02.e7.s{s}.ratio", na.bytes / fl.bytes, "x", 0, "ledger.ops.attention_prefill", c7)
-    add("ch02.e8.ratio_softmax_pv_fused", attention_io_ratio(4096, score_passes=2), "x", 0,
+        add(f"pytorch.e7.s{s}.naive_gb", na.bytes / 1e9, "GB", 2, "ledger.ops.attention_prefill", c7)
+        add(f"pytorch.e7.s{s}.scores_gb", (na.bytes - fl.bytes) / 1e9, "GB", 2, "ledger.ops.attention_prefill", c7)
+        add(f"pytorch.e7.s{s}.flash_mb", fl.bytes / 1e6, "MB", 1, "ledger.ops.attention_prefill", c7)
+        add(f"pytorch.e7.s{s}.ratio", na.bytes / fl.bytes, "x", 0, "ledger.ops.attention_prefill", c7)
+    add("pytorch.e8.ratio_softmax_pv_fused", attention_io_ratio(4096, score_passes=2), "x", 0,
         "ledger.ops.attention_io_ratio", "S=4096, d=128: scores written once and read once (2 passes)")
     table = op_table()
     ais = [c.intensity for c in table if c.flops > 0]
     cT = "the default table of ledger.ops.op_table (all-reduce, 0 FLOP, left out)"
-    add("ch02.e11.ai_min", min(ais), "FLOP/B", 2, "ledger.ops.op_table", cT)
-    add("ch02.e11.ai_max", max(ais), "FLOP/B", 0, "ledger.ops.op_table", cT)
-    add("ch02.e11.flips_h100", len(flips(cal, h100)), "", 0, "ledger.ops.flips",
+    add("pytorch.e11.ai_min", min(ais), "FLOP/B", 2, "ledger.ops.op_table", cT)
+    add("pytorch.e11.ai_max", max(ais), "FLOP/B", 0, "ledger.ops.op_table", cT)
+    add("pytorch.e11.flips_h100", len(flips(cal, h100)), "", 0, "ledger.ops.flips",
         "default table, h200-calibrated vs h100-spec")
     g512 = gemm(512, 512, 512)
     for key, mach in (("cal", cal), ("h100", h100), ("spec", spec)):
-        out.append(fig(f"ch02.e11.gemm512.{key}", judge(g512, mach).bound, "", source="ledger.cost.judge",
+        out.append(fig(f"pytorch.e11.gemm512.{key}", judge(g512, mach).bound, "", source="ledger.cost.judge",
                        conditions=f"GEMM 512^3 fp16 on {mach.name} (balance {mach.balance:.1f})"))
-    add("ch02.e11.add_ai_fp16", 1 / (3 * dtype_bytes("fp16")), "FLOP/B", 2, "ledger.ops.elementwise_add",
+    add("pytorch.e11.add_ai_fp16", 1 / (3 * dtype_bytes("fp16")), "FLOP/B", 2, "ledger.ops.elementwise_add",
         "1/(3b), b = 2")
     si, ro = silu(N_ELEM), rope_rotation()
     c13 = "N = 1 x 32 x 4096 x 128 = 16.777M fp16 elements; " + C
-    add("ch02.e13.n_melem", N_ELEM / 1e6, "M", 3, "ledger.ops.N_ELEM", c13)
+    add("pytorch.e13.n_melem", N_ELEM / 1e6, "M", 3, "ledger.ops.N_ELEM", c13)
     for key, c, fpe, fn in (("silu", si, SILU_FLOPS_PER_ELEM, "silu"),
                             ("rope", ro, ROPE_FLOPS_PER_ELEM, "rope_rotation")):
         v = judge(c, cal)
-        add(f"ch02.e13.{key}.mflop", c.flops / 1e6, "MFLOP", 1, f"ledger.ops.{fn}", c13)
-        add(f"ch02.e13.{key}.mb", c.bytes / 1e6, "MB", 2, "Cost.bytes", c13)
-        add(f"ch02.e13.{key}.ai", v.intensity, "FLOP/B", 2, "Cost.intensity", c13)
-        add(f"ch02.e13.{key}.t_us", v.lower_bound * 1e6, "µs", 1, "Cost.lower_bound", c13)
-        add(f"ch02.e13.{key}.flop_per_elem", fpe, "FLOP", 0, "ledger.ops", c13)
-        out.append(fig(f"ch02.e13.{key}.bound", v.bound, "", source="ledger.cost.judge", conditions=c13))
+        add(f"pytorch.e13.{key}.mflop", c.flops / 1e6, "MFLOP", 1, f"ledger.ops.{fn}", c13)
+        add(f"pytorch.e13.{key}.mb", c.bytes / 1e6, "MB", 2, "Cost.bytes", c13)
+        add(f"pytorch.e13.{key}.ai", v.intensity, "FLOP/B", 2, "Cost.intensity", c13)
+        add(f"pytorch.e13.{key}.t_us", v.lower_bound * 1e6, "µs", 1, "Cost.lower_bound", c13)
+        add(f"pytorch.e13.{key}.flop_per_elem", fpe, "FLOP", 0, "ledger.ops", c13)
+        out.append(fig(f"pytorch.e13.{key}.bound", v.bound, "", source="ledger.cost.judge", conditions=c13))
     out.extend(_cited())
     return out
 
@@ -481,16 +481,16 @@ def _cited() -> list:
             "torch.compiler_inductor_profiling.html")
     cbs = "https://arxiv.org/abs/2607.04454"
     rows = [
-        ("ch02.cite.fa2_h100_util", 35, "%", fa3, "FlashAttention-3 abstract: FlashAttention-2 on H100"),
-        ("ch02.cite.fa3_fp16_tflops", 740, "TFLOP/s", fa3, "FlashAttention-3 abstract, FP16, as reported"),
-        ("ch02.cite.fa3_fp16_util", 75, "%", fa3, "FlashAttention-3 abstract, FP16 utilisation"),
-        ("ch02.cite.fa3_fp8_pflops", 1.2, "PFLOP/s", fa3, "FlashAttention-3 abstract, FP8 (close to)"),
-        ("ch02.cite.fa_bert_speedup", 15, "%", fa, "FlashAttention: BERT-large training speedup"),
-        ("ch02.cite.fa_gpt2_speedup", 3, "x", fa, "FlashAttention: GPT-2 training speedup"),
-        ("ch02.cite.fa_lra_speedup", 2.4, "x", fa, "FlashAttention: long-range arena speedup"),
-        ("ch02.cite.densenet_gpu_busy", 32.69, "%", prof, "densenet121, small batch, 'Percent of time when GPU is busy'"),
-        ("ch02.cite.cbs_kernels", 22, "", cbs, "Correct but Slow: Triton/TileLang kernels studied on A100 and GH200"),
-        ("ch02.cite.cbs_layernorm_slowdown", 300, "x", cbs, "an idiomatic TileLang LayerNorm, more than 300x slower"),
+        ("pytorch.cite.fa2_h100_util", 35, "%", fa3, "FlashAttention-3 abstract: FlashAttention-2 on H100"),
+        ("pytorch.cite.fa3_fp16_tflops", 740, "TFLOP/s", fa3, "FlashAttention-3 abstract, FP16, as reported"),
+        ("pytorch.cite.fa3_fp16_util", 75, "%", fa3, "FlashAttention-3 abstract, FP16 utilisation"),
+        ("pytorch.cite.fa3_fp8_pflops", 1.2, "PFLOP/s", fa3, "FlashAttention-3 abstract, FP8 (close to)"),
+        ("pytorch.cite.fa_bert_speedup", 15, "%", fa, "FlashAttention: BERT-large training speedup"),
+        ("pytorch.cite.fa_gpt2_speedup", 3, "x", fa, "FlashAttention: GPT-2 training speedup"),
+        ("pytorch.cite.fa_lra_speedup", 2.4, "x", fa, "FlashAttention: long-range arena speedup"),
+        ("pytorch.cite.densenet_gpu_busy", 32.69, "%", prof, "densenet121, small batch, 'Percent of time when GPU is busy'"),
+        ("pytorch.cite.cbs_kernels", 22, "", cbs, "Correct but Slow: Triton/TileLang kernels studied on A100 and GH200"),
+        ("pytorch.cite.cbs_layernorm_slowdown", 300, "x", cbs, "an idiomatic TileLang LayerNorm, more than 300x slower"),
     ]
     return [fig(k, v, u, source=s, conditions=c + " (cited, not computed)") for k, v, u, s, c in rows]
 

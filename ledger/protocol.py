@@ -114,15 +114,15 @@ def figures() -> list[Figure]:
     c = "tilelang.profiler.do_bench defaults (tilelang 0.1.15, profiler/bench.py); the course reports the median"
     n_w, n_r = p.iterations(0.5)
     return [
-        fig("ch14.bench.warmup_ms", p.warmup_ms, "ms", digits=0, source="ledger.protocol.DEFAULT_PROTOCOL", conditions=c),
-        fig("ch14.bench.rep_ms", p.rep_ms, "ms", digits=0, source="ledger.protocol.DEFAULT_PROTOCOL", conditions=c),
-        fig("ch14.bench.flush_mb", p.flush_mb, "MB", source="ledger.protocol.DEFAULT_PROTOCOL", conditions=c),
-        fig("ch14.bench.statistic", p.statistic, "", source="ledger.protocol.DEFAULT_PROTOCOL", conditions=c),
-        fig("ch14.bench.example_warmup_iters", n_w, "iterations", source="ledger.protocol.iterations",
+        fig("gemm.bench.warmup_ms", p.warmup_ms, "ms", digits=0, source="ledger.protocol.DEFAULT_PROTOCOL", conditions=c),
+        fig("gemm.bench.rep_ms", p.rep_ms, "ms", digits=0, source="ledger.protocol.DEFAULT_PROTOCOL", conditions=c),
+        fig("gemm.bench.flush_mb", p.flush_mb, "MB", source="ledger.protocol.DEFAULT_PROTOCOL", conditions=c),
+        fig("gemm.bench.statistic", p.statistic, "", source="ledger.protocol.DEFAULT_PROTOCOL", conditions=c),
+        fig("gemm.bench.example_warmup_iters", n_w, "iterations", source="ledger.protocol.iterations",
             conditions="a kernel estimated at 0.5 ms"),
-        fig("ch14.bench.example_rep_iters", n_r, "iterations", source="ledger.protocol.iterations",
+        fig("gemm.bench.example_rep_iters", n_r, "iterations", source="ledger.protocol.iterations",
             conditions="a kernel estimated at 0.5 ms"),
-        fig("ch14.bench.fairness_items", len(FAIRNESS_ITEMS), "items", source="ledger.protocol.FAIRNESS_ITEMS",
+        fig("gemm.bench.fairness_items", len(FAIRNESS_ITEMS), "items", source="ledger.protocol.FAIRNESS_ITEMS",
             conditions="baseline, shape, dtype and accumulation, epilogue, measurement protocol"),
     ]
 

@@ -236,7 +236,7 @@ def seq_sweep(seq_lens: Sequence[int] = SWEEP_SEQ_LENS, machine: Machine | str |
 # figures
 # ------------------------------------------------------------------------------------
 def figures() -> list:
-    """The step-budget numbers chapter 02 quotes (``ch02.step.*``, ``ch02.infer.*``, ``ch02.e12.*``)."""
+    """The step-budget numbers chapter 02 quotes (``pytorch.step.*``, ``pytorch.infer.*``, ``pytorch.e12.*``)."""
     from ledger.figures import fig
 
     b = step_budget()
@@ -246,50 +246,50 @@ def figures() -> list:
     out = []
     for s in b.train:
         k = s.name if s.name != "comm" else "comm"
-        out.append(fig(f"ch02.step.{k}.tflop", s.cost.flops / 1e12, "TFLOP", digits=1, source=src, conditions=cond))
-        out.append(fig(f"ch02.step.{k}.gb", s.cost.bytes / 1e9, "GB", digits=2, source=src, conditions=cond))
-        out.append(fig(f"ch02.step.{k}.ms", s.time * 1e3, "ms", digits=3, source=src, conditions=cond))
-        out.append(fig(f"ch02.step.{k}.share", 100 * s.share, "%", digits=1, source=src, conditions=cond))
+        out.append(fig(f"pytorch.step.{k}.tflop", s.cost.flops / 1e12, "TFLOP", digits=1, source=src, conditions=cond))
+        out.append(fig(f"pytorch.step.{k}.gb", s.cost.bytes / 1e9, "GB", digits=2, source=src, conditions=cond))
+        out.append(fig(f"pytorch.step.{k}.ms", s.time * 1e3, "ms", digits=3, source=src, conditions=cond))
+        out.append(fig(f"pytorch.step.{k}.share", 100 * s.share, "%", digits=1, source=src, conditions=cond))
     opt = b.stage("optimizer")
-    out.append(fig("ch02.step.optimizer.tflop_2", opt.cost.flops / 1e12, "TFLOP", digits=2, source=src,
+    out.append(fig("pytorch.step.optimizer.tflop_2", opt.cost.flops / 1e12, "TFLOP", digits=2, source=src,
                    conditions=cond + "; 15 FLOP/param"))
-    out.append(fig("ch02.step.optimizer.gflop", opt.cost.flops / 1e9, "GFLOP", digits=0, source=src,
+    out.append(fig("pytorch.step.optimizer.gflop", opt.cost.flops / 1e9, "GFLOP", digits=0, source=src,
                    conditions=cond + "; 15 FLOP/param"))
     f, bw = b.stage("forward").cost.flops, b.stage("backward").cost.flops
-    out.append(fig("ch02.step.bwd_over_fwd", bw / f, "x", digits=0, source=src, conditions=cond))
-    out.append(fig("ch02.step.fwd_bwd_over_fwd", (f + bw) / f, "x", digits=0, source=src, conditions=cond))
+    out.append(fig("pytorch.step.bwd_over_fwd", bw / f, "x", digits=0, source=src, conditions=cond))
+    out.append(fig("pytorch.step.fwd_bwd_over_fwd", (f + bw) / f, "x", digits=0, source=src, conditions=cond))
     fb = 100 * (b.stage("forward").share + b.stage("backward").share)
-    out.append(fig("ch02.step.fwd_bwd_share", fb, "%", digits=0, source=src, conditions=cond))
+    out.append(fig("pytorch.step.fwd_bwd_share", fb, "%", digits=0, source=src, conditions=cond))
     pre, dec = b.stage("prefill"), b.stage("decode")
     ci = cond.replace("8 ranks, ", "").replace("seq 4096", "prompt 4096 / KV length 4096")
-    out.append(fig("ch02.infer.prefill.tflop", pre.cost.flops / 1e12, "TFLOP", digits=1, source=src, conditions=ci))
-    out.append(fig("ch02.infer.prefill.gb", pre.cost.bytes / 1e9, "GB", digits=2, source=src, conditions=ci))
-    out.append(fig("ch02.infer.prefill.gb_1", pre.cost.bytes / 1e9, "GB", digits=1, source=src, conditions=ci))
-    out.append(fig("ch02.infer.prefill.ms", pre.time * 1e3, "ms", digits=3, source=src, conditions=ci))
-    out.append(fig("ch02.infer.decode.gflop", dec.cost.flops / 1e9, "GFLOP", digits=1, source=src, conditions=ci))
-    out.append(fig("ch02.infer.decode.tflop", dec.cost.flops / 1e12, "TFLOP", digits=3, source=src, conditions=ci))
-    out.append(fig("ch02.infer.decode.gb", dec.cost.bytes / 1e9, "GB", digits=2, source=src, conditions=ci))
-    out.append(fig("ch02.infer.decode.gb_1", dec.cost.bytes / 1e9, "GB", digits=1, source=src, conditions=ci))
-    out.append(fig("ch02.infer.decode.ms", dec.time * 1e3, "ms", digits=3, source=src, conditions=ci))
-    out.append(fig("ch02.infer.prefill.bound", pre.cost.bound(b.machine), "", source="Cost.bound", conditions=ci))
-    out.append(fig("ch02.infer.decode.bound", dec.cost.bound(b.machine), "", source="Cost.bound", conditions=ci))
+    out.append(fig("pytorch.infer.prefill.tflop", pre.cost.flops / 1e12, "TFLOP", digits=1, source=src, conditions=ci))
+    out.append(fig("pytorch.infer.prefill.gb", pre.cost.bytes / 1e9, "GB", digits=2, source=src, conditions=ci))
+    out.append(fig("pytorch.infer.prefill.gb_1", pre.cost.bytes / 1e9, "GB", digits=1, source=src, conditions=ci))
+    out.append(fig("pytorch.infer.prefill.ms", pre.time * 1e3, "ms", digits=3, source=src, conditions=ci))
+    out.append(fig("pytorch.infer.decode.gflop", dec.cost.flops / 1e9, "GFLOP", digits=1, source=src, conditions=ci))
+    out.append(fig("pytorch.infer.decode.tflop", dec.cost.flops / 1e12, "TFLOP", digits=3, source=src, conditions=ci))
+    out.append(fig("pytorch.infer.decode.gb", dec.cost.bytes / 1e9, "GB", digits=2, source=src, conditions=ci))
+    out.append(fig("pytorch.infer.decode.gb_1", dec.cost.bytes / 1e9, "GB", digits=1, source=src, conditions=ci))
+    out.append(fig("pytorch.infer.decode.ms", dec.time * 1e3, "ms", digits=3, source=src, conditions=ci))
+    out.append(fig("pytorch.infer.prefill.bound", pre.cost.bound(b.machine), "", source="Cost.bound", conditions=ci))
+    out.append(fig("pytorch.infer.decode.bound", dec.cost.bound(b.machine), "", source="Cost.bound", conditions=ci))
     mc = b.model
     cm = "the chapter's 8B-class model (ledger.step_budget.DEFAULT_MODEL)"
     for k, v in (("layers", mc.layers), ("hidden", mc.hidden), ("ffn", mc.ffn), ("heads", mc.heads),
                  ("kv_heads", mc.kv_heads), ("head_dim", mc.head_dim), ("seq", b.seq), ("batch", b.batch),
                  ("world", b.world)):
-        out.append(fig(f"ch02.model.{k}", v, "", digits=0, source="ledger.step_budget.ModelConfig", conditions=cm))
-    out.append(fig("ch02.model.params_b", mc.params / 1e9, "B", digits=2, source="ledger.step_budget.ModelConfig",
+        out.append(fig(f"pytorch.model.{k}", v, "", digits=0, source="ledger.step_budget.ModelConfig", conditions=cm))
+    out.append(fig("pytorch.model.params_b", mc.params / 1e9, "B", digits=2, source="ledger.step_budget.ModelConfig",
                    conditions=cm + "; the count the optimizer and all-reduce see"))
-    out.append(fig("ch02.model.arch_params_b", mc.architecture_params / 1e9, "B", digits=3,
+    out.append(fig("pytorch.model.arch_params_b", mc.architecture_params / 1e9, "B", digits=3,
                    source="ModelConfig.architecture_params",
                    conditions=cm + "; implied by the shape with vocab 128256, untied embedding and LM head"))
-    out.append(fig("ch02.model.matmul_params_b", mc.matmul_params / 1e9, "B", digits=2,
+    out.append(fig("pytorch.model.matmul_params_b", mc.matmul_params / 1e9, "B", digits=2,
                    source="ModelConfig.matmul_params", conditions=cm + "; weights of the layers' matrix products"))
     for seq, shares in seq_sweep().items():
         c = cond.replace("seq 4096", f"seq {seq}")
         for name, pct in shares.items():
-            out.append(fig(f"ch02.e12.s{seq}.{name}", pct, "%", digits=1, source="ledger.step_budget.seq_sweep",
+            out.append(fig(f"pytorch.e12.s{seq}.{name}", pct, "%", digits=1, source="ledger.step_budget.seq_sweep",
                            conditions=c))
     return out
 

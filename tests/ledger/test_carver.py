@@ -64,8 +64,8 @@ def test_book_walk_counts_pinned():
     assert (w.n_visited, w.n_valid, w.n_rejected("regs"), w.n_rejected("smem")) == (123, 106, 5, 12)
     assert (w.distinct_priorities, w.ties_at_top) == (91, 2)
     figs = {f.key: f for f in carver.figures()}
-    assert figs["ch28.erratum.carver_visited"].value == 123
-    assert "729" in figs["ch28.erratum.carver_visited"].conditions
+    assert figs["perfmodel.erratum.carver_visited"].value == 123
+    assert "729" in figs["perfmodel.erratum.carver_visited"].conditions
 
 
 def test_draft_grid_reading():

@@ -24,20 +24,20 @@ def test_figures_json_covers_chapters_02_and_13():
     out = _run("ledger", "figures", "--json")
     assert out.returncode == 0, out.stderr
     figs = json.loads(out.stdout)
-    for prefix, at_least in (("ch02.", 100), ("ch13.", 25), ("machines.", 20)):
+    for prefix, at_least in (("pytorch.", 100), ("elementwise.", 25), ("machines.", 20)):
         assert sum(k.startswith(prefix) for k in figs) >= at_least, prefix
-    assert figs["ch02.infer.prefill.tflop"] == 66.1
-    assert figs["ch13.fusion.rmsnorm.ratio"] == 3.5
+    assert figs["pytorch.infer.prefill.tflop"] == 66.1
+    assert figs["elementwise.fusion.rmsnorm.ratio"] == 3.5
     for k, v in figs.items():
         assert not (isinstance(v, float) and not math.isfinite(v)), k
 
 
 def test_figures_full_and_prefix():
-    out = _run("ledger", "figures", "--json", "--full", "--prefix", "ch13.fusion.rope")
+    out = _run("ledger", "figures", "--json", "--full", "--prefix", "elementwise.fusion.rope")
     assert out.returncode == 0, out.stderr
     recs = json.loads(out.stdout)
-    assert recs and all(k.startswith("ch13.fusion.rope") for k in recs)
-    rec = recs["ch13.fusion.rope.ratio"]
+    assert recs and all(k.startswith("elementwise.fusion.rope") for k in recs)
+    rec = recs["elementwise.fusion.rope.ratio"]
     assert rec["text"] == "3.67" and rec["source"] and rec["conditions"]
     bad = _run("ledger", "figures", "--prefix", "nope")
     assert bad.returncode == 2 and "--prefix" in bad.stderr
@@ -52,7 +52,7 @@ def test_machines_and_errata_commands():
     assert "h100-spec" in text and "LEDGER_MACHINES_DIR" in text
     err = _run("ledger", "errata", "--json")
     assert err.returncode == 0, err.stderr
-    assert any(e["figure"] == "ch02.e6.ridge_edge" for e in json.loads(err.stdout))
+    assert any(e["figure"] == "pytorch.e6.ridge_edge" for e in json.loads(err.stdout))
 
 
 def test_model_tables_print_the_chapter_numbers():

@@ -220,5 +220,5 @@ def test_every_figure_is_finite_and_has_provenance():
             assert math.isfinite(f.value), k
         assert "nan" not in f.text.lower().split() and "inf" not in f.text.lower().split(), k
         assert f.source, k
-        if k.startswith(("ch02", "ch13", "machines")):
+        if k.startswith(("pytorch", "elementwise", "machines")):
             assert f.conditions, k

@@ -11,24 +11,24 @@ from ledger.figures import collect
 FIGS = collect()
 
 DRAFT = {
-    "ch13.fusion.scale_add.unfused_mb": "20.97", "ch13.fusion.scale_add.fused_mb": "12.58",
-    "ch13.fusion.scale_add.ratio": "1.67", "ch13.fusion.scale_add.unfused_ai": "0.100",
-    "ch13.fusion.scale_add.fused_ai": "0.167", "ch13.fusion.scale_add.unfused_bytes_per_elem": "20N",
-    "ch13.fusion.scale_add.fused_bytes_per_elem": "12N",
-    "ch13.fusion.rmsnorm.unfused_mb": "234.99", "ch13.fusion.rmsnorm.fused_mb": "67.12",
-    "ch13.fusion.rmsnorm.ratio": "3.50", "ch13.fusion.rmsnorm.steps": "6",
-    "ch13.fusion.layernorm.fused_mb": "67.13", "ch13.fusion.layernorm.ratio": "5.00",
-    "ch13.fusion.rope.unfused_mb": "369.10", "ch13.fusion.rope.fused_mb": "100.66",
-    "ch13.fusion.rope.ratio": "3.67",
-    "ch13.fusion.rmsnorm_rope_fp8.unfused_mb": "185.62", "ch13.fusion.rmsnorm_rope_fp8.fused_mb": "51.40",
-    "ch13.fusion.rmsnorm_rope_fp8.unfused_mb_1": "185.6", "ch13.fusion.rmsnorm_rope_fp8.fused_mb_1": "51.4",
-    "ch13.fusion.rmsnorm_rope_fp8.ratio": "3.61",
-    "ch13.fusion.ai_min": "0.100", "ch13.fusion.ai_max": "2.315", "ch13.fusion.plans": "10",
-    "ch13.fusion.ratio_min": "3.5", "ch13.fusion.ratio_max": "5",
-    "ch13.vector.lanes_fp32": "4", "ch13.vector.lanes_fp16": "8", "ch13.vector.warp_bytes_32bit": "128",
-    "ch13.vector.warp_bytes_128bit": "512", "ch13.vector.width_gain": "4",
-    "ch13.vector.threads_for_256_fp16": "32",
-    "ch13.fragment.row_fp32_kib": "16", "ch13.fragment.rows4_fp32_kib": "64",
+    "elementwise.fusion.scale_add.unfused_mb": "20.97", "elementwise.fusion.scale_add.fused_mb": "12.58",
+    "elementwise.fusion.scale_add.ratio": "1.67", "elementwise.fusion.scale_add.unfused_ai": "0.100",
+    "elementwise.fusion.scale_add.fused_ai": "0.167", "elementwise.fusion.scale_add.unfused_bytes_per_elem": "20N",
+    "elementwise.fusion.scale_add.fused_bytes_per_elem": "12N",
+    "elementwise.fusion.rmsnorm.unfused_mb": "234.99", "elementwise.fusion.rmsnorm.fused_mb": "67.12",
+    "elementwise.fusion.rmsnorm.ratio": "3.50", "elementwise.fusion.rmsnorm.steps": "6",
+    "elementwise.fusion.layernorm.fused_mb": "67.13", "elementwise.fusion.layernorm.ratio": "5.00",
+    "elementwise.fusion.rope.unfused_mb": "369.10", "elementwise.fusion.rope.fused_mb": "100.66",
+    "elementwise.fusion.rope.ratio": "3.67",
+    "elementwise.fusion.rmsnorm_rope_fp8.unfused_mb": "185.62", "elementwise.fusion.rmsnorm_rope_fp8.fused_mb": "51.40",
+    "elementwise.fusion.rmsnorm_rope_fp8.unfused_mb_1": "185.6", "elementwise.fusion.rmsnorm_rope_fp8.fused_mb_1": "51.4",
+    "elementwise.fusion.rmsnorm_rope_fp8.ratio": "3.61",
+    "elementwise.fusion.ai_min": "0.100", "elementwise.fusion.ai_max": "2.315", "elementwise.fusion.plans": "10",
+    "elementwise.fusion.ratio_min": "3.5", "elementwise.fusion.ratio_max": "5",
+    "elementwise.vector.lanes_fp32": "4", "elementwise.vector.lanes_fp16": "8", "elementwise.vector.warp_bytes_32bit": "128",
+    "elementwise.vector.warp_bytes_128bit": "512", "elementwise.vector.width_gain": "4",
+    "elementwise.vector.threads_for_256_fp16": "32",
+    "elementwise.fragment.row_fp32_kib": "16", "elementwise.fragment.rows4_fp32_kib": "64",
 }
 
 
@@ -39,9 +39,9 @@ def test_draft_figure_reproduced(key):
 
 
 def test_layernorm_split_erratum():
-    e = {x.figure: x for x in errata()}["ch13.fusion.layernorm.unfused_mb"]
+    e = {x.figure: x for x in errata()}["elementwise.fusion.layernorm.unfused_mb"]
     assert e.draft == 335.59
-    assert FIGS["ch13.fusion.layernorm.unfused_mb"].value == e.ours != e.draft
+    assert FIGS["elementwise.fusion.layernorm.unfused_mb"].value == e.ours != e.draft
     # the whole gap is six fp32 per-row vectors of 4096 rows
     assert e.ours - e.draft == pytest.approx(6 * 4096 * 4 / 1e6, abs=0.006)
     assert e.draft_reading == e.draft

@@ -114,13 +114,13 @@ def test_fusion_split_decisions():
 
 def test_registry_has_the_chapter_and_errata():
     figs = collect()
-    ch28 = {k: f for k, f in figs.items() if k.startswith("ch28.")}
-    for k in ("ch28.m1.factor", "ch28.m3.tensor_core_fp8", "ch28.case.design_a.total_mb", "ch28.tile.good.last_wave_pct",
-              "ch28.fusion.skinny.b_mb", "ch28.carver.valid", "ch28.ascend.example.cube_ii",
-              "ch28.erratum.m4_split_mb", "ch28.erratum.m7_decode_sol_us", "ch28.erratum.case_flop_readings"):
+    ch28 = {k: f for k, f in figs.items() if k.startswith("perfmodel.")}
+    for k in ("perfmodel.m1.factor", "perfmodel.m3.tensor_core_fp8", "perfmodel.case.design_a.total_mb", "perfmodel.tile.good.last_wave_pct",
+              "perfmodel.fusion.skinny.b_mb", "perfmodel.carver.valid", "perfmodel.ascend.example.cube_ii",
+              "perfmodel.erratum.m4_split_mb", "perfmodel.erratum.m7_decode_sol_us", "perfmodel.erratum.case_flop_readings"):
         assert k in ch28, k
-    assert ch28["ch28.case.design_c.vs_ideal"].text == "1.03"
-    assert ch28["ch28.m2.ratio"].text == "12.7"
-    assert "134.87" in ch28["ch28.erratum.m4_split_mb"].conditions
+    assert ch28["perfmodel.case.design_c.vs_ideal"].text == "1.03"
+    assert ch28["perfmodel.m2.ratio"].text == "12.7"
+    assert "134.87" in ch28["perfmodel.erratum.m4_split_mb"].conditions
     for f in ch28.values():
-        assert f.source and f.chapter == "ch28"
+        assert f.source and f.chapter == "perfmodel"

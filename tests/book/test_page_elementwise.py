@@ -1,7 +1,7 @@
 """Checks on chapter 13's page (book/ch_elementwise_norm_rope.md) and its helpers.
 
-* every glued key exists: ``ch13.*`` in the ledger's figures registry, ``rec.*`` among the
-  recorded measurements, ``rec13.*`` / ``ch13x.*`` / ``asc13.*`` among the values the
+* every glued key exists: ``elementwise.*`` in the ledger's figures registry, ``rec.*`` among the
+  recorded measurements, ``derived.elementwise.*`` / ``calc.elementwise.*`` / ``derived.elementwise.ascend.*`` among the values the
   page's helpers derive from the records, the ledger and the Ascend capture index;
 * the prose types no decimal number and no registry number (numbers are glued);
 * the prose is long enough and repeats no draft (../shared/tools/prose_overlap.py);
@@ -31,7 +31,7 @@ def _text() -> str:
 def registry():
     from ledger.figures import collect
 
-    return {k: f for k, f in collect().items() if k.startswith("ch13.")}
+    return {k: f for k, f in collect().items() if k.startswith("elementwise.")}
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +47,7 @@ def derived(results):
     from coursebook.measured import measured_values
 
     return {**measured_values(results), **records.elementwise_values(results), **budgets.fusion_exercise_values(),
-            **ascend.ascend_values(), **ncu.rows_values(results), "rec13.provenance": "x"}
+            **ascend.ascend_values(), **ncu.rows_values(results), "derived.elementwise.provenance": "x"}
 
 
 def test_every_glue_key_exists(registry, derived):
@@ -55,7 +55,7 @@ def test_every_glue_key_exists(registry, derived):
     assert used, "the page glues nothing"
     missing = sorted(k for k in used if k not in registry and k not in derived)
     assert not missing, f"glued keys nobody provides: {missing}"
-    assert any(k.startswith("ch13.") for k in used) and any(k.startswith("rec.") for k in used)
+    assert any(k.startswith("elementwise.") for k in used) and any(k.startswith("rec.") for k in used)
 
 
 # Numbers that are problem statements (shapes, sizes, bit widths), not results.
@@ -84,9 +84,9 @@ def test_no_hard_coded_chapter_number():
     assert not re.search(r"第\s*[0-9一二三四五六七八九十]+\s*章", _text())
 
 
-SECTIONS = ("ch13-goals", "ch13-ledger", "ch13-errata", "ch13-model", "ch13-elementwise", "ch13-quant",
-            "ch13-norm", "ch13-rope", "ch13-fused", "ch13-compiler", "ch13-ascend", "ch13-measured",
-            "ch13-pitfalls", "ch13-summary", "ch13-exercises", "ch13-references", "ch13-numbers")
+SECTIONS = ("elementwise-goals", "elementwise-ledger", "elementwise-errata", "elementwise-model", "elementwise-elementwise", "elementwise-quant",
+            "elementwise-norm", "elementwise-rope", "elementwise-fused", "elementwise-compiler", "elementwise-ascend", "elementwise-measured",
+            "elementwise-pitfalls", "elementwise-summary", "elementwise-exercises", "elementwise-references", "elementwise-numbers")
 
 
 def test_every_section_is_there():
@@ -101,9 +101,9 @@ def test_every_section_is_there():
 def test_fusion_ledger_and_errata_are_shown():
     t = _text()
     for key in ("scale_add", "rmsnorm", "layernorm", "rope", "rmsnorm_rope_fp8"):
-        assert "{glue:text}`ch13.fusion." + key + ".ratio`" in t, key
-    block = t[t.index("(ch13-errata)="):t.index("(ch13-model)=")]
-    assert "```{admonition}" in block and "ch13.erratum.layernorm_unfused_mb.draft" in block
+        assert "{glue:text}`elementwise.fusion." + key + ".ratio`" in t, key
+    block = t[t.index("(elementwise-errata)="):t.index("(elementwise-model)=")]
+    assert "```{admonition}" in block and "elementwise.erratum.layernorm_unfused_mb.draft" in block
 
 
 def test_kernel_code_on_the_page_resolves_to_the_package():
@@ -129,7 +129,7 @@ def test_kernel_code_on_the_page_resolves_to_the_package():
 
 
 def test_compiler_section_lowers_on_cpu_and_cites_the_tests():
-    block = _text()[_text().index("(ch13-compiler)="):_text().index("(ch13-ascend)=")]
+    block = _text()[_text().index("(elementwise-compiler)="):_text().index("(elementwise-ascend)=")]
     assert "lowered on CPU" in block and "在 CPU 上降级" in block
     assert block.count(".get_kernel_source()") >= 1 and "E.add_per_thread(2047)" in block
     for test in ("test_level1_parallel_threads_is_one_scalar_element_per_thread",
@@ -152,32 +152,32 @@ def test_cited_tests_exist():
 
 
 def test_ascend_section_is_labelled_cpu_only():
-    block = _text()[_text().index("(ch13-ascend)="):_text().index("(ch13-measured)=")]
-    assert "从未在 NPU 上运行" in block and "asc13.label" in block
+    block = _text()[_text().index("(elementwise-ascend)="):_text().index("(elementwise-measured)=")]
+    assert "从未在 NPU 上运行" in block and "derived.elementwise.ascend.label" in block
     assert "rmsnorm.asc" in block and "surface.audit(lower=False)" in block
 
 
 def test_measured_section_reads_verdicts_from_the_records():
-    block = _text()[_text().index("(ch13-measured)="):_text().index("(ch13-pitfalls)=")]
+    block = _text()[_text().index("(elementwise-measured)="):_text().index("(elementwise-pitfalls)=")]
     assert "recorded" in block
-    assert "rec13.targets.met_list" in block and "rec13.targets.missed_list" in block
-    assert "rec13.fused_fp8.byte_ratio" in block and "x.3-tilelang-kernels" in block
+    assert "derived.elementwise.targets.met_list" in block and "derived.elementwise.targets.missed_list" in block
+    assert "derived.elementwise.fused_fp8.byte_ratio" in block and "x.3-tilelang-kernels" in block
     # verdicts are glued, never asserted in fixed words about a named kernel
     assert not re.search(r"(rmsnorm|layernorm|quant|rope|fused)[^。\n]{0,40}(达标了|没有达标|未能达标)", _prose(block))
 
 
 def test_exercises_have_collapsible_answers():
-    body = _text()[_text().index("(ch13-exercises)="):_text().index("(ch13-references)=")]
+    body = _text()[_text().index("(elementwise-exercises)="):_text().index("(elementwise-references)=")]
     parts = re.split(r"^\*\*(E\d+)（", body, flags=re.M)
     blocks = {parts[i]: parts[i + 1] for i in range(1, len(parts) - 1, 2)}
     assert len(blocks) >= 6, sorted(blocks)
     for name, block in blocks.items():
         assert re.search(r"^````\{dropdown\} 参考答案$", block, flags=re.M), f"{name} has no collapsible answer"
-    assert sum("ch13x." in b for b in blocks.values()) >= 5, "numeric answers should be glued from the ledger"
+    assert sum("calc.elementwise." in b for b in blocks.values()) >= 5, "numeric answers should be glued from the ledger"
 
 
 def test_references_carry_urls():
-    refs = _text()[_text().index("(ch13-references)="):_text().index("(ch13-numbers)=")]
+    refs = _text()[_text().index("(elementwise-references)="):_text().index("(elementwise-numbers)=")]
     items = [ln for ln in refs.splitlines() if ln.startswith("- ")]
     assert len([ln for ln in items if "<http" in ln]) >= 12
 
@@ -203,7 +203,7 @@ def test_measured_helpers_without_results_say_so():
 
     assert f13.targets_table({"suites": {}}).startswith("| kernel")  # empty records: header only
     extras = f13.elementwise_values({"suites": {}})
-    assert extras["rec13.targets.total"] == "0" and extras["rec13.fused_fp8.byte_ratio"] == "—"
+    assert extras["derived.elementwise.targets.total"] == "0" and extras["derived.elementwise.fused_fp8.byte_ratio"] == "—"
     fig = f13.measured_copy_fraction({"suites": {}})
     assert any(t.get_text() == f13.NO_RESULT for ax in fig.axes for t in ax.texts)
 
@@ -218,8 +218,8 @@ def test_verdicts_follow_the_records():
          "targets": {"frac_copy_bw": {"target": 0.85, "value": 0.9, "met": True}}},
     ]}}}
     v = f13.elementwise_values(fake)
-    assert v["rec13.targets.total"] == "2" and v["rec13.targets.met"] == "1"
-    assert "rmsnorm[rows]" in v["rec13.targets.missed_list"] and "layernorm[rows]" in v["rec13.targets.met_list"]
+    assert v["derived.elementwise.targets.total"] == "2" and v["derived.elementwise.targets.met"] == "1"
+    assert "rmsnorm[rows]" in v["derived.elementwise.targets.missed_list"] and "layernorm[rows]" in v["derived.elementwise.targets.met_list"]
     assert "未达标" in f13.targets_table(fake)
 
 
@@ -228,18 +228,18 @@ def test_exercise_values_come_from_the_ledger():
     from ledger import fusion as F
 
     v = budgets.fusion_exercise_values()
-    assert v["ch13x.e1.fp16_ratio"] == f"{F.scale_add(dtype='fp16').ratio:.2f}"
-    assert v["ch13x.e3.frag2_kib"] == f"{F.fragment_kib((2, 4096)):.0f}"
-    assert float(v["ch13x.e8.ratio"]) > 1
+    assert v["calc.elementwise.e1.fp16_ratio"] == f"{F.scale_add(dtype='fp16').ratio:.2f}"
+    assert v["calc.elementwise.e3.frag2_kib"] == f"{F.fragment_kib((2, 4096)):.0f}"
+    assert float(v["calc.elementwise.e8.ratio"]) > 1
 
 
 def test_errata_table_lists_the_ledger_errata():
     from coursebook import errata as E
     from ledger.errata import errata
 
-    table = E.errata_table("ch13")
+    table = E.errata_table("elementwise")
     for e in errata():
-        if e.key.startswith("ch13."):
+        if e.key.startswith("elementwise."):
             assert e.figure in table
 
 
@@ -250,26 +250,26 @@ def test_fused_diagnosis_reads_the_records_and_the_ncu_run(results):
     # every value the passage quotes is present (no "—") with the results in the repository
     assert all(v != "—" for v in d.values()), [k for k, v in d.items() if v == "—"]
     # the passage's claims, checked on the data it glues
-    assert float(d["rec13.ncu.fused.issue"]) > float(d["rec13.ncu.fused.dram"])  # issue-bound
-    assert float(d["rec13.ncu.lean.instructions"]) < float(d["rec13.ncu.fused.instructions"])
-    assert float(d["rec13.ncu.rms.issue"]) < 50
-    assert float(d["rec13.diag.capped_us"]) < float(d["rec13.diag.orig_us"])
-    assert float(d["rec13.diag.pipe_us"]) > float(d["rec13.diag.lean_us"])
-    assert float(d["rec13.diag.warp_us"]) > float(d["rec13.diag.lean_us"])
+    assert float(d["derived.elementwise.ncu.fused.issue"]) > float(d["derived.elementwise.ncu.fused.dram"])  # issue-bound
+    assert float(d["derived.elementwise.ncu.lean.instructions"]) < float(d["derived.elementwise.ncu.fused.instructions"])
+    assert float(d["derived.elementwise.ncu.rms.issue"]) < 50
+    assert float(d["derived.elementwise.diag.capped_us"]) < float(d["derived.elementwise.diag.orig_us"])
+    assert float(d["derived.elementwise.diag.pipe_us"]) > float(d["derived.elementwise.diag.lean_us"])
+    assert float(d["derived.elementwise.diag.warp_us"]) > float(d["derived.elementwise.diag.lean_us"])
     # the vec schedule: the fastest searched, fewer instructions per element than the lean body,
     # about as few as the quantizer alone; neither the cp.async ring nor the L1 prefetch beat it
-    assert d["rec13.diag.best"].startswith("vec,")
-    assert float(d["rec13.diag.vec_us"]) < float(d["rec13.diag.lean_us"])
-    assert float(d["rec13.ncu.vec.instructions"]) < float(d["rec13.ncu.lean.instructions"])
-    assert float(d["rec13.ncu.vec.instructions"]) < 1.05 * float(d["rec13.ncu.quant.instructions"])
-    assert float(d["rec13.diag.vecp_us"]) > float(d["rec13.diag.vec_us"])
+    assert d["derived.elementwise.diag.best"].startswith("vec,")
+    assert float(d["derived.elementwise.diag.vec_us"]) < float(d["derived.elementwise.diag.lean_us"])
+    assert float(d["derived.elementwise.ncu.vec.instructions"]) < float(d["derived.elementwise.ncu.lean.instructions"])
+    assert float(d["derived.elementwise.ncu.vec.instructions"]) < 1.05 * float(d["derived.elementwise.ncu.quant.instructions"])
+    assert float(d["derived.elementwise.diag.vecp_us"]) > float(d["derived.elementwise.diag.vec_us"])
     # "no distinguishable difference": within 2 % either way
-    assert abs(float(d["rec13.diag.vecpf_us"]) / float(d["rec13.diag.vec_us"]) - 1) < 0.02
+    assert abs(float(d["derived.elementwise.diag.vecpf_us"]) / float(d["derived.elementwise.diag.vec_us"]) - 1) < 0.02
     # with no data every key falls back to a dash instead of failing the build
     empty = ncu.rows_values({"suites": {}}, {"kernels": {}})
     assert set(empty) == set(d)
-    constants = {"rec13.ncu.fused.cfg", "rec13.ncu.lean.cfg", "rec13.ncu.vec.cfg", "rec13.ncu.vecp.cfg",
-                 "rec13.diag.warp_elems", "rec13.diag.pipe_consumers", "rec13.diag.vec_elems"}
+    constants = {"derived.elementwise.ncu.fused.cfg", "derived.elementwise.ncu.lean.cfg", "derived.elementwise.ncu.vec.cfg", "derived.elementwise.ncu.vecp.cfg",
+                 "derived.elementwise.diag.warp_elems", "derived.elementwise.diag.pipe_consumers", "derived.elementwise.diag.vec_elems"}
     assert {v for k, v in empty.items() if k not in constants} == {"—"}
     assert all(empty[k] == d[k] for k in constants)  # code constants, not measurements
 
@@ -280,14 +280,14 @@ def test_norm_bounds_and_fused_pricing_follow_the_records(results):
 
     e = f13.elementwise_values(results)
     # RMSNorm: even a kernel as fast as the copy could not reach the torch.compile target
-    assert float(e["rec13.rms.bound_compile"]) < float(e["rec13.rms.target_compile"])
+    assert float(e["derived.elementwise.rms.bound_compile"]) < float(e["derived.elementwise.rms.target_compile"])
     rms = next(r for s in results["suites"].values() for r in s["records"]
                if r.get("kind") == "bench" and r["name"].startswith("rmsnorm[rows]"))
-    copy_pct = 100 * rms["bytes"] / (float(e["rec13.rms.copy_us"]) * 1e-6) / 1e9 / rms["copy_gbps"]
-    assert float(e["rec13.rms.need_pct"]) > copy_pct  # faster than copying the same bytes
-    assert float(e["rec13.ln.bound_compile"]) > float(e["rec13.rms.bound_compile"])
+    copy_pct = 100 * rms["bytes"] / (float(e["derived.elementwise.rms.copy_us"]) * 1e-6) / 1e9 / rms["copy_gbps"]
+    assert float(e["derived.elementwise.rms.need_pct"]) > copy_pct  # faster than copying the same bytes
+    assert float(e["derived.elementwise.ln.bound_compile"]) > float(e["derived.elementwise.rms.bound_compile"])
     # the kernel reads fp32 tables: more bytes than the bf16-table pricing, a higher share
-    assert float(e["rec13.fused_fp8.mb"]) > float(e["rec13.fused_fp8.mb_bf16_tables"])
+    assert float(e["derived.elementwise.fused_fp8.mb"]) > float(e["derived.elementwise.fused_fp8.mb_bf16_tables"])
     fused = next(r for s in results["suites"].values() for r in s["records"]
                  if r.get("kind") == "bench" and r["name"].startswith("fused rmsnorm+rope+fp8"))
-    assert float(e["rec13.fused_fp8.pct_bf16_tables"]) < 100 * fused["frac_copy_bw"]
+    assert float(e["derived.elementwise.fused_fp8.pct_bf16_tables"]) < 100 * fused["frac_copy_bw"]

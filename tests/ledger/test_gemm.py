@@ -110,11 +110,11 @@ def test_bad_input_names_the_argument():
 
 def test_registry_has_the_chapter():
     figs = collect()
-    ch14 = {k: f for k, f in figs.items() if k.startswith("ch14.")}
-    for k in ("ch14.machine.h100_balance", "ch14.ledger.s4096.ai", "ch14.naive.traffic_gb",
-              "ch14.budget.smem_3stage_kb", "ch14.bench.warmup_ms", "ch14.waves.last_fill_pct"):
+    ch14 = {k: f for k, f in figs.items() if k.startswith("gemm.")}
+    for k in ("gemm.machine.h100_balance", "gemm.ledger.s4096.ai", "gemm.naive.traffic_gb",
+              "gemm.budget.smem_3stage_kb", "gemm.bench.warmup_ms", "gemm.waves.last_fill_pct"):
         assert k in ch14
-    assert ch14["ch14.naive.traffic_gb"].value == DRAFT["naive_gb"]
-    assert ch14["ch14.ledger.s512.ai"].text == "170.7"
+    assert ch14["gemm.naive.traffic_gb"].value == DRAFT["naive_gb"]
+    assert ch14["gemm.ledger.s512.ai"].text == "170.7"
     for f in ch14.values():
         assert f.source and f.unit is not None

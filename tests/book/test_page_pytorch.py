@@ -22,7 +22,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "book" / "ch_pytorch_to_kernel.md"
-PREFIXES = ("ch02", "machines")
+PREFIXES = ("pytorch", "machines")
 from coursebook.pagecheck import CJK, GLUE, typed_decimals, typed_numbers  # noqa: E402
 from coursebook.pagecheck import prose_of as _prose  # noqa: E402
 
@@ -69,7 +69,7 @@ def test_prose_is_long_enough():
 
 
 def _exercise_blocks(text: str) -> dict[str, str]:
-    body = text[text.index("(ch02-exercises)="):text.index("(ch02-references)=")]
+    body = text[text.index("(pytorch-exercises)="):text.index("(pytorch-references)=")]
     parts = re.split(r"^\*\*(E\d+)（", body, flags=re.M)
     return {parts[i]: parts[i + 1] for i in range(1, len(parts) - 1, 2)}
 
@@ -85,16 +85,16 @@ def test_thirteen_exercises_each_with_answer_and_lab_link():
 
 def test_every_section_named_by_the_issue_is_there():
     text = _text()
-    for label in ("ch02-training-step", "ch02-inference", "ch02-stack", "ch02-ledger", "ch02-balance",
-                  "ch02-roofline", "ch02-examples", "ch02-budget", "ch02-limits", "ch02-eager",
-                  "ch02-compile", "ch02-kernel-names", "ch02-fusion", "ch02-compile-limits",
-                  "ch02-when", "ch02-pitfalls", "ch02-summary", "ch02-exercises", "ch02-references",
-                  "ch02-numbers"):
+    for label in ("pytorch-training-step", "pytorch-inference", "pytorch-stack", "pytorch-ledger", "pytorch-balance",
+                  "pytorch-roofline", "pytorch-examples", "pytorch-budget", "pytorch-limits", "pytorch-eager",
+                  "pytorch-compile", "pytorch-kernel-names", "pytorch-fusion", "pytorch-compile-limits",
+                  "pytorch-when", "pytorch-pitfalls", "pytorch-summary", "pytorch-exercises", "pytorch-references",
+                  "pytorch-numbers"):
         assert f"({label})=" in text, label
 
 
 def test_references_carry_urls():
-    refs = _text()[_text().index("(ch02-references)="):_text().index("(ch02-numbers)=")]
+    refs = _text()[_text().index("(pytorch-references)="):_text().index("(pytorch-numbers)=")]
     items = [ln for ln in refs.splitlines() if ln.startswith("- ") and "：" in ln]
     with_url = [ln for ln in items if "<http" in ln]
     assert len(with_url) >= 14, f"only {len(with_url)} references carry a URL"

@@ -1,7 +1,7 @@
 """Checks on the GEMM chapter's page (book/ch_gemm.md) and its helpers (coursebook.gemm_ladder, .tiles, ...).
 
-* every glued key exists: registry figures (ch14/ch28/machines), measured values of the
-  recorded results (rec.*), and the page's derived values (ch14p.*, rec14.*);
+* every glued key exists: registry figures (gemm/perfmodel/machines), measured values of the
+  recorded results (rec.*), and the page's derived values (calc.gemm.*, derived.gemm.*);
 * the prose types no decimal and no registry number (numbers are glued), is long enough
   and repeats no draft (../shared/tools/prose_overlap.py);
 * every section the chapter promises is there; exercises have collapsible answers;
@@ -19,7 +19,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "book" / "ch_gemm.md"
-PREFIXES = ("ch14", "ch28", "machines")
+PREFIXES = ("gemm", "perfmodel", "machines")
 from coursebook.pagecheck import CJK, GLUE, typed_decimals, typed_numbers  # noqa: E402
 from coursebook.pagecheck import prose_of as _prose  # noqa: E402
 
@@ -95,12 +95,12 @@ def test_no_hard_coded_chapter_numbers():
 
 def test_every_section_is_there():
     t = _text()
-    for label in ("ch-gemm", "ch14-goals", "ch14-ledger", "ch14-tiled", "ch14-budget", "ch14-waves", "ch14-errata",
-                  "ch14-ladder", "ch14-rung1", "ch14-rung2", "ch14-rung3", "ch14-rung4", "ch14-rung5",
-                  "ch14-lowered", "ch14-ladder-measured", "ch14-tuning", "ch14-variants", "ch14-splitk",
-                  "ch14-streamk", "ch14-grouped", "ch14-batched", "ch14-lowp", "ch14-fp8", "ch14-w4a16",
-                  "ch14-support", "ch14-ascend", "ch14-protocol", "ch-gemm-measured", "ch14-pitfalls",
-                  "ch14-summary", "ch14-exercises", "ch14-references", "ch14-numbers"):
+    for label in ("ch-gemm", "gemm-goals", "gemm-ledger", "gemm-tiled", "gemm-budget", "gemm-waves", "gemm-errata",
+                  "gemm-ladder", "gemm-rung1", "gemm-rung2", "gemm-rung3", "gemm-rung4", "gemm-rung5",
+                  "gemm-lowered", "gemm-ladder-measured", "gemm-tuning", "gemm-variants", "gemm-splitk",
+                  "gemm-streamk", "gemm-grouped", "gemm-batched", "gemm-lowp", "gemm-fp8", "gemm-w4a16",
+                  "gemm-support", "gemm-ascend", "gemm-protocol", "ch-gemm-measured", "gemm-pitfalls",
+                  "gemm-summary", "gemm-exercises", "gemm-references", "gemm-numbers"):
         assert f"({label})=" in t, label
     for ref in ("ch-pytorch-to-kernel", "ch-elementwise-norm-rope", "ch-perf-model"):
         assert "{ref}`" + ref + "`" in t, ref
@@ -123,7 +123,7 @@ def test_kernel_code_on_the_page_is_read_from_the_package():
 
 def test_exercises_have_collapsible_answers():
     t = _text()
-    body = t[t.index("(ch14-exercises)="):t.index("(ch14-references)=")]
+    body = t[t.index("(gemm-exercises)="):t.index("(gemm-references)=")]
     parts = re.split(r"^\*\*(E\d+)（", body, flags=re.M)
     blocks = {parts[i]: parts[i + 1] for i in range(1, len(parts) - 1, 2)}
     assert len(blocks) >= 8
@@ -135,7 +135,7 @@ def test_exercises_have_collapsible_answers():
 
 def test_references_carry_urls():
     t = _text()
-    refs = t[t.index("(ch14-references)="):t.index("(ch14-numbers)=")]
+    refs = t[t.index("(gemm-references)="):t.index("(gemm-numbers)=")]
     items = [ln for ln in refs.splitlines() if ln.startswith("- ")]
     assert len([ln for ln in items if "<http" in ln]) >= 15
 
@@ -163,7 +163,7 @@ def test_tables_without_results_say_so():
         assert records.NO_RESULT in md
         assert not re.search(r"\d+\.\d+", md)
     vals = _page_values(None)
-    assert vals["rec14.cublas.s4096.tflops"] == records.DASH and vals["ch14p.splitk.s1.grid"].isdigit()
+    assert vals["derived.gemm.cublas.s4096.tflops"] == records.DASH and vals["calc.gemm.splitk.s1.grid"].isdigit()
 
 
 def test_fp8_section_reads_any_fp8_record():
@@ -204,8 +204,8 @@ def test_errata_table_reads_the_ledger():
     from coursebook import errata as E
     from ledger.errata import errata
 
-    md = E.errata_reasons_table("ch14.")
-    mine = [e for e in errata() if e.key.startswith("ch14.")]
+    md = E.errata_reasons_table("gemm.")
+    mine = [e for e in errata() if e.key.startswith("gemm.")]
     if mine:
         assert all(f"`{e.figure}`" in md for e in mine)
     else:

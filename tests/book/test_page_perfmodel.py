@@ -1,8 +1,8 @@
 """Checks on chapter 28's page (book/ch_perf_model.md) and its helpers.
 
 * every glued key is either a registry figure or a value the page glues itself from the
-  recorded results (``rec.*`` through ``glue_measured``, ``ch28.ncu.*`` from the Nsight
-  Compute summary, ``ch28.hw.*`` from the live cells); the prose types no number the
+  recorded results (``rec.*`` through ``glue_measured``, ``perfmodel.ncu.*`` from the Nsight
+  Compute summary, ``perfmodel.hw.*`` from the live cells); the prose types no number the
   registry holds and no decimal at all;
 * the prose is long enough and repeats no draft (../shared/tools/prose_overlap.py);
 * every section the chapter promises is there; the exercises each have a collapsible
@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "book" / "ch_perf_model.md"
 from coursebook.pagecheck import CJK, GLUE, typed_decimals, typed_numbers  # noqa: E402
 from coursebook.pagecheck import prose_of as _prose  # noqa: E402
-SELF_GLUED = re.compile(r'g\(\s*f?"(ch28\.hw\.[^"{]+)')
+SELF_GLUED = re.compile(r'g\(\s*f?"(perfmodel\.hw\.[^"{]+)')
 
 
 def _text() -> str:
@@ -33,16 +33,16 @@ def _text() -> str:
 def registry():
     from ledger.figures import collect
 
-    return {k: f for k, f in collect().items() if k.startswith("ch28")}
+    return {k: f for k, f in collect().items() if k.startswith("perfmodel")}
 
 
 def _self_glued() -> set[str]:
     from coursebook import ncu
 
-    keys = {f"ch28.ncu.{k}" for k in ncu.NCU_KEYS}
+    keys = {f"perfmodel.ncu.{k}" for k in ncu.NCU_KEYS}
     text = _text()
     keys |= set(SELF_GLUED.findall(text))
-    keys |= {f"ch28.hw.carver.{k}" for k in ("n_timed", "first_tile", "first_tflops", "best_rank", "best_tile",
+    keys |= {f"perfmodel.hw.carver.{k}" for k in ("n_timed", "first_tile", "first_tflops", "best_rank", "best_tile",
                                              "best_tflops", "worst_tflops", "cublas_tflops")}
     return keys
 
@@ -57,8 +57,8 @@ def test_every_glue_key_is_known(registry):
 def test_ncu_values_cover_their_keys():
     from coursebook import ncu
 
-    assert set(ncu.case_values()) == {f"ch28.ncu.{k}" for k in ncu.NCU_KEYS}
-    assert set(ncu.case_values({})) == {f"ch28.ncu.{k}" for k in ncu.NCU_KEYS}  # no file: placeholders
+    assert set(ncu.case_values()) == {f"perfmodel.ncu.{k}" for k in ncu.NCU_KEYS}
+    assert set(ncu.case_values({})) == {f"perfmodel.ncu.{k}" for k in ncu.NCU_KEYS}  # no file: placeholders
     assert set(ncu.case_values({}).values()) == {"—"}
 
 
@@ -86,15 +86,15 @@ def test_prose_is_long_enough():
 
 def test_sections_are_there():
     text = _text()
-    for label in ("ch-perf-model", "ch28-flow", "ch28-count", "ch28-roofline", "ch28-misreadings", "ch28-models",
-                  "ch28-tilesight", "ch28-carver-model", "ch28-tools-live", "ch28-ascend-model", "ch28-ascend-cpu",
-                  "ch28-tiles", "ch28-fusion", "ch28-case", "ch28-case-hw", "ch28-antipatterns", "ch28-summary",
-                  "ch28-exercises", "ch28-references", "ch28-numbers"):
+    for label in ("ch-perf-model", "perfmodel-flow", "perfmodel-count", "perfmodel-roofline", "perfmodel-misreadings", "perfmodel-models",
+                  "perfmodel-tilesight", "perfmodel-carver-model", "perfmodel-tools-live", "perfmodel-ascend-model", "perfmodel-ascend-cpu",
+                  "perfmodel-tiles", "perfmodel-fusion", "perfmodel-case", "perfmodel-case-hw", "perfmodel-antipatterns", "perfmodel-summary",
+                  "perfmodel-exercises", "perfmodel-references", "perfmodel-numbers"):
         assert f"({label})=" in text, label
     # the flow comes before the tools, the Ascend model before its lowering, the ledger case before the measurement
-    order = [text.index(f"({lab})=") for lab in ("ch28-flow", "ch28-misreadings", "ch28-carver-model", "ch28-tools-live",
-                                                  "ch28-ascend-model", "ch28-ascend-cpu", "ch28-tiles", "ch28-fusion",
-                                                  "ch28-case", "ch28-case-hw", "ch28-exercises")]
+    order = [text.index(f"({lab})=") for lab in ("perfmodel-flow", "perfmodel-misreadings", "perfmodel-carver-model", "perfmodel-tools-live",
+                                                  "perfmodel-ascend-model", "perfmodel-ascend-cpu", "perfmodel-tiles", "perfmodel-fusion",
+                                                  "perfmodel-case", "perfmodel-case-hw", "perfmodel-exercises")]
     assert order == sorted(order)
     assert "本章页面正在编写" not in text
 
@@ -110,11 +110,11 @@ def test_eight_misreadings_each_discussed():
     text = _text()
     for i in range(1, 9):
         assert f"**M{i} " in text, f"M{i} has no paragraph"
-        assert f"ch28.m{i}." in text, f"M{i} glues no ledger figure"
+        assert f"perfmodel.m{i}." in text, f"M{i} glues no ledger figure"
 
 
 def _exercises(text: str) -> dict[str, str]:
-    body = text[text.index("(ch28-exercises)="):text.index("(ch28-references)=")]
+    body = text[text.index("(perfmodel-exercises)="):text.index("(perfmodel-references)=")]
     parts = re.split(r"^\*\*(E\d+)（", body, flags=re.M)
     return {parts[i]: parts[i + 1] for i in range(1, len(parts) - 1, 2)}
 
@@ -129,7 +129,7 @@ def test_exercises_have_collapsible_answers_with_ledger_numbers():
 
 def test_references_carry_urls():
     text = _text()
-    refs = text[text.index("(ch28-references)="):text.index("(ch28-numbers)=")]
+    refs = text[text.index("(perfmodel-references)="):text.index("(perfmodel-numbers)=")]
     items = [ln for ln in refs.splitlines() if ln.startswith("- ")]
     assert len([ln for ln in items if "<http" in ln]) >= 12
 
@@ -167,12 +167,12 @@ def test_errata_rows_show_both_flop_readings():
     from coursebook import errata as f28
 
     rows = {r["key"]: r for r in f28.erratum_rows()}
-    assert "ch28.erratum.case_flop_readings" in rows
-    txt = rows["ch28.erratum.case_flop_readings"]["ours"]
+    assert "perfmodel.erratum.case_flop_readings" in rows
+    txt = rows["perfmodel.erratum.case_flop_readings"]["ours"]
     from ledger import case_study as cs
 
     assert f"{cs.case_flops(cs.CASE) / 1e6:.1f}" in txt and f"{cs.case_flops(cs.CASE, 'fused_absmax') / 1e6:.1f}" in txt
-    assert {"ch28.erratum.m4_split_mb", "ch28.erratum.m7_decode_sol_us"} <= set(rows)
+    assert {"perfmodel.erratum.m4_split_mb", "perfmodel.erratum.m7_decode_sol_us"} <= set(rows)
 
 
 def test_recorded_ncu_supports_the_pages_reading():
