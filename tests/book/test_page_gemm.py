@@ -234,6 +234,7 @@ def test_the_lowering_record_matches_the_code():
     assert lowered.main(["--check"]) == 0
 
 
+@pytest.mark.slow
 def test_inferred_twin_of_the_tuned_winner_is_the_same_code():
     """The page says the `_inferred` candidates compile to the same CUDA as their annotated twins."""
     pytest.importorskip("tilelang")

@@ -41,6 +41,7 @@ def _task(cap, op):
     return hits[0]
 
 
+@pytest.mark.slow
 def test_every_kernel_stops_exactly_at_bisheng(caps):
     kinds = {"gemm_relu": "mix(1, 2)", "gemm_splitk": "cube", "rmsnorm": "vector", "vector_add_simt": "vector"}
     assert set(caps) == set(kinds)
@@ -54,6 +55,7 @@ def test_every_kernel_stops_exactly_at_bisheng(caps):
             < cap.pass_order.index("tl.InsertSync") < cap.pass_order.index("tl.MaterializeMultiBuffer")
 
 
+@pytest.mark.slow
 def test_sources_use_the_expected_ascendc_calls(caps):
     g = caps["gemm_relu"].source
     assert "ascend_gemm_l1<256, 128, 224" in g  # M, K, N of one Cube call
@@ -69,6 +71,7 @@ def test_sources_use_the_expected_ascendc_calls(caps):
     assert "__launch_bounds__(1024)" in v and "asc_copy_gm2ub_align" in v
 
 
+@pytest.mark.slow
 def test_cube_and_mte2_estimates_follow_the_header(caps, hdr):
     """Cube: 2*M*N*K / throughput (+ base); GM->L1: bytes / bandwidth (+ base)."""
     bw, base = hdr["aic_mte2_to_l1_bandwidth"], hdr["mte2_gm_to_l1_base_latency"]
@@ -85,6 +88,7 @@ def test_cube_and_mte2_estimates_follow_the_header(caps, hdr):
             assert t["core"] == "AIC"
 
 
+@pytest.mark.slow
 def test_vector_copies_charge_two_aivs(caps, hdr):
     """Pure-Vector kernels: bytes are the aggregate of the two AIVs (2x one core's tile)."""
     cap = caps["vector_add_simt"]
@@ -98,6 +102,7 @@ def test_vector_copies_charge_two_aivs(caps, hdr):
     assert all(t["core"] == "AIV" for t in cap.tasks)
 
 
+@pytest.mark.slow
 def test_gemm_relu_binds_on_the_cube(caps):
     """The README tile: Cube II exceeds the two GM->L1 loads together (the chapter's claim)."""
     cap = caps["gemm_relu"]
@@ -108,6 +113,7 @@ def test_gemm_relu_binds_on_the_cube(caps):
     assert _task(cap, "SimtVF region")["core"] == "AIV"
 
 
+@pytest.mark.slow
 def test_multibuffer_decisions(caps):
     assert caps["gemm_relu"].buffer_versions == {"a_l1": 2, "b_l1": 2, "out_ub": 1}
     assert caps["gemm_splitk"].buffer_versions == {"a_l1": 2, "b_l1": 2}
@@ -118,6 +124,7 @@ def test_multibuffer_decisions(caps):
     assert "(step & 1) * 8192" in caps["vector_add_simt"].source
 
 
+@pytest.mark.slow
 def test_insert_sync_flags_pair_up(caps):
     g = caps["gemm_relu"]
     for f in ("MTE2_MTE1", "MTE1_MTE2", "M_FIX", "V_MTE3"):
@@ -138,6 +145,7 @@ def test_insert_sync_flags_pair_up(caps):
         assert cap.sync["pipe_pairs"] >= 2
 
 
+@pytest.mark.slow
 def test_committed_record_matches_a_fresh_capture(caps):
     idx = C.load_index()
     assert "never run on an NPU" in idx["label"]
@@ -199,6 +207,7 @@ def test_references_agree_with_torch():
     torch.testing.assert_close(P.ref_rmsnorm(x, w), torch.nn.functional.rms_norm(x, (256,), w, eps=1e-6))
 
 
+@pytest.mark.slow
 def test_compiler_estimates_against_ledger_pipe_model(caps):
     """ledger.ascend.pipe_ii (the chapter's teaching model) against what EstimateLatency emitted."""
     from ledger import ascend as la

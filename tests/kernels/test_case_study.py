@@ -60,6 +60,7 @@ def test_rope_tables_are_neox_and_position_zero_is_identity():
     assert torch.all(cos[0] == 1) and torch.all(sin[0] == 0)
 
 
+@pytest.mark.slow
 def test_designs_differ_only_in_rows_per_block_and_match_the_ledger_grid(kernels):
     for d, k in kernels.items():
         info = cs.launch_of(k)
@@ -70,6 +71,7 @@ def test_designs_differ_only_in_rows_per_block_and_match_the_ledger_grid(kernels
     assert [ledger_design(d).grid for d in "ABC"] == [163840, 20480, 4096]
 
 
+@pytest.mark.slow
 def test_each_block_stages_its_lookups_exactly_once(kernels):
     for d, k in kernels.items():
         src = k.get_kernel_source()
@@ -85,6 +87,7 @@ def test_each_block_stages_its_lookups_exactly_once(kernels):
         assert "rsqrtf" in src
 
 
+@pytest.mark.slow
 def test_shared_memory_grows_with_rows(kernels):
     smem = {d: cs.launch_of(k)["shared_bytes"] for d, k in kernels.items()}
     # weights (512 B) + cos/sin rows (1 KiB) + the fp32 normalised rows

@@ -6,7 +6,6 @@ import torch
 
 from kernels import elementwise as E
 
-pytestmark = pytest.mark.slow
 
 
 def body(kernel) -> str:
@@ -26,6 +25,7 @@ def src():
     }
 
 
+@pytest.mark.slow
 def test_aligned_add_uses_128_bit_accesses(src):
     s = src["per_thread_aligned"]
     assert s.count("*(uint4*)(A +") == 1 and s.count("*(uint4*)(B +") == 1
@@ -33,6 +33,7 @@ def test_aligned_add_uses_128_bit_accesses(src):
     assert "tl::add2" in s  # half2 arithmetic on the loaded vectors
 
 
+@pytest.mark.slow
 def test_ragged_add_is_predicated_scalar_code(src):
     s = src["per_thread_2047"]
     assert "uint4" not in s
@@ -40,18 +41,21 @@ def test_ragged_add_is_predicated_scalar_code(src):
     assert re.search(r"C\[.*\] = \(A\[.*\] \+ B\[.*\]\);", s)
 
 
+@pytest.mark.slow
 def test_level1_parallel_threads_is_one_scalar_element_per_thread(src):
     s = src["parallel"]
     assert "uint4" not in s and "for (" not in s
     assert "blockIdx.x) * 256) + ((int)threadIdx.x)" in s
 
 
+@pytest.mark.slow
 def test_fragment_level_copies_whole_vectors(src):
     s = src["fragment_aligned"]
     assert "half_t a[8];" in s and "half_t b[8];" in s
     assert "*(uint4*)(a + 0) = *(uint4*)(A +" in s
 
 
+@pytest.mark.slow
 def test_fp32_to_fp16_cast_is_capped_at_4_lanes(src):
     s = src["scale_cast"]
     # npt=8 is split into 2 x 4 lanes: float4 loads, two half2 conversions, 64-bit stores
@@ -61,6 +65,7 @@ def test_fp32_to_fp16_cast_is_capped_at_4_lanes(src):
     assert "*(uint2*)(Y +" in s and "*(uint4*)(Y" not in s
 
 
+@pytest.mark.slow
 def test_read_modify_write_store_is_scalarized(src):
     s = src["rmw"]
     loop = re.search(r"for \(int i_1 = 0; i_1 < 8; \+\+i_1\) \{\s*acc\[0\] = \(acc\[0\] \+ x\[i_1\]\);\s*\}", s)

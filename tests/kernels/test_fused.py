@@ -5,7 +5,6 @@ import torch
 from kernels import fused as Fu
 from kernels import norm, quant, rope
 
-pytestmark = pytest.mark.slow
 
 
 def test_reference_is_the_chain_of_three_steps():
@@ -33,12 +32,14 @@ def src():
     return out
 
 
+@pytest.mark.slow
 def test_fused_kernel_reads_x_once_and_reduces_in_shared_workspace(src):
     for s in src.values():
         assert s.count("= *(uint4*)(X +") >= 1
         assert "tl::AllReduce<tl::SumOp, 256" in s and "workspace" in s
 
 
+@pytest.mark.slow
 def test_rows_live_in_registers_spread_over_all_threads(src):
     # blk_m * N / threads = 2 * 4096 / 256 = 32 elements per thread: every thread normalizes
     # its own share (the first version gave each row to one thread: 5 % of copy bandwidth)
@@ -48,6 +49,7 @@ def test_rows_live_in_registers_spread_over_all_threads(src):
         assert "xs" not in s and "tma_store" not in s  # no staged row tile
 
 
+@pytest.mark.slow
 def test_only_the_tail_goes_through_shared_memory(src):
     s = src["rope"]
     # the last 128 channels of a row belong to threads 240..255 (8 channels each)
@@ -57,6 +59,7 @@ def test_only_the_tail_goes_through_shared_memory(src):
     assert s.split("if (240 <= ((int)threadIdx.x))")[0].count("__syncthreads()") <= 3
 
 
+@pytest.mark.slow
 def test_fp8_variant_adds_a_group_absmax_and_a_saturating_cast(src):
     s = src["fp8"]
     assert "tl::AllReduce<tl::MaxOp, 8, 1, 0" in s  # a group is 8 lanes of one warp: shuffles only
@@ -98,6 +101,7 @@ def warp_src():
     return out
 
 
+@pytest.mark.slow
 def test_warp_schedule_rope_partner_is_a_lane_shuffle(warp_src):
     for s in warp_src.values():
         assert "tl::warp_reduce_sum(rs[0])" in s and "workspace" not in s
@@ -110,6 +114,7 @@ def test_warp_schedule_rope_partner_is_a_lane_shuffle(warp_src):
     assert "*(uint4*)(Y + " in warp_src["rope"]
 
 
+@pytest.mark.slow
 def test_warp_schedule_fp8_group_amax_over_16_lanes(warp_src):
     s = warp_src["fp8"]
     # group 128 = 16 lanes x 8 channels: 4 xor shuffles (8, 4, 2, 1)
@@ -125,6 +130,7 @@ def test_warp_supported_shapes():
     assert not Fu.warp_supported(4096, 128, 128, "float32")
 
 
+@pytest.mark.slow
 def test_min_blocks_caps_registers_through_launch_bounds():
     k = Fu.rmsnorm_rope_fp8(16384, 4096, 128, 128, "bfloat16", 2, 256, 1e-6, 5)
     assert "__launch_bounds__(256, 5)" in k.get_kernel_source()
@@ -139,6 +145,7 @@ def pipe_src():
     return out
 
 
+@pytest.mark.slow
 def test_fp8_pipe_streams_rows_and_tables_by_tma(pipe_src):
     s = pipe_src["full"]
     assert "__launch_bounds__(384, 1)" in s and "tl::warpgroup_reg_alloc<240>()" in s
@@ -153,6 +160,7 @@ def test_fp8_pipe_streams_rows_and_tables_by_tma(pipe_src):
     assert "*(fp8_e4_16_t*)(Q + " in s
 
 
+@pytest.mark.slow
 def test_fp8_pipe_ragged_tokens_are_stored_row_by_row(pipe_src):
     s = pipe_src["ragged"]
     assert "if (((((int)blockIdx.x) * 2) + i_11) < 37)" in s
@@ -165,6 +173,7 @@ def test_pipe_supported_shapes():
     assert not Fu.pipe_supported(4096, 6, 128, 2)  # cos/sin rows of 12 bytes: not a TMA stride
 
 
+@pytest.mark.slow
 def test_lean_body_widens_once_and_drops_the_clamp():
     s = Fu.rmsnorm_rope_fp8(16384, 4096, 128, 128, "bfloat16", 2, 256, 1e-6, 4, True).get_kernel_source()
     s = s[s.index("__global__ void __launch_bounds__"):]
@@ -187,6 +196,7 @@ def vec_src():
     return out
 
 
+@pytest.mark.slow
 def test_vec_schedule_has_one_barrier_and_no_shared_tree(vec_src):
     for s in vec_src.values():
         assert s.count("__syncthreads()") == 1 and "tl::AllReduce" not in s and "workspace" not in s
@@ -198,6 +208,7 @@ def test_vec_schedule_has_one_barrier_and_no_shared_tree(vec_src):
     assert "*(fp8_e4_8_t*)(Q + " in vec_src["full"] and "*(fp8_e4_16_t*)(Q + " in vec_src["seg16"]
 
 
+@pytest.mark.slow
 def test_vec_schedule_unpacks_bf16_by_shift_and_mask(vec_src):
     for name in ("full", "ragged", "seg16"):
         s = vec_src[name]
@@ -207,6 +218,7 @@ def test_vec_schedule_unpacks_bf16_by_shift_and_mask(vec_src):
     assert "<< (uint)16" not in vec_src["fp16"]  # fp16 keeps the plain conversion
 
 
+@pytest.mark.slow
 def test_vec_schedule_rope_partner_and_group_amax_are_shuffles(vec_src):
     s = vec_src["full"]
     # R = 128 over 8-channel lanes: the tail is lanes 16..31 of the row's last warp, the
@@ -233,6 +245,7 @@ def test_vec_supported_shapes():
         Fu.rmsnorm_rope_fp8_vec(64, 4000, 128, 128, "bfloat16", 128, 1, 8, 1e-6)
 
 
+@pytest.mark.slow
 def test_vecp_prefetches_the_next_tokens_with_cp_async():
     s = Fu.rmsnorm_rope_fp8_vecp(37, 4096, 128, 128, "bfloat16", 128, 8, 4, 3, 1e-6, 8).get_kernel_source()
     s = s[s.index("__global__ void __launch_bounds__"):]

@@ -31,11 +31,13 @@ def splitk_kernels():
     return out
 
 
+@pytest.mark.slow
 def test_splitk_grid_has_one_z_slice_per_split(splitk_kernels):
     for form, (_, info) in splitk_kernels.items():
         assert info.grid == (8, 8, 4), form
 
 
+@pytest.mark.slow
 def test_splitk_forms_differ_in_the_atomic_they_emit(splitk_kernels):
     tile_src, _ = splitk_kernels["tile"]
     elem_src, _ = splitk_kernels["element"]
@@ -118,6 +120,7 @@ def streamk_kernel():
     return k.get_kernel_source(), launch_info(k), launch_info(f)
 
 
+@pytest.mark.slow
 def test_streamk_is_persistent_over_132_sms_with_atomic_tail(streamk_kernel):
     src, info, fix = streamk_kernel
     assert info.grid == (H200_SMS, 1, 1)
@@ -146,6 +149,7 @@ def grouped_kernels():
     return n, (kc.get_kernel_source(), launch_info(kc)), (kp.get_kernel_source(), launch_info(kp))
 
 
+@pytest.mark.slow
 def test_grouped_concat_scans_the_offset_table_and_masks_the_last_tile(grouped_kernels):
     n, (src, info), _ = grouped_kernels
     assert n == sum(math.ceil(s / 128) for s in [100, 700, 33, 1200])
@@ -156,6 +160,7 @@ def test_grouped_concat_scans_the_offset_table_and_masks_the_last_tile(grouped_k
     assert p["tma_load"] and p["wgmma"]
 
 
+@pytest.mark.slow
 def test_grouped_ptr_builds_views_from_the_pointer_table_without_tma(grouped_kernels):
     _, _, (src, info) = grouped_kernels
     assert "A_ptrs[g]" in src and "B_ptrs[g]" in src and "C_ptrs[g]" in src
@@ -181,6 +186,7 @@ def test_grouped_check_inputs():
 # ------------------------------------------------------------------ batched
 
 
+@pytest.mark.slow
 def test_batched_uses_the_batch_as_grid_z_and_ragged_m():
     k = batched.batched_gemm(8, 1000, 1024, 128, **batched.DEFAULT)
     info = launch_info(k)

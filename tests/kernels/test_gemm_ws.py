@@ -30,8 +30,8 @@ def built():
     return out
 
 
+@pytest.mark.slow
 def test_every_hand_written_candidate_is_a_three_warpgroup_tma_wgmma_pipeline(built):
-    assert len(WS_CANDIDATES) == 7
     for name, (cfg, src, info) in built.items():
         p = instruction_path(src)
         assert p["tma_load"] and p["tma_store"] and p["wgmma"] and not p["cp_async"], name
@@ -46,6 +46,7 @@ def test_every_hand_written_candidate_is_a_three_warpgroup_tma_wgmma_pipeline(bu
         assert info.dyn_smem_bytes == ladder.smem_budget(cfg) <= 232448, name
 
 
+@pytest.mark.slow
 def test_inflight_sets_the_wgmma_wait_depth(built):
     for name, (cfg, src, _) in built.items():
         waits = set(re.findall(r"wait_wgmma<(\d)>", src))
@@ -53,6 +54,7 @@ def test_inflight_sets_the_wgmma_wait_depth(built):
         assert waits == want, name
 
 
+@pytest.mark.slow
 def test_persistent_candidates_launch_one_block_per_sm(built):
     for name, (cfg, src, info) in built.items():
         if cfg.get("persistent"):
@@ -63,6 +65,7 @@ def test_persistent_candidates_launch_one_block_per_sm(built):
             assert info.grid == (16, 32, 1), name
 
 
+@pytest.mark.slow
 def test_multicast_stage_is_released_by_both_blocks_of_the_cluster(built):
     """cluster=2: the B tile is multicast by rank 0; every consumer warp arrives on the stage's
     empty barrier of *both* blocks (8 warps x 2 blocks = 16 arrivals), so a multicast never
@@ -88,6 +91,7 @@ def test_multicast_stage_is_released_by_both_blocks_of_the_cluster(built):
     assert auto["multicast"] and not auto["cluster_release"]
 
 
+@pytest.mark.slow
 def test_ragged_shape_pads_the_cluster_grid():
     """1100 rows = 9 blocks of 128: a cluster of two needs 10, the extra block loads zeros past
     the edge and the TMA store clips it."""
@@ -120,10 +124,10 @@ def test_build_tuned_refuses_a_shape_the_pipeline_does_not_have():
 
 # ------------------------------------------------------------------ fp8 (two-level accumulation)
 
+@pytest.mark.slow
 def test_fp8_candidates_reach_fp8_wgmma_with_the_partials_in_registers():
     from kernels.gemm import lowp
 
-    assert len(lowp_suite.FP8_WS_CANDIDATES) == 6
     for cfg in lowp_suite.FP8_WS_CANDIDATES:
         k = lowp.build_fp8_promoted(4096, 4096, 4096, cfg, workers=132)
         src, info = k.get_kernel_source(), launch_info(k)
@@ -144,6 +148,7 @@ def test_fp8_two_partials_need_an_even_number_of_k_blocks():
         ws.fp8_ws(1024, 1024, 1152, block_N=128, stages=6, inflight=1)
 
 
+@pytest.mark.slow
 def test_ptxas_serializes_wgmma_when_a_partial_is_added_while_the_next_runs():
     """inflight=1 for fp8 adds one partial while the wgmma of the other is in flight; ptxas
     answers with warning C7514 and serializes the wgmma (the record shows it ~20 % slower).
@@ -155,3 +160,14 @@ def test_ptxas_serializes_wgmma_when_a_partial_is_added_while_the_next_runs():
     f16 = ptxas_report(ws.rung4_ws(1024, 1024, 1024, stages=3, inflight=1).get_kernel_source())
     assert two["serialized_wgmma"] and not one["serialized_wgmma"] and not f16["serialized_wgmma"]
     assert two["spill_bytes"] == one["spill_bytes"] == f16["spill_bytes"] == 0
+
+
+def test_the_candidates_the_page_compares_are_in_the_search():
+    """Every hand-written candidate the GEMM page names (coursebook.gemm_ladder.WS_KEYS) is one
+    candidate of the tuned search, and every candidate of the search has a label of its own."""
+    from coursebook.gemm_ladder import WS_KEYS, ws_label
+
+    labels = [ladder.label(c) for c in ladder_suite.TUNE_CANDIDATES]
+    assert len(set(labels)) == len(labels)
+    named = {ws_label(k) for k in WS_KEYS}
+    assert len(named) == len(WS_KEYS) and named <= {ladder.label(c) for c in WS_CANDIDATES}

@@ -6,7 +6,6 @@ import torch
 
 from kernels import norm as Nm
 
-pytestmark = pytest.mark.slow
 
 
 def body(kernel) -> str:
@@ -26,6 +25,7 @@ def src():
     }
 
 
+@pytest.mark.slow
 def test_reduction_is_thread_local_then_allreduce_with_shared_workspace(src):
     s = src["rows"]
     assert "for (int rv = 0; rv < 16; ++rv)" in s  # per-thread partial sums first
@@ -33,16 +33,19 @@ def test_reduction_is_thread_local_then_allreduce_with_shared_workspace(src):
     assert "extern __shared__ __align__(1024) float workspace[];" in s
 
 
+@pytest.mark.slow
 def test_reduction_within_one_warp_needs_no_workspace(src):
     s = src["rows32"]
     assert re.search(r"tl::AllReduce<tl::SumOp, 32, 1, 0, [^>]*>?>::run\(ss\[0\]\)", s), s
     assert "workspace" not in s
 
 
+@pytest.mark.slow
 def test_rows_are_loaded_with_128_bit_accesses(src):
     assert "*(uint4*)(x + (i * 8)) = *(uint4*)(X +" in src["rows"]
 
 
+@pytest.mark.slow
 def test_ragged_row_is_zero_padded_and_divided_by_n(src):
     s = src["rows_ragged"]
     assert "< 125" in s and "< 37" in s          # column (in 16-byte units) and row bounds
@@ -50,6 +53,7 @@ def test_ragged_row_is_zero_padded_and_divided_by_n(src):
     assert "4.000000e+03" in s                   # the sum is divided by N, not the padded width
 
 
+@pytest.mark.slow
 def test_splitk_second_pass_walks_tiles_in_reverse(src):
     s = src["splitk"]
     loops = re.findall(r"for \(int (k\w*) = 0; \1 < 5; \+\+\1\)", s)
@@ -57,6 +61,7 @@ def test_splitk_second_pass_walks_tiles_in_reverse(src):
     assert re.search(r"\+ 8192\) - \(" + loops[1] + r" \* 2048\)\)", s)  # tile (4 - k): reversed
 
 
+@pytest.mark.slow
 def test_layernorm_reduces_twice(src):
     assert src["layernorm"].count("tl::AllReduce<tl::SumOp") == 2
 
@@ -96,6 +101,7 @@ def warp_src():
     return body(Nm.rmsnorm_warp(37, 4096, "float16", 4, 1e-6, 160))
 
 
+@pytest.mark.slow
 def test_warp_schedule_one_row_per_warp_shuffles_only(warp_src):
     s = warp_src
     # lane l holds [8l + 256j, +8): 16 uint4 loads per lane, each warp instruction 512 bytes
@@ -111,6 +117,7 @@ def test_warp_schedule_one_row_per_warp_shuffles_only(warp_src):
     assert "__launch_bounds__(128, 3)" in s  # max_regs=160 -> 3 blocks of 128 threads per SM
 
 
+@pytest.mark.slow
 def test_min_blocks_caps_registers_through_launch_bounds():
     assert "__launch_bounds__(256, 5)" in body(Nm.rmsnorm_rows(256, 4096, "float16", 2, 256, 1e-6, 5))
     assert "__launch_bounds__(256, 1)" in body(Nm.rmsnorm_rows(256, 4096, "float16", 2, 256, 1e-6))
@@ -122,6 +129,7 @@ def pipe_src():
             "ragged": body(Nm.rmsnorm_pipe(37, 4096, "bfloat16", 2, 4, 132, 256, 1e-6))}
 
 
+@pytest.mark.slow
 def test_pipe_schedule_is_a_warp_specialized_tma_ring(pipe_src):
     s = pipe_src["full"]
     # T.Pipelined on sm_90a: one producer warp group (128 threads, registers given back)
@@ -138,6 +146,7 @@ def test_pipe_schedule_is_a_warp_specialized_tma_ring(pipe_src):
     assert "*(uint4*)(Y + " in s
 
 
+@pytest.mark.slow
 def test_pipe_schedule_ragged_rows_are_stored_row_by_row(pipe_src):
     s = pipe_src["ragged"]
     # TMA fills rows past M with zeros; the stores test each row of the tile against M

@@ -6,7 +6,6 @@ import torch
 
 from kernels import quant as Q
 
-pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
@@ -16,18 +15,21 @@ def src():
     return s[s.index("__global__ void __launch_bounds__"):]
 
 
+@pytest.mark.slow
 def test_group_amax_is_an_8_lane_allreduce_without_workspace(src):
     # a group of 128 is spread over 8 threads: shuffle-only AllReduce, no shared workspace
     assert "tl::AllReduce<tl::MaxOp, 8, 1, 0, tl::NamedBarrier<256>>::run(amax[i_1])" in src
     assert "workspace" not in src
 
 
+@pytest.mark.slow
 def test_cast_is_saturating_e4m3_and_stores_are_16_bytes(src):
     assert "__nv_cvt_float2_to_fp8x2" in src and "__NV_SATFINITE, __NV_E4M3" in src
     assert "*(fp8_e4_16_t*)(Q +" in src
     assert "*(uint4*)(x + (i * 8)) = *(uint4*)(X +" in src
 
 
+@pytest.mark.slow
 def test_one_division_per_group_then_a_multiply_per_element(src):
     # blk_m=4: 4 groups per thread -> 4 scales (amax / 448) and 4 reciprocals, 8 divisions;
     # the 64 elements of the thread are multiplied (float4 products), never divided

@@ -4,7 +4,6 @@ import torch
 
 from kernels import rope as R
 
-pytestmark = pytest.mark.slow
 
 
 def test_reference_interleaved_matches_complex_multiplication():
@@ -49,6 +48,7 @@ def src():
     return out
 
 
+@pytest.mark.slow
 def test_blocked_stages_through_shared_and_stores_with_tma(src):
     for style in R.STYLES:
         s = src[style, "blocked"]
@@ -57,18 +57,21 @@ def test_blocked_stages_through_shared_and_stores_with_tma(src):
         assert "tl::tma_store(" in s            # the output tile leaves in one TMA store
 
 
+@pytest.mark.slow
 def test_neox_pairs_vectorize_and_interleaved_pairs_do_not(src):
     neox, inter = src["neox", "blocked"], src["interleaved", "blocked"]
     assert "float4 a = " in neox and "*(float4*)(((float*)cs)" in neox
     assert "float4" not in inter
 
 
+@pytest.mark.slow
 def test_naive_reads_partner_from_global_with_scalar_accesses(src):
     for style in R.STYLES:
         s = src[style, "naive"]
         assert "uint4" not in s and "__shared__" not in s
 
 
+@pytest.mark.slow
 def test_ragged_tile_compiles_with_bounds(src):
     assert "< 9" in src["ragged"]
 

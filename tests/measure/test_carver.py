@@ -59,6 +59,7 @@ def test_real_arch_needs_a_gpu():
         cr.real_arch()
 
 
+@pytest.mark.slow
 def test_top_hint_compiles_to_wgmma_with_column_rasterization(tc_hints):
     cfg = cr.hint_config(tc_hints[0])
     src = cr.hint_kernel(*cr.SHAPE, **cfg).get_kernel_source()
