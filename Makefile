@@ -14,6 +14,7 @@ PIP_EXTRA ?=
 help:
 	@echo "make book        build the HTML book into _build/html"
 	@echo "make test        the whole test suite (includes a strict build of the book)"
+	@echo "make test-fast   the tests that compile no kernel and build no book (about a minute)"
 	@echo "make bundle      pack tilelang for an offline GPU machine (.bundle/)"
 	@echo "make gpu-results run every suite on a CUDA GPU into a new measure/results/raw/ file"
 
