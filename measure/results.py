@@ -23,7 +23,7 @@ import math
 import os
 import re
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Iterable
 
 __all__ = ["RESULTS_DIR", "RAW_DIR", "SCHEMA", "SUITE_ALIASES", "RECORD_PREFIX_ALIASES", "device_slug",
            "read_results", "write_results", "merge_results", "manifest", "merge_inputs", "repeat_runs", "next_raw_path",

@@ -59,7 +59,15 @@ MODULES = {
     "ascend": "measure.ascend",
 }
 
-SMS = 132  # the recorded machine's SM count: persistent grids of the recorded runs
+def _sms() -> int:
+    """SM count of the measured machine (the ledger's default profile): the persistent grids
+    of the recorded runs. Read from the ledger, which exists on every branch this tool compares."""
+    from ledger.machines import DEFAULT_MACHINE, get_machine
+
+    return int(get_machine(DEFAULT_MACHINE).resource("sms"))
+
+
+SMS = _sms()
 
 
 def M(name: str):

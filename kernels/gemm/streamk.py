@@ -26,7 +26,7 @@ import tilelang
 import tilelang.language as T
 
 from kernels.common import SMS
-from kernels.gemm.common import TARGET, check_inputs as check_operands, require
+from kernels.gemm.common import TARGET, check_inputs as check_operands
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,6 @@ the peer block still reads.
 """
 
 
-from typing import Any
 
 import tilelang
 import tilelang.language as T
