@@ -71,6 +71,7 @@ _PREAMBLE = r"""
 \titleformat{\chapter}[display]{\normalfont\sffamily\bfseries\huge}
   {第\,\thechapter\,章}{16pt}{\Huge}
 \titlespacing*{\chapter}{0pt}{0pt}{28pt}
+\usepackage[labelsep=quad,font=small]{caption}
 \renewcommand{\contentsname}{目录}
 \renewcommand{\figurename}{图}
 \renewcommand{\tablename}{表}
