@@ -14,19 +14,24 @@ builder it sets the preamble and reshapes the assembled book:
   HTML book (1, 2, ...), unnumbered parts (the appendices) stay unnumbered;
 * a notebook output image becomes a numbered figure; its caption is the caption the
   page gives (``mystnb: figure: caption:``) or else the title of its section;
-* every table may break across pages and gets column widths from its content, so it
-  fits the text width;
-* a dropdown (folded answer) becomes an admonition, printed open.
+* a cell output that is only HTML (a table a page rendered itself) becomes document
+  nodes, so its text, tables and code print;
+* a table longer than LONG_ROWS rows may break across pages; a wide one gets column
+  widths from its content, and a smaller font if its words alone are too wide;
+* long identifiers in inline code and tables may break after ``_``, ``/`` and ``.``;
+* a dropdown (folded answer) becomes an admonition, printed open;
+* Unicode relations in prose (≥, ⌈…⌉) are set in math; circled digits and symbols
+  in the CJK font, so no glyph is missing.
 
 For the HTML builder it adds a download link for the PDF to the sidebar's icon links.
 """
 from __future__ import annotations
 
 import argparse
+import re
 import shutil
 import subprocess
 import sys
-import re
 import time
 import unicodedata
 from pathlib import Path
@@ -183,8 +188,8 @@ def _post_transforms():
 
         def run(self, **kwargs) -> None:
             for img in list(self.document.findall(nodes.image)):
-                if not _in_cell_output(img) or isinstance(img.parent, nodes.figure):
-                    continue
+                if not _in_cell_output(img) or _ancestor(img, nodes.figure) is not None:
+                    continue  # not a cell's output, or already a figure (the page gave a caption)
                 section = _ancestor(img, nodes.section)
                 text = section[0].astext() if section is not None and section.children else ""
                 fig = nodes.figure("", img.deepcopy(), nodes.caption(text, text))
