@@ -92,6 +92,9 @@ _PREAMBLE = r"""
 \renewcommand{\chaptermark}[1]{\markboth{\ifnum\c@secnumdepth>\m@ne 第\,\thechapter\,章\quad\fi #1}{}}
 \makeatother
 \setlength{\headheight}{14pt}
+% the book's tables carry no caption: a table continued on the next page says so without a number
+\renewcommand{\sphinxtablecontinued}[1]{{\footnotesize\itshape
+  \def\tablename{}\def\thetable{}\def\textendash{}\ignorespaces#1}}
 \hypersetup{bookmarksnumbered=true}
 """
 
@@ -101,6 +104,7 @@ def latex_elements() -> dict[str, str]:
     return {
         "papersize": "a4paper",
         "pointsize": "10pt",
+        "extraclassoptions": "openany,oneside",  # read on screen: no blank pages before chapters
         "babel": "",
         "polyglossia": "",
         "fontenc": "",
@@ -299,7 +303,7 @@ def _post_transforms():
                     continue
                 caption = _tex_escape(sub.caption or "")
                 depth = SECNUMDEPTH if sub.numbered else -1
-                tex = rf"\cleardoublepage\setcounter{{secnumdepth}}{{{depth}}}"
+                tex = rf"\clearpage\setcounter{{secnumdepth}}{{{depth}}}"
                 if sub.numbered:
                     tex += r"\setcounter{chapter}{0}"
                 if caption:

@@ -286,3 +286,21 @@ def test_break_points_of_long_identifiers():
 
     assert _words("kernels.gemm.report TFLOP/s 3.14 a_b 中文") == ["kernels.", "gemm.", "report", "TFLOP/", "s",
                                                                    "3.14", "a_", "b", "中", "文"]
+
+
+def test_editing_the_pdf_builder_keeps_the_execution_cache(tmp_path, monkeypatch):
+    """coursebook/pdf.py is read by no executed page: editing it must not re-run every page,
+    while editing any other module of the package still does."""
+    from coursebook import build as B
+
+    (tmp_path / "coursebook").mkdir()
+    builder, module = tmp_path / "coursebook" / "pdf.py", tmp_path / "coursebook" / "style.py"
+    builder.write_text("A = 1\n")
+    module.write_text("B = 1\n")
+    monkeypatch.setattr(B, "ROOT", tmp_path)
+    monkeypatch.setattr(B, "INPUTS", ("coursebook",))
+    before = B.inputs_digest()
+    builder.write_text("A = 2\n")
+    assert B.inputs_digest() == before
+    module.write_text("B = 2\n")
+    assert B.inputs_digest() != before
