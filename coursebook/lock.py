@@ -7,8 +7,9 @@ Three commands::
     python -m coursebook.lock check [VERSION ...]   # is every pin served by PyPI for each target?
 
 The supported range is pyproject.toml's ``requires-python`` (``>=3.A,<3.B``): the one place it is
-written. ``check-python`` uses only the standard library and runs on any Python 3 (3.9 included),
-so that an unsupported interpreter is told so in one line before a virtual environment is made.
+written. ``check-python`` uses only the standard library and runs on Python 3.6 and later (its
+annotations are strings), so that an unsupported interpreter is told so in one line before a
+virtual environment is made.
 
 The lock is a universal resolution (``uv pip compile --universal``) with the range's floor as
 the lowest Python: where a package's newest release drops an older Python, the lock pins two
@@ -43,9 +44,9 @@ DISTRO_PYTHONS = {
 DEFAULT_GLIBC = (2, 35)
 ARCHES = ("x86_64", "aarch64")
 
-# torch's CUDA runtime wheels. torch pins each of them itself (==) for Linux, and the CPU build
-# of torch needs none of them, so the lock leaves them to torch: pinning them here would make
-# pip fetch several GB of CUDA libraries beside a CPU torch.
+# torch's CUDA runtime wheels. torch's Linux wheels require them themselves (most with ==), and a
+# CPU build of torch needs none of them, so the lock leaves them to torch: pinning them here would
+# make pip fetch several GB of CUDA libraries beside a CPU torch.
 TORCH_GPU_RUNTIME = re.compile(r"^(nvidia-.*|cuda-bindings|cuda-pathfinder|cuda-toolkit|triton)$")
 
 HEADER = """\
@@ -215,11 +216,11 @@ class Index:
 
     ACCEPT = "application/vnd.pypi.simple.v1+json"
 
-    def __init__(self, base: str = PYPI_SIMPLE, timeout: float = 60.0, workers: int = 16):
+    def __init__(self, base: str = PYPI_SIMPLE, timeout: float = 60.0, workers: int = 16, tries: int = 4):
         import ssl
         import threading
 
-        self.base, self.timeout, self.workers = base.rstrip("/"), timeout, workers
+        self.base, self.timeout, self.workers, self.tries = base.rstrip("/"), timeout, workers, tries
         self.pages: "dict[str, dict]" = {}
         self.metadata: "dict[str, str | None]" = {}
         self._ctx = ssl.create_default_context()  # loading the CA bundle once, not per request
@@ -243,14 +244,14 @@ class Index:
             pool[host] = conn
         return pool[host]
 
-    def _get(self, url: str, accept: str = ACCEPT, tries: int = 4, byte_range: "tuple[int, int] | None" = None) -> bytes:
+    def _get(self, url: str, accept: str = ACCEPT, byte_range: "tuple[int, int] | None" = None) -> bytes:
         import http.client
         import time
 
         u = urllib.parse.urlsplit(url)
         path = u.path + (f"?{u.query}" if u.query else "")
         last: "Exception | None" = None
-        for attempt in range(tries):
+        for attempt in range(self.tries):
             conn = self._conn(u.netloc)
             try:
                 headers = {"Accept": accept, "User-Agent": "tilelang-course-lock-check"}
@@ -501,20 +502,18 @@ def check(reqs=None, versions=None, arches=ARCHES, index: "Index | None" = None,
         tgts += [(v, "", DEFAULT_GLIBC) for v in versions if v not in {t[0] for t in tgts}]
     index.fetch(canonicalize_name(r.name) for r in reqs)
     result: "dict[tuple[str, str], list[str]]" = {}
-    chosen: "dict[tuple[str, str], dict[str, dict]]" = {}
     first: "dict[tuple[str, str], dict]" = {}
     for version, _label, glibc in tgts:
         for arch in arches:
             supported = supported_tags(version, arch, glibc)
-            problems, picked = [], {}
+            problems = []
             for name, pinned in sorted(pins_for(reqs, version, arch).items()):
                 f, why = usable_file(index.files(name, pinned), version, supported)
                 if f is None:
                     problems.append(f"{name}=={pinned}: {why}")
                 else:
-                    picked[name] = f
                     first.setdefault((name, pinned), f)
-            result[(version, arch)], chosen[(version, arch)] = problems, picked
+            result[(version, arch)] = problems
     if closure:
         index.fetch_metadata(first.values())
         roots = root_requirements()
@@ -569,11 +568,13 @@ def main(argv: "list[str] | None" = None) -> int:
         return 0
     if cmd == "check":
         versions = argv[1:] or None
+        index = Index()
         try:
-            results = check(versions=versions)
+            index.probe()
         except PyPIUnreachable as e:
             print(f"cannot check: {e}", file=sys.stderr)
             return 2
+        results = check(versions=versions, index=index)
         bad = 0
         labels = {v: label for v, label, _ in targets()}
         for (version, arch), problems in results.items():
@@ -583,7 +584,7 @@ def main(argv: "list[str] | None" = None) -> int:
                 print(f"    {p}")
             bad += bool(problems)
         return 1 if bad else 0
-    print(__doc__.split("\n\n")[1], file=sys.stderr)
+    print("\n\n".join(__doc__.split("\n\n")[1:3]), file=sys.stderr)
     return 2
 
 

@@ -32,6 +32,14 @@ def test_range_comes_from_requires_python_and_the_readme_names_it():
         assert distro in readme and version in readme, f"README should say {distro} ({version}) is covered"
 
 
+def test_environment_yml_asks_for_the_same_pythons():
+    text = (ROOT / "environment.yml").read_text(encoding="utf-8")
+    m = re.search(r"^\s*-\s*python\s*([<>=!~][^\n#]*)$", text, flags=re.M)
+    assert m, "environment.yml must name the Python range"
+    assert m.group(1).replace(" ", "") == lock.requires_python().replace(" ", "")
+    assert "-r requirements.lock" in text
+
+
 @pytest.mark.parametrize("spec", [">=3.10", "<3.14", ">=3.10,<3.14,!=3.12.1", "~=3.10", ">=3.12,<3.11"])
 def test_a_range_without_floor_and_ceiling_is_rejected(spec):
     with pytest.raises(ValueError, match="requires-python"):
@@ -195,6 +203,11 @@ def test_closure_finds_missing_and_conflicting_pins():
 
 
 # --------------------------------------------------------------------------- against PyPI
+def test_only_an_unreachable_index_counts_as_offline():
+    with pytest.raises(lock.PyPIUnreachable, match="unreachable"):
+        lock.Index(base="https://127.0.0.1:9/simple", timeout=5, tries=1).probe()  # nothing listens on port 9
+
+
 TARGETS = [(v, label, arch) for v, label, _g in lock.targets() for arch in lock.ARCHES]
 
 
