@@ -229,3 +229,20 @@ def pypi_check():
 def test_every_pin_is_served_and_complete_for(pypi_check, version, label, arch):
     problems = pypi_check[(version, arch)]
     assert problems == [], f"Python {version} {label} on Linux {arch}:\n  " + "\n  ".join(problems)
+
+
+# --------------------------------------------------------------------------- Python 3.10 and tilelang
+def test_no_prim_func_module_postpones_its_annotations():
+    """tilelang 0.1.15 evaluates a prim_func's string annotations through typing's ForwardRef;
+    Python 3.10's typing rejects one that evaluates to a buffer (3.11 accepts it), so on 3.10 a
+    kernel in a module with `from __future__ import annotations` fails to build ("Forward
+    references must evaluate to types. Got buffer.")."""
+    skip = {".venv", "_build", ".git", "node_modules"}
+    offenders = []
+    for path in ROOT.rglob("*.py"):
+        if skip & set(path.relative_to(ROOT).parts):
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if re.search(r"^from __future__ import annotations", text, flags=re.M) and re.search(r"@\w+\.prim_func", text):
+            offenders.append(str(path.relative_to(ROOT)))
+    assert offenders == [], f"prim_func modules with postponed annotations (fail on Python 3.10): {offenders}"
