@@ -62,6 +62,13 @@ def test_check_python_runs_on_this_interpreter():
     assert (r.returncode, r.stdout, r.stderr) == (0, "", "")
 
 
+def _make(*args, timeout=120):
+    """`make` as a person runs it at a shell (not as a sub-make of `make test`, which would add
+    its Entering/Leaving directory lines)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
+    return subprocess.run(["make", *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=env)
+
+
 def _interpreters_outside_the_range() -> list[str]:
     """Real interpreters of unsupported versions on this machine (pyenv's, the system's)."""
     roots = [os.environ.get("PYENV_ROOT", ""), os.path.expanduser("~/.pyenv")]
@@ -80,8 +87,7 @@ def test_make_venv_refuses_an_unsupported_python_in_one_line(tmp_path):
     if not pythons:
         pytest.skip("no interpreter outside the supported range on this machine (pyenv or /usr/bin)")
     for py in pythons:
-        r = subprocess.run(["make", "venv", f"PYTHON={py}", f"VENV={tmp_path / 'venv'}"], cwd=ROOT,
-                           capture_output=True, text=True, timeout=120)
+        r = _make("venv", f"PYTHON={py}", f"VENV={tmp_path / 'venv'}")
         lines = [line for line in (r.stdout + r.stderr).splitlines() if line.strip()]
         assert r.returncode != 0 and len(lines) == 1, (py, lines)
         assert "is not supported" in lines[0] and lock.range_text() in lines[0], lines[0]
@@ -89,15 +95,13 @@ def test_make_venv_refuses_an_unsupported_python_in_one_line(tmp_path):
 
 
 def test_make_venv_names_a_missing_interpreter(tmp_path):
-    r = subprocess.run(["make", "venv", f"PYTHON={tmp_path / 'no-such-python'}", f"VENV={tmp_path / 'venv'}"],
-                       cwd=ROOT, capture_output=True, text=True, timeout=60)
+    r = _make("venv", f"PYTHON={tmp_path / 'no-such-python'}", f"VENV={tmp_path / 'venv'}")
     lines = [line for line in (r.stdout + r.stderr).splitlines() if line.strip()]
     assert r.returncode != 0 and len(lines) == 1 and "no-such-python" in lines[0], lines
 
 
 def test_make_venv_goes_ahead_on_this_python(tmp_path):
-    r = subprocess.run(["make", "-n", "venv", f"PYTHON={sys.executable}", f"VENV={tmp_path / 'venv'}"],
-                       cwd=ROOT, capture_output=True, text=True, timeout=60)
+    r = _make("-n", "venv", f"PYTHON={sys.executable}", f"VENV={tmp_path / 'venv'}")
     assert r.returncode == 0 and "-r requirements.lock" in r.stdout, r.stdout + r.stderr
 
 
