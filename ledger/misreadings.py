@@ -125,7 +125,9 @@ def figures() -> list[Figure]:
             fig(f"ch28.m4.{tag}ratio", one.intensity / two.intensity, "x", digits=2, source=src + ".m4_split_vs_fused", conditions=c4),
         ]
     flat, weighted = softmax_row_cycles()
-    c5 = "Ascend vector ops/cycle from the installed estimate_latency.h; 8192-wide softmax row, 5 ops per score, 1 of them exp"
+    src5 = ascend.SOURCE
+    c5 = (f"Ascend vector ops/cycle of {src5['package']} {src5['version']} estimate_latency.h (ledger.ascend_params); "
+          "8192-wide softmax row, 5 ops per score, 1 of them exp")
     out += [
         fig("ch28.m5.ratio", m5_transcendental(), "x", digits=2, source=src + ".m5_transcendental", conditions=c5),
         fig("ch28.m5.softmax_flat_kcycles", flat / 1000, "k cycles", digits=1, source=src + ".softmax_row_cycles", conditions=c5),
