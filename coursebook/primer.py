@@ -272,7 +272,10 @@ def scopes_table() -> str:
 _NOISE = re.compile(r"^\s*(File |Traceback|\^|~|__tb|\s*$)")
 
 
-def shorten(exc: BaseException, keep: int = 3, width: int = 160) -> str:
+_PATH = re.compile(r"(?:/[^\s:()\"'/]+)+/([^/\s:()\"']+)")
+
+
+def shorten(exc: BaseException, keep: int = 3, width: int = 170) -> str:
     """``Type: message`` cut to the lines a reader needs: the first line of the message,
     the source location tilelang attaches (``--> file:line``) and, for a compiler error, the
     compiler's own verdict line.  Paths are cut to the file name."""
@@ -283,7 +286,7 @@ def shorten(exc: BaseException, keep: int = 3, width: int = 160) -> str:
         if ln.startswith(("#", "extern", "}", "  ")) and "-->" not in ln and "fatal" not in ln:
             continue
         if "-->" in ln or "fatal" in ln or "error" in ln.lower() or not picked or "Check failed" in ln:
-            s = re.sub(r"(/[^\s:]+/)([^/\s:]+\.py)", r"\2", ln.strip())
+            s = _PATH.sub(r"\1", ln.strip())
             if s not in picked:
                 picked.append(s if len(s) <= width else s[:width - 3] + "...")
         if len(picked) >= keep:
@@ -365,6 +368,19 @@ def _bench(results, name_prefix: str, suite: str | None = None) -> dict | None:
     return None
 
 
+def _over_copy(frac: float | None) -> str:
+    """The sentence the page says about the vectorised add's share of the copy bandwidth,
+    chosen by the recorded value."""
+    if not frac:
+        return ""
+    if frac > 1.0:
+        return ("第二行的占比超过了百分之百，这并不矛盾：加法每个元素读两次、写一次，拷贝读一次、写一次，"
+                "读多写少的访存混合在 HBM 上可以比纯拷贝略快。拷贝带宽是一把方便的尺子，不是物理上限。")
+    if frac >= 0.9:
+        return "第二行已经接近同一次运行测得的拷贝带宽。"
+    return "第二行离同一次运行测得的拷贝带宽还有一段距离。"
+
+
 def page_values(results: dict | None = None) -> dict[str, str]:
     """Every ``primerp.*`` text the page glues: facts of the CPU lowerings, of the trace, of the
     Ascend lowering, and of the records (``—`` where a record is missing)."""
@@ -380,6 +396,9 @@ def page_values(results: dict | None = None) -> dict[str, str]:
     # vectorised scale: 16-byte accesses per thread
     s = lowered("scale_kernel", 1 << 20)
     out["primerp.scale.uint4"] = str(body(s.source).count("*(uint4*)"))
+    for npt in (4, 8):
+        m = re.search(r"= \*\((\w+)\*\)\(X \+", body(lowered("scale_kernel", 1 << 20, "float16", 256, npt).source))
+        out[f"primerp.scale.npt{npt}_load"] = m.group(1) if m else "—"
     # the row sum: warp specialisation and the lowering of T.copy
     ws = ws_facts()
     for k in ("threads_before", "threads_after", "producer_split", "buffers", "mbarriers", "reg_alloc",
@@ -414,8 +433,10 @@ def page_values(results: dict | None = None) -> dict[str, str]:
     out["primerp.asc.kind"] = af["kind"]
 
     # measured: the recorded add kernels of the elementwise family, and the primer suite
-    for k in ("primerp.add.ratio", "primerp.add.date", "primerp.add.device", "primerp.add.command"):
+    for k in ("primerp.add.ratio", "primerp.add.date", "primerp.add.device", "primerp.add.command",
+              "primerp.add.copy_gbps"):
         out[k] = "—"
+    out["primerp.add.over_copy"] = ""
     a1 = _bench(results, "add[parallel]", "elementwise")
     a2 = _bench(results, "add[per_thread]", "elementwise")
     if a1 and a2:
@@ -424,6 +445,10 @@ def page_values(results: dict | None = None) -> dict[str, str]:
         out["primerp.add.date"] = str(run.get("date", "?"))[:10]
         out["primerp.add.device"] = str(run.get("device", "?"))
         out["primerp.add.command"] = str(run.get("command", "?"))
+        bw = results["suites"]["elementwise"].get("copy_bandwidth_gbps") or run.get("copy_bandwidth_gbps")
+        if bw:
+            out["primerp.add.copy_gbps"] = f"{bw:.0f}"
+        out["primerp.add.over_copy"] = _over_copy(a2.get("frac_copy_bw"))
     recs = primer_records(results)
     out["primerp.status"] = ("本章三个 kernel 的 H200 记录见下表" if recs else
                              "本章三个 kernel 还没有 H200 记录，下表只说明这一点")

@@ -155,10 +155,13 @@ def row_sum_kernel(M: int, N: int, dtype: str = "float16", blk_m: int = 64, blk_
 
 @tilelang.jit(target=TARGET)
 def gemm_tile_kernel(M: int, N: int, K: int, blk_m: int = 128, blk_n: int = 128, blk_k: int = 64,
-                     threads: int = 128, stages: int = 2, a_in: str = "shared", c_in: str = "fragment"):
+                     threads: int = 128, stages: int = 2, a_in: str = "shared", b_in: str = "shared",
+                     c_in: str = "fragment"):
     """One C tile per block: C = A @ B.T, fp16 in, fp32 accumulate and out.
 
-    ``a_in`` puts the A operand of ``T.gemm`` in shared memory or in a register fragment;
+    ``a_in`` / ``b_in`` put an operand of ``T.gemm`` in shared memory or in a register
+    fragment (copied there from shared memory each step); on sm_90a the A-in-registers
+    form is still a ``wgmma`` while B in registers falls back to ``mma.sync``.
     ``c_in="shared"`` is the beginner's mistake of an accumulator in shared memory (the
     sm_90a lowering of ``T.gemm`` refuses it).
     """
@@ -168,23 +171,18 @@ def gemm_tile_kernel(M: int, N: int, K: int, blk_m: int = 128, blk_n: int = 128,
         with T.Kernel(T.ceildiv(N, blk_n), T.ceildiv(M, blk_m), threads=threads) as (bx, by):
             a_s = T.alloc_shared((blk_m, blk_k), "float16")
             b_s = T.alloc_shared((blk_n, blk_k), "float16")
-            if c_in == "shared":
-                c = T.alloc_shared((blk_m, blk_n), ACC)
-            else:
-                c = T.alloc_fragment((blk_m, blk_n), ACC)
+            a_op = a_s if a_in == "shared" else T.alloc_fragment((blk_m, blk_k), "float16")
+            b_op = b_s if b_in == "shared" else T.alloc_fragment((blk_n, blk_k), "float16")
+            c = T.alloc_fragment((blk_m, blk_n), ACC) if c_in == "fragment" else T.alloc_shared((blk_m, blk_n), ACC)
             T.clear(c)
-            if a_in == "fragment":
-                a_r = T.alloc_fragment((blk_m, blk_k), "float16")
-                for k in T.Pipelined(T.ceildiv(K, blk_k), num_stages=stages):
-                    T.copy(A[by * blk_m, k * blk_k], a_s)
-                    T.copy(B[bx * blk_n, k * blk_k], b_s)
-                    T.copy(a_s, a_r)
-                    T.gemm(a_r, b_s, c, transpose_B=True)
-            else:
-                for k in T.Pipelined(T.ceildiv(K, blk_k), num_stages=stages):
-                    T.copy(A[by * blk_m, k * blk_k], a_s)
-                    T.copy(B[bx * blk_n, k * blk_k], b_s)
-                    T.gemm(a_s, b_s, c, transpose_B=True)
+            for k in T.Pipelined(T.ceildiv(K, blk_k), num_stages=stages):
+                T.copy(A[by * blk_m, k * blk_k], a_s)
+                T.copy(B[bx * blk_n, k * blk_k], b_s)
+                if a_in != "shared":
+                    T.copy(a_s, a_op)
+                if b_in != "shared":
+                    T.copy(b_s, b_op)
+                T.gemm(a_op, b_op, c, transpose_B=True)
             T.copy(c, C[by * blk_m, bx * blk_n])
 
     return main
@@ -393,12 +391,13 @@ def row_sum(x, out=None, *, blk_m: int = 64, blk_n: int = 128, threads: int = 12
     return out
 
 
-def gemm_tile(a, b, out=None, *, a_in: str = "shared"):
+def gemm_tile(a, b, out=None, *, a_in: str = "shared", b_in: str = "shared"):
     """C = A @ B.T (fp16 in, fp32 out) with the T.gemm teaching kernel."""
     import torch
 
-    if a_in not in ("shared", "fragment"):
-        raise ValueError(f"a_in must be 'shared' or 'fragment', got {a_in!r}")
+    for name, v in (("a_in", a_in), ("b_in", b_in)):
+        if v not in ("shared", "fragment"):
+            raise ValueError(f"{name} must be 'shared' or 'fragment', got {v!r}")
     validate_tensor("a", a, dtype=(torch.float16,), ndim=2, device=None)
     M, K = a.shape
     validate_tensor("b", b, dtype=(torch.float16,), ndim=2, shape=(None, K), device=None)
@@ -411,7 +410,7 @@ def gemm_tile(a, b, out=None, *, a_in: str = "shared"):
         if t is not None:
             validate_tensor(name, t)
     out = torch.empty(M, N, dtype=torch.float32, device=a.device) if out is None else out
-    gemm_tile_kernel(M, N, K, a_in=a_in)(a, b, out)
+    gemm_tile_kernel(M, N, K, a_in=a_in, b_in=b_in)(a, b, out)
     return out
 
 
@@ -624,7 +623,8 @@ def gpu_suite(h) -> None:
     jobs += [(row_sum_kernel, (m, k, "float16", cfg["blk_m"], cfg["blk_n"], cfg["threads"], cfg["stages"], s, v))
              for m, k, s, v in ((rm, rn, 1, "shared"), (rm, rn, 1, "registers"), (lm, ln, 1, "shared"),
                                 (lm, ln, split, "shared"))]
-    jobs += [(gemm_tile_kernel, (256, 384, 512), {"a_in": a}) for a in ("shared", "fragment")]
+    operands = (("shared", "shared"), ("fragment", "shared"), ("shared", "fragment"))
+    jobs += [(gemm_tile_kernel, (256, 384, 512), {"a_in": a, "b_in": b}) for a, b in operands]
     jobs += [(mirror_kernel, (256, 128)), (mirror_kernel, (100, 64))]
     h.precompile(jobs)
 
@@ -652,11 +652,11 @@ def gpu_suite(h) -> None:
         y = h.poisoned((m, k), f32)
         mirror_kernel(m, k)(x, y)
         h.check("mirror (staged through shared)", y, ref_mirror(x.double()))
-    for a_in in ("shared", "fragment"):
+    for a_in, b_in in operands:
         a, b = h.rand((256, 512), f16), h.rand((384, 512), f16)
         c = h.poisoned((256, 384), f32)
-        gemm_tile(a, b, c, a_in=a_in)
-        h.check(f"gemm_tile a_in={a_in}", c, a.double() @ b.double().T, atol=1e-2, rtol=1e-3)
+        gemm_tile(a, b, c, a_in=a_in, b_in=b_in)
+        h.check(f"gemm_tile a_in={a_in} b_in={b_in}", c, a.double() @ b.double().T, atol=1e-2, rtol=1e-3)
 
     # --- performance: kernels bound once, no Python launcher work inside the timing
     x = h.rand(n, f16)

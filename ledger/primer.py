@@ -315,6 +315,24 @@ def figures() -> list[Figure]:
             conditions=lcnd + f"; split={split}: one fp32 atomic per row and split"),
     ]
 
+    # the timing protocol every recorded number of the course follows
+    from ledger.protocol import DEFAULT_PROTOCOL as P
+
+    pc = f"ledger.protocol.DEFAULT_PROTOCOL: {P.describe()}"
+    warm, rep = P.iterations(0.5)
+    out += [
+        fig("primer.protocol.warmup_ms", P.warmup_ms, "ms", digits=0, source="ledger.protocol.BenchProtocol",
+            conditions=pc),
+        fig("primer.protocol.rep_ms", P.rep_ms, "ms", digits=0, source="ledger.protocol.BenchProtocol", conditions=pc),
+        fig("primer.protocol.flush_mb", P.flush_mb, "MB", source="ledger.protocol.BenchProtocol", conditions=pc),
+        fig("primer.protocol.estimate_runs", P.estimate_runs, "runs", source="ledger.protocol.BenchProtocol",
+            conditions=pc),
+        fig("primer.protocol.warm_iters_500us", warm, "iterations", source="ledger.protocol.iterations",
+            conditions="a kernel estimated at 0.5 ms"),
+        fig("primer.protocol.rep_iters_500us", rep, "iterations", source="ledger.protocol.iterations",
+            conditions="a kernel estimated at 0.5 ms"),
+    ]
+
     # exercises
     e = row_sum_cost(rm, rn, "float32")
     out += [
