@@ -415,8 +415,53 @@ def test_oversized_shared_memory_lowers_but_check_launch_refuses():
     with pytest.raises(ValueError, match=r"needs 393\d+ B of dynamic shared memory per block, h200-spec allows 232448 B"):
         P.check_launch(big)
     P.check_launch(P.lower(P.row_sum_kernel, *RS))
+    # nvcc does not object either: dynamic shared memory is only requested at launch
+    tilelang.compile(P.row_sum_kernel.get_tir(4096, 4096, "float32", 128, 256, 128, 3), target=P.TARGET)
     with pytest.raises(ValueError, match="shared memory: 3 stages x 128x256 x 4 B"):
         P.row_sum(torch.zeros(4096, 4096), blk_m=128, blk_n=256, stages=3)
+
+
+_HALVES = textwrap.dedent('''
+    import tilelang
+    import tilelang.language as T
+
+    @tilelang.jit(target={"kind": "cuda", "arch": "sm_90a"})
+    def rope_halves(M: int = 64, R: int = 128, paired_in_one: bool = False):
+        H = R // 2
+
+        @T.prim_func
+        def main(X: T.Tensor((M, R), "float32"), Cs: T.Tensor((H,), "float32"), Sn: T.Tensor((H,), "float32"),
+                 Y: T.Tensor((M, R), "float32")):
+            with T.Kernel(1, threads=128) as bx:
+                y1 = T.alloc_fragment((M, H), "float32")
+                if paired_in_one:
+                    x = T.alloc_fragment((M, R), "float32")
+                    T.copy(X, x)
+                    for i, j in T.Parallel(M, H):
+                        y1[i, j] = x[i, j] * Cs[j] - x[i, j + H] * Sn[j]
+                else:
+                    x1 = T.alloc_fragment((M, H), "float32")
+                    x2 = T.alloc_fragment((M, H), "float32")
+                    T.copy(X[0, 0], x1)
+                    T.copy(X[0, H], x2)
+                    for i, j in T.Parallel(M, H):
+                        y1[i, j] = x1[i, j] * Cs[j] - x2[i, j] * Sn[j]
+                T.copy(y1, Y[0, 0])
+        return main
+''')
+
+
+def test_exercise_e7_pairing_in_one_fragment_fails_and_two_halves_lower(tmp_path):
+    import importlib.util
+
+    path = tmp_path / "halves_demo.py"
+    path.write_text(_HALVES)
+    spec = importlib.util.spec_from_file_location("halves_demo", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    with pytest.raises(Exception, match=r"x: \(i, j \+ 64\) and \(i, j\)|x: \(i, j\) and \(i, j \+ 64\)"):
+        P.lower(mod.rope_halves, paired_in_one=True)
+    assert "*(float4*)(Y + " in P.lower(mod.rope_halves).source  # lowers, and even vectorises the store
 
 
 def test_reduce_into_the_wrong_shape_raises():
