@@ -345,7 +345,7 @@ def measured_block(results: dict | None = None) -> str:
     cmd = "python -m kernels.runner --suite primer"
     if not recs:
         return (f"**{NOT_RECORDED}**：本章三个 kernel 的 H200 计时还没有记录。在 GPU 机器上运行 `{cmd}`，"
-                "把结果并入 `kernels/results/nvidia-h200.json` 后重建本页，这里就会出现耗时、带宽与拷贝带宽占比。")
+                "把结果并入课程的记录文件后重建本页，这里就会出现耗时、带宽与拷贝带宽占比。")
     run = _run_of(results, PRIMER_SUITE)
     head = (f"记录结果（recorded）：{run.get('device', '?')}，{str(run.get('date', '?'))[:10]}，"
             f"tilelang {run.get('tilelang', '?')}，命令 `{run.get('command', cmd)}`。")
