@@ -27,7 +27,7 @@ import textwrap
 from pathlib import Path
 
 __all__ = [
-    "NOT_RECORDED", "PRIMER_SUITE", "html", "source_md", "body", "kernel_lines", "lowered", "trace",
+    "NOT_RECORDED", "PRIMER_SUITE", "html", "provenance_md", "source_md", "body", "kernel_lines", "lowered", "trace",
     "copy_lowerings", "pass_table", "diff_lines", "pipeline_facts", "ws_facts", "ascend_trace",
     "ascend_facts", "layout_table", "attempt", "shorten", "primer_records", "measured_block",
     "page_values", "glued_keys", "scopes_table",
@@ -275,10 +275,11 @@ _NOISE = re.compile(r"^\s*(File |Traceback|\^|~|__tb|\s*$)")
 _PATH = re.compile(r"(?:/[^\s:()\"'/]+)+/([^/\s:()\"']+)")
 
 
-def shorten(exc: BaseException, keep: int = 3, width: int = 170) -> str:
+def shorten(exc: BaseException, keep: int = 3, width: int = 240, wrap: int = 96) -> str:
     """``Type: message`` cut to the lines a reader needs: the first line of the message,
     the source location tilelang attaches (``--> file:line``) and, for a compiler error, the
-    compiler's own verdict line.  Paths are cut to the file name."""
+    compiler's own verdict line.  Paths are cut to the file name; lines are wrapped at ``wrap``
+    columns so the cell output needs no horizontal scrolling."""
     text = str(exc)
     lines = [ln.rstrip() for ln in text.splitlines() if ln.strip()]
     picked: list[str] = []
@@ -291,7 +292,12 @@ def shorten(exc: BaseException, keep: int = 3, width: int = 170) -> str:
                 picked.append(s if len(s) <= width else s[:width - 3] + "...")
         if len(picked) >= keep:
             break
-    return f"{type(exc).__name__}: " + "\n    ".join(picked or [text[:width]])
+    head = f"{type(exc).__name__}: "
+    lines = []
+    for i, s in enumerate(picked or [text[:width]]):
+        lines += textwrap.wrap(head + s if i == 0 else s, wrap, initial_indent="" if i == 0 else "    ",
+                               subsequent_indent="      ", break_long_words=True, break_on_hyphens=False)
+    return "\n".join(lines)
 
 
 def attempt(fn, keep: int = 3) -> str:
@@ -368,17 +374,15 @@ def _bench(results, name_prefix: str, suite: str | None = None) -> dict | None:
     return None
 
 
-def _over_copy(frac: float | None) -> str:
-    """The sentence the page says about the vectorised add's share of the copy bandwidth,
-    chosen by the recorded value."""
-    if not frac:
-        return ""
-    if frac > 1.0:
-        return ("第二行的占比超过了百分之百，这并不矛盾：加法每个元素读两次、写一次，拷贝读一次、写一次，"
-                "读多写少的访存混合在 HBM 上可以比纯拷贝略快。拷贝带宽是一把方便的尺子，不是物理上限。")
-    if frac >= 0.9:
-        return "第二行已经接近同一次运行测得的拷贝带宽。"
-    return "第二行离同一次运行测得的拷贝带宽还有一段距离。"
+def provenance_md(suite: str, results: dict | None = None) -> str:
+    """Where one suite's records come from: device, date, versions and the exact command."""
+    results = results if results is not None else _load()
+    if not results or suite not in results.get("suites", {}):
+        return f"**{NOT_RECORDED}**"
+    run = _run_of(results, suite)
+    return (f"记录结果（recorded）：{run.get('device', '?')}（{run.get('sm_count', '?')} 个 SM），"
+            f"{str(run.get('date', '?'))[:10]}，驱动 {run.get('driver', '?')}，CUDA {run.get('cuda', '?')}，"
+            f"torch {run.get('torch', '?')}，tilelang {run.get('tilelang', '?')}；命令 `{run.get('command', '?')}`")
 
 
 def page_values(results: dict | None = None) -> dict[str, str]:
@@ -433,25 +437,16 @@ def page_values(results: dict | None = None) -> dict[str, str]:
     out["primerp.asc.kind"] = af["kind"]
 
     # measured: the recorded add kernels of the elementwise family, and the primer suite
-    for k in ("primerp.add.ratio", "primerp.add.date", "primerp.add.device", "primerp.add.command",
-              "primerp.add.copy_gbps"):
+    for k in ("primerp.add.ratio", "primerp.add.copy_gbps"):
         out[k] = "—"
-    out["primerp.add.over_copy"] = ""
     a1 = _bench(results, "add[parallel]", "elementwise")
     a2 = _bench(results, "add[per_thread]", "elementwise")
     if a1 and a2:
         out["primerp.add.ratio"] = f"{a1['ms'] / a2['ms']:.2f}"
         run = _run_of(results, "elementwise")
-        out["primerp.add.date"] = str(run.get("date", "?"))[:10]
-        out["primerp.add.device"] = str(run.get("device", "?"))
-        out["primerp.add.command"] = str(run.get("command", "?"))
         bw = results["suites"]["elementwise"].get("copy_bandwidth_gbps") or run.get("copy_bandwidth_gbps")
         if bw:
             out["primerp.add.copy_gbps"] = f"{bw:.0f}"
-        out["primerp.add.over_copy"] = _over_copy(a2.get("frac_copy_bw"))
-    recs = primer_records(results)
-    out["primerp.status"] = ("本章三个 kernel 的 H200 记录见下表" if recs else
-                             "本章三个 kernel 还没有 H200 记录，下表只说明这一点")
     return out
 
 

@@ -200,20 +200,21 @@ def test_measured_block_with_records_shows_provenance():
     text = C.measured_block(fake)
     assert C.NOT_RECORDED not in text and "2027-01-02" in text and "`copy fp16 n=2^28`" in text
     assert "500.0" in text and "50.0%" in text and "torch copy_ 0.60×" in text
-    assert C.page_values(fake)["primerp.status"].startswith("本章三个 kernel 的 H200 记录见下表")
+    prov = C.provenance_md("primer", fake)
+    assert "NVIDIA H200" in prov and "2027-01-02" in prov and "`python -m kernels.runner --suite primer`" in prov
+    assert C.NOT_RECORDED in C.provenance_md("elementwise", fake)
 
 
-def test_sentences_from_records_are_chosen_by_them(results, values):
-    """The summary says the vectorised add is faster by the recorded ratio: the records must agree."""
-    from coursebook import primer as C
-
-    assert float(values["primerp.add.ratio"]) > 1
-    assert C._over_copy(1.02).startswith("第二行的占比超过了百分之百")
-    assert C._over_copy(0.95) == "第二行已经接近同一次运行测得的拷贝带宽。"
-    assert "还有一段距离" in C._over_copy(0.5) and C._over_copy(None) == ""
-    assert values["primerp.status"].startswith(("本章三个 kernel 还没有", "本章三个 kernel 的 H200 记录"))
-    has = bool(C.primer_records(results))
-    assert values["primerp.status"].startswith("本章三个 kernel 的 H200 记录") == has
+def test_sentences_from_records_hold_for_the_records(results, values):
+    """The measuring section says the vectorised add is faster by the recorded ratio and that its
+    share of the copy bandwidth is above one hundred percent: the records must agree."""
+    t = _text()
+    assert "{glue:text}`primerp.add.ratio` 倍" in t and float(values["primerp.add.ratio"]) > 1
+    if "第二行的占比超过了百分之百" in t:
+        rec = next(r for r in results["suites"]["elementwise"]["records"]
+                   if r.get("kind") == "bench" and r["name"].startswith("add[per_thread]"))
+        assert rec["frac_copy_bw"] > 1
+    assert "C.provenance_md(\"elementwise\")" in t
 
 
 def test_page_values_match_the_lowerings(values):
