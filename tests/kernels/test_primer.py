@@ -42,9 +42,11 @@ def no_ws():
 
 # ------------------------------------------------------------------ references
 def test_references_compute_what_they_say():
-    x = torch.randn(37, 129, dtype=torch.float16)
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(37, 129, generator=g).to(torch.float16)
     assert torch.equal(P.ref_copy(x), x) and P.ref_copy(x) is not x
-    assert torch.allclose(P.ref_scale(x, 0.5).float(), x.float() * 0.5)
+    # one rounding to fp16 (halving a subnormal drops its last bit): fp16 tolerances
+    assert torch.allclose(P.ref_scale(x, 0.37).float(), x.float() * 0.37, rtol=1e-3, atol=1e-6)
     assert P.ref_row_sum(x).dtype == torch.float32
     assert torch.allclose(P.ref_row_sum(x).double(), x.double().sum(-1), atol=1e-3)
     m = torch.randn(4, 6)
