@@ -526,3 +526,105 @@ def test_gpu_suite_is_discovered_and_reads_its_shapes_from_the_ledger():
     for needle in ("LP.COPY_N", "LP.ROW_SUM_SHAPE", "LP.LONG_ROWS_SHAPE", "LP.split_for", "h.poisoned", "h.check",
                    "h.bench", '_bytes("row_sum_cost"', "h.precompile"):
         assert needle in src, needle
+
+
+class _DryHarness:
+    """Just enough of kernels.harness.Harness to run gpu_suite on the CPU with stand-in kernels."""
+
+    quick = True
+    suite = "primer"
+
+    def __init__(self):
+        self.records = []
+        self.g = torch.Generator().manual_seed(0)
+
+    def rand(self, shape, dtype, scale=1.0, offset=0.0):
+        shape = tuple(shape) if isinstance(shape, (tuple, list)) else (int(shape),)
+        return (torch.randn(shape, generator=self.g) * scale + offset).to(dtype)
+
+    def poisoned(self, shape, dtype):
+        shape = tuple(shape) if isinstance(shape, (tuple, list)) else (int(shape),)
+        return torch.full(shape, float("nan"), dtype=dtype)
+
+    def check(self, name, got, want, *, atol=None, rtol=None, **meta):
+        from kernels.harness import tolerance
+
+        a0, r0 = tolerance(got.dtype)
+        ok = bool(torch.allclose(got.double(), want.double(), atol=a0 if atol is None else atol,
+                                 rtol=r0 if rtol is None else rtol))
+        self.records.append({"kind": "check", "name": name, "ok": ok})
+
+    def bench(self, name, fn, *, bytes=None, flops=None, baselines=None, targets=None, ledger_source="", **meta):
+        fn()
+        for b in (baselines or {}).values():
+            b()
+        self.records.append({"kind": "bench", "name": name, "bytes": bytes, "flops": flops,
+                             "ledger_source": ledger_source, "targets": targets, **meta})
+
+    def precompile(self, jobs):
+        self.jobs = list(jobs)
+
+
+def _stand_ins():
+    def copy_kernel(n, dt="float16", threads=256):
+        return lambda x, y: y.copy_(x)
+
+    def scale_kernel(n, dt="float16", threads=256, npt=8):
+        return lambda x, y, s: y.copy_((x.float() * s).to(x.dtype))
+
+    def row_sum_kernel(m, n, dt="float16", blk_m=64, blk_n=128, threads=128, stages=2, split=1, via="shared"):
+        def run(x, y):
+            if split > 1:
+                y.add_(x.float().sum(-1))  # atomics add into a zeroed output
+            else:
+                y.copy_(x.float().sum(-1))
+        return run
+
+    def gemm_tile_kernel(m, n, k, **kw):
+        return lambda a, b, c: c.copy_(a.float() @ b.float().T)
+
+    def mirror_kernel(m, n, **kw):
+        return lambda x, y: y.copy_(P.ref_mirror(x))
+
+    return dict(copy_kernel=copy_kernel, scale_kernel=scale_kernel, row_sum_kernel=row_sum_kernel,
+                gemm_tile_kernel=gemm_tile_kernel, mirror_kernel=mirror_kernel)
+
+
+def test_gpu_suite_dry_run_on_the_cpu(monkeypatch):
+    """The suite's own Python (shapes, launchers, checks, ledger bytes, record names) runs end to end
+    with stand-in kernels, so the H200 run cannot stop at a plain Python error."""
+    from kernels import harness
+
+    fakes = _stand_ins()
+    real = {name: getattr(P, name) for name in fakes}
+    for name, fake in fakes.items():
+        monkeypatch.setattr(P, name, fake)
+
+    def no_device(name, t, **kw):  # the launchers' last check wants a CUDA tensor
+        kw["device"] = None
+        return harness.validate_tensor(name, t, **kw)
+
+    monkeypatch.setattr(P, "validate_tensor", no_device)
+    h = _DryHarness()
+    P.gpu_suite(h)
+    checks = [r for r in h.records if r["kind"] == "check"]
+    benches = [r for r in h.records if r["kind"] == "bench"]
+    assert checks and all(r["ok"] for r in checks), [r for r in checks if not r["ok"]]
+    assert {r["name"].split(" ")[0] for r in checks} >= {"copy", "scale", "row_sum[shared]", "row_sum[registers]",
+                                                          "mirror", "gemm_tile"}
+    names = [r["name"] for r in benches]
+    assert names == ["copy fp16 n=2^22", "scale fp16 n=2^22", "row_sum fp16 1024x4096",
+                     "row_sum[registers] fp16 1024x4096", "row_sum fp16 64x65536", "row_sum[split] fp16 64x65536"]
+    assert all(r["bytes"] and r["ledger_source"].startswith("ledger.primer.") for r in benches)
+    assert benches[0]["targets"] is None  # step 1 is the teaching baseline
+    assert benches[-1]["config"]["split"] > 1 and benches[-1]["targets"] == {"frac_copy_bw": 0.85}
+    # every precompile job names a real factory of this module with arguments it accepts
+    import inspect
+
+    assert h.jobs
+    for job in h.jobs:
+        f = job[0]
+        name = next(n for n, v in fakes.items() if v is f)
+        orig = getattr(getattr(real[name], "func", real[name]), "orig_func", None)
+        assert orig is not None and orig.__name__ == name
+        inspect.signature(orig).bind(*job[1], **(job[2] if len(job) > 2 else {}))
