@@ -300,6 +300,7 @@ def test_trace_shows_copy_becoming_tma(ws):
     assert 'T.launch_thread("threadIdx.x", 128)' in pc.before and 'T.launch_thread("threadIdx.x", 256)' in pc.after
     li = ws.find("LayoutInference")
     assert li.changed and "layout_map" in li.after and "layout_map" not in li.before
+    assert 'T.parallel(64, annotations={"parallel_loop_layout"' in li.after
     lt = ws.find("LowerTileOp")
     assert "T.tma_copy(" in lt.before and "T.tma_load(T.create_tma_descriptor(" in lt.after
     assert "T.mbarrier_expect_tx(" in lt.after and "tl::AllReduce<tl::SumOp, 16" in lt.after
@@ -421,6 +422,9 @@ def test_oversized_shared_memory_lowers_but_check_launch_refuses():
     with pytest.raises(ValueError, match=r"needs 393\d+ B of dynamic shared memory per block, h200-spec allows 232448 B"):
         P.check_launch(big)
     P.check_launch(P.lower(P.row_sum_kernel, *RS))
+    fixed = P.lower(P.row_sum_kernel, 4096, 4096, "float32", 128, 128, 128, 2)  # the page's fix
+    P.check_launch(fixed)
+    assert fixed.dyn_smem_bytes == 2 * 128 * 128 * 4
     # nvcc does not object either: dynamic shared memory is only requested at launch
     tilelang.compile(P.row_sum_kernel.get_tir(4096, 4096, "float32", 128, 256, 128, 3), target=P.TARGET)
     with pytest.raises(ValueError, match="shared memory: 3 stages x 128x256 x 4 B"):
