@@ -9,11 +9,12 @@ STAMP := $(VENV)/.course-installed
 #   make test PIP_EXTRA="--extra-index-url https://download.pytorch.org/whl/cpu"
 PIP_EXTRA ?=
 
-.PHONY: help venv book book-strict test test-fast lock lock-check bundle gpu-results clean
+.PHONY: help venv book book-strict test test-fast test-ledger-bare lock lock-check bundle gpu-results clean
 
 help:
 	@echo "make book        build the HTML book into _build/html"
 	@echo "make test        the whole test suite (includes a strict build of the book)"
+	@echo "make test-ledger-bare  the ledger's CLI and tests on a plain interpreter (pytest only)"
 	@echo "make bundle      pack tilelang for an offline GPU machine (.bundle/)"
 	@echo "make gpu-results run every kernel suite on a CUDA GPU, rewrite kernels/results/"
 
@@ -39,8 +40,20 @@ book: venv
 book-strict: venv
 	$(VPY) -m coursebook.build --strict
 
-test: venv
+test: venv test-ledger-bare
 	$(VPY) -m pytest tests
+
+# ledger is standard-library only: run its CLI and tests/ledger from the checkout with a
+# throwaway venv holding nothing but pytest (the lock's pins), never the course's .venv.
+test-ledger-bare:
+	@set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	$(PYTHON) -m venv "$$tmp/venv"; bare="$$tmp/venv/bin/python"; \
+	"$$bare" -m pip install --quiet --disable-pip-version-check -c requirements.lock pytest; \
+	"$$bare" -c 'import importlib.util as u, sys; bad = [n for n in ("tilelang", "torch", "numpy") if u.find_spec(n)]; sys.exit(f"not bare: {bad}" if bad else None)'; \
+	export -n PYTHONPATH LEDGER_MACHINES_DIR; \
+	"$$bare" -s -m ledger figures --json > "$$tmp/figures.json"; \
+	echo "ledger figures on a bare interpreter: $$(grep -c '^ "' "$$tmp/figures.json") figures"; \
+	"$$bare" -s -m pytest tests/ledger -q -p no:cacheprovider -W ignore::pytest.PytestConfigWarning
 
 test-fast: venv
 	$(VPY) -m pytest tests -m "not slow and not browser"
