@@ -9,7 +9,7 @@ STAMP := $(VENV)/.course-installed
 #   make test PIP_EXTRA="--extra-index-url https://download.pytorch.org/whl/cpu"
 PIP_EXTRA ?=
 
-.PHONY: help venv book book-strict test test-fast test-ledger-bare lock bundle gpu-results clean
+.PHONY: help venv book book-strict test test-fast test-ledger-bare lock lock-check bundle gpu-results clean
 
 help:
 	@echo "make book        build the HTML book into _build/html"
@@ -18,8 +18,14 @@ help:
 	@echo "make bundle      pack tilelang for an offline GPU machine (.bundle/)"
 	@echo "make gpu-results run every kernel suite on a CUDA GPU, rewrite kernels/results/"
 
+# The supported Pythons are requires-python in pyproject.toml; `coursebook/lock.py check-python`
+# (standard library only, runs on Python 3.6 and later) prints the one line that refuses another
+# one. An interpreter that cannot run at all is named by its shell's first line of error.
+PY_REFUSED = $(shell { $(PYTHON) coursebook/lock.py check-python; } 2>&1 \
+  | awk 'NR == 1 { first = $$0 } { last = $$0 } END { print (first ~ /^Traceback/ ? last : first) }')
+
 $(STAMP): requirements.lock pyproject.toml
-	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 10), "Python >= 3.10 is required"'
+	$(if $(PY_REFUSED),$(error $(PY_REFUSED)))
 	test -x $(VPY) || $(PYTHON) -m venv $(VENV)
 	$(VPY) -m pip install --quiet --upgrade "pip>=24"
 	$(VPY) -m pip install --quiet $(PIP_EXTRA) -r requirements.lock
@@ -52,8 +58,15 @@ test-ledger-bare:
 test-fast: venv
 	$(VPY) -m pytest tests -m "not slow and not browser"
 
+# One lock for every supported Python (uv's universal resolution, markers where versions differ);
+# the pins already in requirements.lock are kept wherever they still resolve. UPGRADE=1 lifts them.
 lock: venv
-	$(VPY) -m coursebook.lock > requirements.lock
+	$(VPY) -m coursebook.lock compile $(if $(UPGRADE),--upgrade)
+
+# Every pin applying to each supported Python (and the distributions' system Pythons) is served
+# by PyPI for it, and the pins are complete there; needs network (tests/env runs the same check).
+lock-check: venv
+	$(VPY) -m coursebook.lock check
 
 bundle: venv
 	$(VPY) -m kernels.bundle pack
