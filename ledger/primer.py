@@ -31,7 +31,7 @@ from typing import Optional
 
 from ledger.cost import Cost, check_size, dtype_bytes, judge
 from ledger.figures import Figure, fig
-from ledger.machines import get_machine
+from ledger.machines import DEFAULT_MACHINE, get_machine
 
 __all__ = [
     "BANKS", "BANK_BYTES", "FP32_LANES_PER_SM", "Scope", "sm_clock_hz", "smem_bytes_per_clock",
@@ -48,7 +48,7 @@ KIB = 1024
 MIB = 1024 * 1024
 
 SPEC = "h200-spec"
-CAL = "h200-calibrated"
+CAL = DEFAULT_MACHINE
 
 
 def sm_clock_hz(machine: str = SPEC) -> float:
