@@ -9,10 +9,11 @@ STAMP := $(VENV)/.course-installed
 #   make test PIP_EXTRA="--extra-index-url https://download.pytorch.org/whl/cpu"
 PIP_EXTRA ?=
 
-.PHONY: help venv book book-strict test test-fast test-ledger-bare lock lock-check bundle gpu-results clean
+.PHONY: help venv book book-strict pdf test test-fast test-ledger-bare lock lock-check bundle gpu-results clean
 
 help:
 	@echo "make book        build the HTML book into _build/html"
+	@echo "make pdf         build the PDF edition into _build/latex/book.pdf (XeLaTeX; see .ci/run)"
 	@echo "make test        the whole test suite (includes a strict build of the book)"
 	@echo "make test-ledger-bare  the ledger's CLI and tests on a plain interpreter (pytest only)"
 	@echo "make bundle      pack tilelang for an offline GPU machine (.bundle/)"
@@ -39,6 +40,11 @@ book: venv
 
 book-strict: venv
 	$(VPY) -m coursebook.build --strict
+
+# The PDF edition: the same executed pages (shared execution cache), XeLaTeX + ctex.
+# Also copied beside the HTML book (_build/html/tilelang-course.pdf) when that exists.
+pdf: venv
+	$(VPY) -m coursebook.pdf
 
 test: venv test-ledger-bare
 	$(VPY) -m pytest tests
