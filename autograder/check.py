@@ -45,7 +45,7 @@ def _function_outputs(part: Part, fn: Any) -> Any:
     return outs
 
 
-def check_part(answers: dict, part: Part, variant: dict | None = None) -> Verdict:
+def check_part(answers: dict, part: Part, variant: dict) -> Verdict:
     if not part.auto:
         return Verdict("manual", "graded by hand")
     if not isinstance(answers, dict) or part.grade_id not in answers:
@@ -58,7 +58,7 @@ def check_part(answers: dict, part: Part, variant: dict | None = None) -> Verdic
             return Verdict("malformed", "expected data, got a function")
         ans = _normalise(raw)
     try:
-        ref = part.reference(variant or {})
+        ref = part.reference(variant)
     except Exception as exc:  # pragma: no cover - the course environment is broken
         return Verdict("error", f"cannot compute the check ({type(exc).__name__}); is the course env active?")
     v = compare(part, ans, ref)

@@ -275,7 +275,7 @@ class _Batch:
                                    + ", ".join(strangers[:10]))
         refs = self.refs(variant)
         run = self.sandbox.run([{"index": c["index"], "source": c["source"]} for c in sub.cells],
-                               spec.probes(), self.limits)
+                               spec.probes(), self.limits, preset={"P": variant} if spec.params else None)
         rec["sandbox"] = {"isolation": run.isolation, "who": run.who, "confinement": run.confinement,
                           "network": run.network, "ledger": run.ledger, "restarts": run.restarts,
                           "wall_s": round(run.wall_s, 3), "cpu_s": round(run.cpu_s, 3),
@@ -382,6 +382,12 @@ def grade_batch(paths: Iterable[str | Path], lab: str, out: Path, *, jobs: int =
     spec, source = load_lab(lab)
     lab = canonical_lab(lab)
     mode = _resolve_mode(spec, variants)
+    i, n = parse_shard(shard)
+    all_paths = sorted({Path(os.path.abspath(p)) for p in paths})
+    missing = [display_path(p) for p in all_paths if not os.path.lexists(p)]
+    if missing:
+        raise GradeError(f"no such submission file(s): {', '.join(missing[:5])}")
+    ids = student_ids(all_paths)
     key = None
     if mode == "student":
         key = course_key()
@@ -390,12 +396,6 @@ def grade_batch(paths: Iterable[str | Path], lab: str, out: Path, *, jobs: int =
                              "tags are checked with the course key, which is not on this machine (set "
                              "AUTOGRADER_KEY_FILE to the key `release --student` used), or grade with "
                              "--common to compare every submission with the book's numbers")
-    i, n = parse_shard(shard)
-    all_paths = sorted({Path(os.path.abspath(p)) for p in paths})
-    missing = [display_path(p) for p in all_paths if not os.path.lexists(p)]
-    if missing:
-        raise GradeError(f"no such submission file(s): {', '.join(missing[:5])}")
-    ids = student_ids(all_paths)
     mine = [p for k, p in enumerate(all_paths) if k % n == i]
     limits = limits or limits_for(spec)
     compute_references(spec)  # the instructor's side fails here, before any sandbox starts

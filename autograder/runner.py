@@ -18,6 +18,7 @@ its standard input, a file the grader wrote:
 ``read_paths``    what the code may read; ``scratch`` the only writable directory;
                   ``devices`` device nodes a lab was granted (read, write, ioctl)
 ``course_dir``    put first on ``sys.path``: holds the grader's own ``ledger``
+``preset``        names defined before the first cell (the student's parameters ``P``)
 ``limits``        memory, CPU seconds, file size, processes, scratch size
 
 then confines itself (Landlock file-system, TCP and signal rules, a seccomp filter
@@ -735,6 +736,9 @@ def main():
     # ANSWER and check exist from the start: a deleted set-up cell costs nothing
     ns = {"__name__": "__main__", "__builtins__": __builtins__, "ANSWER": {},
           "check": sys.modules["autograder"].check}
+    for name, value in (job.get("preset") or {}).items():  # the student's parameters P, as data
+        if isinstance(name, str) and name.isidentifier() and name not in ns:
+            ns[name] = value
     shell = _Shell(ns, out)
     import builtins
 

@@ -350,15 +350,19 @@ class Sandbox:
         self.close()
 
     # ------------------------------------------------------------------ one submission
-    def run(self, cells: list[dict], probes: dict, limits: Limits = Limits(), probe: bool = False) -> RunResult:
-        """Execute ``cells`` ([{"index", "source"}]) confined; return what came back as data."""
+    def run(self, cells: list[dict], probes: dict, limits: Limits = Limits(), probe: bool = False,
+            preset: dict | None = None) -> RunResult:
+        """Execute ``cells`` ([{"index", "source"}]) confined; return what came back as data.
+
+        ``preset``: names (JSON data) defined before the first cell, like ``ANSWER`` and
+        ``check`` are (the grader passes the student's parameters ``P``)."""
         slot = self.slots.get()
         try:
-            return self._run(cells, probes, limits, slot, probe)
+            return self._run(cells, probes, limits, slot, probe, preset or {})
         finally:
             self.slots.put(slot)
 
-    def _run(self, cells, probes, limits, slot, probe) -> RunResult:
+    def _run(self, cells, probes, limits, slot, probe, preset) -> RunResult:
         result = RunResult(isolation=self._launch)
         t0 = time.monotonic()
         deadline = t0 + limits.notebook_timeout
@@ -366,7 +370,7 @@ class Sandbox:
         while True:
             cpu_left = max(1.0, limits.cpu_budget - result.cpu_s)
             state, current, phase, kill = self._one_run(cells, probes, limits, skip, deadline, slot,
-                                                        result, cpu_left, probe)
+                                                        result, cpu_left, preset)
             if state == "done":
                 result.finished = True
                 break
@@ -421,12 +425,12 @@ class Sandbox:
                     + tail + ["/sandbox/runner.py", str(fd)])
         return tail + [str(RUNNER), str(fd)]
 
-    def _job(self, cells, probes, limits, skip, slot, cpu_left, scratch) -> dict:
+    def _job(self, cells, probes, limits, skip, slot, cpu_left, scratch, preset) -> dict:
         bw = self._launch == "bwrap"
         uid = self._slot_uid(slot)
         nproc = limits.nproc if self.root else _user_processes() + limits.nproc
         job = {"mode": self._launch,
-               "cells": cells, "skip": sorted(skip), "probes": probes,
+               "cells": cells, "skip": sorted(skip), "probes": probes, "preset": preset,
                "cell_timeout": limits.cell_timeout, "output_cap": limits.output_cap,
                "read_paths": self._inside_read, "devices": self.devices,
                "scratch": "/tmp" if bw else scratch,
@@ -439,14 +443,14 @@ class Sandbox:
             job["expose"] = self._inside_read + [scratch, str(RUNNER)]
         return job
 
-    def _one_run(self, cells, probes, limits, skip, deadline, slot, result, cpu_left, probe):
+    def _one_run(self, cells, probes, limits, skip, deadline, slot, result, cpu_left, preset):
         self._seq += 1
         scratch = os.path.join(self.tmp, f"scratch-{slot}-{self._seq}")
         os.mkdir(scratch, 0o700)
         rfd, wfd = os.pipe()
         ofd_r, ofd_w = os.pipe()
         jobf = tempfile.TemporaryFile()
-        jobf.write(json.dumps(self._job(cells, probes, limits, skip, slot, cpu_left, scratch)).encode())
+        jobf.write(json.dumps(self._job(cells, probes, limits, skip, slot, cpu_left, scratch, preset)).encode())
         jobf.flush()
         jobf.seek(0)
         env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "HOME": scratch,

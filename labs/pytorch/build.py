@@ -183,7 +183,7 @@ SOLUTIONS = {
              "其二，显存带宽系数 0.938，而纯拷贝混合只有 0.818。条件：2048 MB 工作集、5 次×200 轮、显存 3201 MHz。"
              "换成规格值后平衡点从约 162 升到约 206，只影响强度落在两者之间的算子（如 512 边长的 GEMM）。",
     "e04_a": 'k = P["E4.k"]\nANSWER["e04_a"] = (2 * k) / 2  # 2k passes eager, 2 fused',
-    "e04_b": 'p, r = P["E4.pct"] / 100, (2 * k) / 2\nANSWER["e04_b"] = 1 / ((1 - p) + p / r)',
+    "e04_b": 'k = P["E4.k"]\np, r = P["E4.pct"] / 100, (2 * k) / 2\nANSWER["e04_b"] = 1 / ((1 - p) + p / r)',
     "e04_c": "链本身的收益由省下的中间张量往返决定，约为 k 倍；端到端收益取决于这条链的访存在整个模型里占多大比例。"
              "例如大模型训练里一条很长的逐元素链，只占总时间的百分之一，融合后整体也快不到百分之一。",
     "e05_a": 'M, H, b = P["E5.M"], P["E5.H"], 2\nANSWER["e05_a"] = {"value": 2 * M * H * b / 1e6, "unit": "MB"}',
@@ -195,7 +195,7 @@ SOLUTIONS = {
     "e05_g": 'ANSWER["e05_g"] = "memory-bound"',
     "e05_h": "算术强度是每元素运算数与每元素字节数之比，与 H 无关；H 变小只让总量变小，强度仍是 1～2 FLOP/B，远在脊点左侧。",
     "e06_a": 'N, b = P["E6.N"], 2\nANSWER["e06_a"] = {"value": 2 * N**3 / (3 * N * N * b), "unit": "FLOP/B"}',
-    "e06_b": 'balance = 1000e12 / 3.0e12  # H100 spec: FLOP/s over B/s\n'
+    "e06_b": 'N, b = P["E6.N"], 2\nbalance = 1000e12 / 3.0e12  # H100 spec: FLOP/s over B/s\n'
              'ANSWER["e06_b"] = "compute-bound" if 2 * N / (3 * b) > balance else "memory-bound"',
     "e06_c": 'def ridge_edge(balance, elem_bytes):\n'
              '    # AI = 2N^3 / (3 N^2 b) = 2N / (3b)  ->  N = 3 b balance / 2\n'
@@ -206,8 +206,8 @@ SOLUTIONS = {
              '    return 4 * H * S * d * b + passes * H * S * S * b\n'
              'S = P["E7.S"]\n'
              'ANSWER["e07_a"] = {"value": attn_bytes(S, 6) / 1e9, "unit": "GB"}',
-    "e07_b": 'ANSWER["e07_b"] = {"value": attn_bytes(S, 0) / 2**20, "unit": "MiB"}',
-    "e07_c": 'ANSWER["e07_c"] = attn_bytes(S, 6) / attn_bytes(S, 0)',
+    "e07_b": 'S = P["E7.S"]\nANSWER["e07_b"] = {"value": attn_bytes(S, 0) / 2**20, "unit": "MiB"}',
+    "e07_c": 'S = P["E7.S"]\nANSWER["e07_c"] = attn_bytes(S, 6) / attn_bytes(S, 0)',
     "e07_d": 'S2 = P["E7.S2"]\nANSWER["e07_d"] = attn_bytes(S2, 6) / attn_bytes(S2, 0)',
     "e07_e": 'ANSWER["e07_e"] = "linear"  # ratio = 1 + 6 S / (4 d)',
     "e07_f": "分数矩阵有 S² 个元素，它的往返访存随 S 平方增长，而 Q、K、V、O 只随 S 线性增长，所以两者之比随 S "

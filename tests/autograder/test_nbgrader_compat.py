@@ -14,11 +14,11 @@ from autograder.grade import grade_batch
 nbgrader = pytest.importorskip("nbgrader")
 
 
-def test_generate_assignment_then_our_grader(tmp_path, monkeypatch, lab02, limits):
+def test_generate_assignment_then_our_grader(tmp_path, monkeypatch, lab, limits):
     from nbgrader.apps import NbGraderAPI
     from traitlets.config import Config
 
-    spec, source = lab02
+    spec, source = lab
     # nbgrader runs `alembic` from PATH: make the venv's scripts visible
     monkeypatch.setenv("PATH", os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
     course = tmp_path / "course"
