@@ -20,7 +20,8 @@ def _add_limits(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cell-timeout", type=float, help="seconds per cell (default: the lab's)")
     p.add_argument("--notebook-timeout", type=float, help="seconds per notebook (default: the lab's)")
     p.add_argument("--memory-mb", type=int, help="address-space limit per submission (MiB)")
-    p.add_argument("--cpu-s", type=float, help="CPU seconds per notebook (default: the notebook limit)")
+    p.add_argument("--cpu-s", type=float, help="CPU seconds per run of a notebook (default: the notebook limit); "
+                                               "a cell stopped by it is charged, the other cells re-run")
     p.add_argument("--scratch-mb", type=int, help="size of the writable scratch directory (MiB)")
     p.add_argument("--isolation", choices=ISOLATIONS, default="auto",
                    help="bwrap (bubblewrap), uid (root drops to an unprivileged uid), process; "

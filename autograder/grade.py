@@ -274,7 +274,7 @@ class _Batch:
             rec["problems"].append("nbgrader metadata names grade_ids this lab does not have (ignored): "
                                    + ", ".join(strangers[:10]))
         refs = self.refs(variant)
-        run = self.sandbox.run([{"index": c["index"], "source": c["source"]} for c in sub.cells],
+        run = self.sandbox.run([{"index": c["index"], "source": c["source"], "keys": c["keys"]} for c in sub.cells],
                                spec.probes(), self.limits, preset={"P": variant} if spec.params else None)
         rec["sandbox"] = {"isolation": run.isolation, "who": run.who, "confinement": run.confinement,
                           "network": run.network, "ledger": run.ledger, "restarts": run.restarts,
@@ -284,6 +284,12 @@ class _Batch:
         for i, c in sorted(run.cells.items()):
             for note in c.get("notes") or []:
                 rec["problems"].append(f"cell {i}: {note}")
+            if clean_text(c.get("output", ""))[1] or clean_text(c.get("error", ""))[1]:
+                rec["problems"].append(f"cell {i} printed text that is not valid Unicode (lone surrogates); "
+                                       "it is kept escaped as \\udcXX")
+        if run.stray_output and "\ufffd" in run.stray_output:
+            rec["problems"].append("output written straight to the file descriptors was not UTF-8; the bad "
+                                   "bytes are shown as U+FFFD")
         rec["cells"] = {str(i): {k: v for k, v in c.items() if k != "output" or c["status"] != "ok"}
                         for i, c in sorted(run.cells.items())
                         if c["status"] != "ok" or c.get("output_chars", 0) > self.limits.output_cap}
@@ -303,7 +309,12 @@ class _Batch:
                 else:
                     ans = run.answers.get(p.grade_id)
                 present = p.grade_id in run.answers or p.grade_id in run.probes
-                if not present:
+                if (p.kind == "function" and not run.finished and p.grade_id not in run.probes
+                        and run.kinds.get(p.grade_id) == "function"):
+                    v = Verdict("timeout" if run.notebook_timed_out else "error",
+                                "the function was assigned, but the notebook was stopped before the grader "
+                                "could call it: " + "; ".join(run.problems)[:300])
+                elif not present:
                     v = _charge(sub, run, p.grade_id) or Verdict(
                         "missing", f'no answer: ANSWER["{p.grade_id}"] was never assigned')
                     if run.notebook_timed_out and v.status == "missing":

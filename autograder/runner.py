@@ -683,6 +683,57 @@ def _run_code(code, ns):
     exec(code, ns)
 
 
+def _probe(fn, calls, timeout):
+    outputs = []
+    for args in calls:
+        try:
+            signal.setitimer(signal.ITIMER_REAL, timeout)
+            try:
+                val = fn(*args)
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+            outputs.append({"ok": True, "value": _safe(val)})
+        except CellTimeout:
+            outputs.append({"ok": False, "error": f"timeout after {timeout:g} s"})
+        except BaseException as exc:
+            outputs.append({"ok": False, "error": f"{type(exc).__name__}: {str(exc)[:200]}"})
+    return outputs
+
+
+def _send_partial(ns, keys, seen, timeout, probes):
+    """The answers this cell assigned (by name in its source, or a new object under a key),
+    so that a run stopped later still has them."""
+    raw = ns.get("ANSWER")
+    if not isinstance(raw, dict):
+        return
+    saved = sys.stdout, sys.stderr
+    sys.stdout = sys.stderr = _Capped(0)
+    try:
+        answers, kinds = {}, {}
+        for key in list(raw.keys())[:500]:
+            if not isinstance(key, str):
+                continue
+            val = raw[key]
+            if key not in keys and seen.get(key) == id(val):
+                continue
+            seen[key] = id(val)
+            kinds[key] = "function" if callable(val) else "data"
+            if not callable(val):
+                signal.setitimer(signal.ITIMER_REAL, timeout)
+                try:
+                    answers[key] = _safe(val)
+                finally:
+                    signal.setitimer(signal.ITIMER_REAL, 0)
+            elif key in probes:  # called now, as the notebook's check cell would; again at the end
+                _send({"event": "partial_probe", "grade_id": key, "outputs": _probe(val, probes[key], timeout)})
+        if answers or kinds:
+            _send({"event": "partial", "answers": answers, "kinds": kinds})
+    except BaseException:  # a hostile __repr__/__float__: the final answers event will say
+        signal.setitimer(signal.ITIMER_REAL, 0)
+    finally:
+        sys.stdout, sys.stderr = saved
+
+
 def main():
     global _RESULT_FD
     if sys.argv[1:] == ["--stage"]:
@@ -745,6 +796,7 @@ def main():
     builtins.get_ipython = lambda: shell
     builtins.display = _display
     skip = set(job.get("skip", []))
+    seen = {}
     scratch_mb = int(lim.get("scratch_bytes", 0)) >> 20
     for cell in job["cells"]:
         i = cell["index"]
@@ -783,6 +835,7 @@ def main():
         t = os.times()
         _send({"event": "end", "cell": i, "status": status, "error": error, "cpu": t.user + t.system,
                "output": out.text(), "output_chars": out.total, "notes": list(_NOTES)[:20]})
+        _send_partial(ns, cell.get("keys", ()), seen, timeout, job.get("probes", {}))
 
     sys.stdout = sys.stderr = _Capped(0)
     answers, kinds = {}, {}
@@ -811,20 +864,7 @@ def main():
             _send({"event": "probe", "grade_id": gid,
                    "outputs": {"not_callable": True, "type": type(fn).__name__}})
             continue
-        outputs = []
-        for args in calls:
-            try:
-                signal.setitimer(signal.ITIMER_REAL, timeout)
-                try:
-                    val = fn(*args)
-                finally:
-                    signal.setitimer(signal.ITIMER_REAL, 0)
-                outputs.append({"ok": True, "value": _safe(val)})
-            except CellTimeout:
-                outputs.append({"ok": False, "error": f"timeout after {timeout:g} s"})
-            except BaseException as exc:
-                outputs.append({"ok": False, "error": f"{type(exc).__name__}: {str(exc)[:200]}"})
-        _send({"event": "probe", "grade_id": gid, "outputs": outputs})
+        _send({"event": "probe", "grade_id": gid, "outputs": _probe(fn, calls, timeout)})
     hwm = 0
     try:  # peak resident memory of this process since exec (wait4's ru_maxrss includes the fork)
         with open("/proc/self/status") as f:
