@@ -11,6 +11,7 @@ import select
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -27,17 +28,19 @@ IS_ROOT = os.geteuid() == 0
 
 
 @pytest.fixture(scope="module")
-def battery(tmp_path_factory, lab):
+def battery(lab):
+    if not IS_ROOT:
+        pytest.skip("the battery makes a device node in the submissions folder: needs root")
     spec, source = lab
-    root = tmp_path_factory.mktemp("hostile")
+    # not under pytest's tmp (mode 0700): the unprivileged grader must reach it
+    root = Path(tempfile.mkdtemp(prefix="ag-hostile-"))
     os.chmod(root, 0o755)
     subs = root / "subs"
     subs.mkdir()
     os.chmod(subs, 0o755)
-    if not IS_ROOT:
-        pytest.skip("the battery makes a device node in the submissions folder: needs root")
     cases = H.build(spec, source, subs, ROOT)
-    return {"spec": spec, "subs": subs, "cases": cases, "root": root}
+    yield {"spec": spec, "subs": subs, "cases": cases, "root": root}
+    shutil.rmtree(root, ignore_errors=True)
 
 
 class _Stage:
@@ -75,7 +78,7 @@ def _grade(battery, name, *, bwrap=True, user=False):
     if user:
         for d in (out, home):
             os.chown(d, USER_UID, USER_UID)
-        paths = [sys.base_prefix, sys.prefix, str(ROOT), str(battery["root"])]
+        paths = [sys.base_prefix, sys.prefix, str(ROOT)]
         stage = _Stage(paths, USER_UID)
         cmd = stage.prefix(USER_UID) + cmd
     t0 = time.monotonic()
