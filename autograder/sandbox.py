@@ -245,7 +245,7 @@ class Sandbox:
 
     def _setup_bwrap(self, bwrap: str) -> None:
         py = _python_paths(self.python)
-        binds = _outermost([p for p in py + self.extra_read if not p.startswith("/usr/")])
+        binds = _outermost([p for p in py if not p.startswith("/usr/")])
         args = [bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent",
                 "--new-session", "--hostname", "sandbox", "--clearenv",
                 "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "LANG", "C.UTF-8",
@@ -271,11 +271,17 @@ class Sandbox:
         for d in self.devices:
             args += ["--dev-bind", d, d]
         args += ["--remount-ro", "/dev"]
+        # a lab's own read-only paths come after the scratch tmpfs (which may not hide them)
+        late = []
+        for p in self.extra_read:
+            late += ["--ro-bind", p, p]
+            inside.append(p)
         self._launch = "bwrap"
         self._bwrap_args = args
+        self._bwrap_late = late
         self._inside_read = inside + ["/course", "/sandbox"] + list(_DEV_BASIC)
         self._expected_ledger = "/course/ledger"
-        sources = binds + ["/usr", self.ledger_dir, str(RUNNER)] + self.devices
+        sources = binds + self.extra_read + ["/usr", self.ledger_dir, str(RUNNER)] + self.devices
         if self.root:
             for tool in ("setpriv", "nsenter"):
                 if not shutil.which(tool):
@@ -417,8 +423,8 @@ class Sandbox:
                 prefix += ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
                            "--inh-caps=-all", "--"]
             return (prefix + self._bwrap_args
-                    + ["--size", str(limits.scratch_mb << 20), "--perms", "0700", "--tmpfs", "/tmp",
-                       "--remount-ro", "/", "--chdir", "/tmp", "--"]
+                    + ["--size", str(limits.scratch_mb << 20), "--perms", "0700", "--tmpfs", "/tmp"]
+                    + self._bwrap_late + ["--remount-ro", "/", "--chdir", "/tmp", "--"]
                     + tail + ["/sandbox/runner.py", str(fd)])
         return tail + [str(RUNNER), str(fd)]
 
