@@ -238,7 +238,9 @@ class _Batch:
         try:
             if item.error:
                 raise NotebookError(item.error)
-            sub = read_submission(item.path, item.sha256, item.raw)
+            raw = item.raw if item.raw is not None else read_regular_file(item.path)
+            rec["sha256"] = item.sha256 = hashlib.sha256(raw).hexdigest()
+            sub = read_submission(item.path, item.sha256, raw)
         except NotebookError as exc:
             rec.update(auto_score=0.0, status="unreadable")
             rec["problems"].append(str(exc))
@@ -424,6 +426,8 @@ def grade_batch(paths: Iterable[str | Path], lab: str, out: Path, *, jobs: int =
             sha = hashlib.sha256(raw).hexdigest()
         except NotebookError as exc:
             raw, err, sha = None, str(exc), ""
+        if raw is not None and len(raw) > (1 << 20):
+            raw = None  # a big file is read again when its turn comes (and hashed again)
         rec_path = records_dir / f"{ids[p]}.json"
         if not force and raw is not None and rec_path.exists():
             try:

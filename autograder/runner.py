@@ -617,10 +617,9 @@ def _fmt_t(s):
 
 
 def _display(*objs, **kwargs):
-    """IPython's ``display``: a graded cell shows the plain-text form of each object."""
+    """IPython's ``display``: a graded cell shows the plain-text form (``repr``) of each object."""
     for o in objs:
-        rep = getattr(o, "_repr_pretty_", None)
-        print(repr(o) if rep is None or not isinstance(o, str) else o)
+        print(repr(o))
 
 
 def _stub_autograder():
@@ -743,8 +742,14 @@ def main():
     sys.stdin.close()
     mode = job.get("mode", "process")
     lim = job.get("limits", {})
+    if mode != "bwrap":  # end with the grader (bubblewrap's --die-with-parent does it there)
+        parent = os.getppid()
+        _libc().prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG (set again after the uid change)
+        if os.getppid() != parent:
+            os._exit(4)
     if mode == "uid":
         who = _as_root_then_drop(job)
+        _libc().prctl(1, signal.SIGKILL, 0, 0, 0)  # changing credentials cleared it
     elif mode == "process":
         who = _userns_scratch(job)
         _limit_self(lim)

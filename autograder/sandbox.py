@@ -59,6 +59,7 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -186,6 +187,7 @@ class Sandbox:
             self.slots.put(k)
         self._seq = 0
         self.runner_cpu = 0.0  # CPU seconds the bubblewrapped runners reported (not in our rusage)
+        self._cpu_lock = threading.Lock()
         self.devices = sorted({os.path.realpath(d) if not os.path.islink(d) else d
                                for pat in self.policy.devices for d in glob.glob(pat)})
         self.extra_read = _outermost(self.policy.read_paths)
@@ -579,7 +581,8 @@ class Sandbox:
             shutil.rmtree(scratch, ignore_errors=True)
         cpu = usage.ru_utime + usage.ru_stime
         if self._launch == "bwrap":
-            self.runner_cpu += reported_cpu
+            with self._cpu_lock:
+                self.runner_cpu += reported_cpu
             cpu += reported_cpu
         else:
             cpu = max(cpu, reported_cpu)

@@ -74,7 +74,7 @@ def test_infinite_loops_are_charged_to_their_part(batch):
 
 def test_memory_bomb(batch):
     rec = _check_losses(batch, "memory_bomb")
-    assert "MemoryError" in rec["parts"]["e05_b"]["message"]
+    assert "MemoryError" in rec["parts"]["e05_b"]["message"] and "memory limit (2048 MiB)" in rec["parts"]["e05_b"]["message"]
 
 
 def test_fork_bomb_is_refused(batch):
