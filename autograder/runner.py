@@ -1,6 +1,6 @@
 """Sandbox runner: executes one submission's code cells in a fresh Python process.
 
-Started by :mod:`autograder.sandbox` as ``python -I -X utf8 runner.py RESULT_FD`` (inside
+Started by :mod:`autograder.sandbox` as ``python -I -S -X utf8 runner.py RESULT_FD`` (inside
 bubblewrap, or directly); standard library only, and it imports nothing from the grader,
 so no reference answer and no checking code exists in this process.  The job (JSON) is
 its standard input, a file the grader wrote:
@@ -18,6 +18,7 @@ its standard input, a file the grader wrote:
 ``read_paths``    what the code may read; ``scratch`` the only writable directory;
                   ``devices`` device nodes a lab was granted (read, write, ioctl)
 ``course_dir``    put first on ``sys.path``: holds the grader's own ``ledger``
+``site_dirs``     the environment's site-packages, added to ``sys.path`` (no ``site``, no .pth)
 ``preset``        names defined before the first cell (the student's parameters ``P``)
 ``limits``        memory, CPU seconds, file size, processes, scratch size
 
@@ -766,9 +767,14 @@ def main():
     os.environ.clear()
     os.environ.update({"HOME": scratch, "TMPDIR": scratch, "MPLBACKEND": "Agg", "USER": "student",
                        "PYTHONHASHSEED": "0", "OMP_NUM_THREADS": "1", "LANG": "C.UTF-8"})
-    course = job.get("course_dir")
-    if course:
-        sys.path.insert(0, course)
+    # started with -S: the site-packages without their .pth files, the grader's ledger first
+    sys.path[:] = [p for p in [job.get("course_dir")] + sys.path + list(job.get("site_dirs", [])) if p]
+    import _sitebuiltins
+    import builtins
+
+    builtins.help = _sitebuiltins._Helper()  # what site would have added (E9 asks for help())
+    builtins.exit = _sitebuiltins.Quitter("exit", "Ctrl-D (i.e. EOF)")
+    builtins.quit = _sitebuiltins.Quitter("quit", "Ctrl-D (i.e. EOF)")
     import importlib.util
 
     try:
@@ -796,8 +802,6 @@ def main():
         if isinstance(name, str) and name.isidentifier() and name not in ns:
             ns[name] = value
     shell = _Shell(ns, out)
-    import builtins
-
     builtins.get_ipython = lambda: shell
     builtins.display = _display
     skip = set(job.get("skip", []))

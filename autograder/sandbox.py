@@ -25,6 +25,11 @@ Isolation modes (``grade --isolation``; ``auto`` takes the first that works here
              the grader's uid; a user namespace gives the tmpfs scratch and the private
              network where the kernel allows it.  Refused when the grader runs as root.
 
+The sandbox's Python starts without ``site`` (``-I -S``): the runner puts the grader's
+``ledger`` first on ``sys.path``, then the standard library and the environment's
+site-packages; no ``.pth`` file runs, so an editable install pointing at another checkout
+cannot change what the sandbox imports.
+
 Inside every mode the runner adds its own fences before the first cell: resource limits
 (address space, CPU seconds, file size, open files, processes, no core dumps), Landlock
 (read-only paths, the scratch directory, no TCP, no signals outside), a seccomp filter
@@ -158,6 +163,16 @@ def _python_paths(python: str) -> list[str]:
     return _outermost(paths)
 
 
+def _site_dirs() -> list[str]:
+    """The environment's site-packages (the sandbox's Python runs without ``site``)."""
+    out = []
+    for key in ("purelib", "platlib"):
+        p = sysconfig.get_paths().get(key)
+        if p and os.path.isdir(p) and p not in out:
+            out.append(p)
+    return out
+
+
 def _default_ledger_dir() -> str:
     import ledger
 
@@ -191,6 +206,7 @@ class Sandbox:
         self.devices = sorted({os.path.realpath(d) if not os.path.islink(d) else d
                                for pat in self.policy.devices for d in glob.glob(pat)})
         self.extra_read = _outermost(self.policy.read_paths)
+        self._site_dirs = _site_dirs()
         self.mode, self.why = "", ""
         self._launch = ""  # the mode being set up (and probed), then the mode in use
         try:
@@ -415,7 +431,9 @@ class Sandbox:
         return result
 
     def _argv(self, slot: int, limits: Limits, fd: int) -> list[str]:
-        tail = [self.python, "-I", "-X", "utf8"]
+        # -S: no site module, so no .pth file runs (the editable install's finder would point
+        # at whichever checkout installed the venv); the runner sets sys.path itself
+        tail = [self.python, "-I", "-S", "-X", "utf8"]
         if self._launch == "bwrap":
             uid = self._slot_uid(slot)
             prefix = []
@@ -440,6 +458,7 @@ class Sandbox:
                "read_paths": self._inside_read, "devices": self.devices,
                "scratch": "/tmp" if bw else scratch,
                "course_dir": "/course" if bw else self._course_dir,
+               "site_dirs": self._site_dirs,
                "limits": {"memory_bytes": limits.memory_mb << 20, "cpu_s": int(cpu_left + 0.999),
                           "fsize_bytes": limits.fsize_mb << 20, "nproc": nproc,
                           "scratch_bytes": limits.scratch_mb << 20}}
@@ -659,13 +678,25 @@ def _blocked_for(path: str, uid: int) -> bool:
 def _reap(pid: int, timeout: float):
     """Wait up to ``timeout`` for ``pid`` to exit by itself: ``(status, rusage)`` or ``(None, None)``."""
     end = time.monotonic() + timeout
-    while True:
-        got, status, usage = os.wait4(pid, os.WNOHANG)
-        if got:
-            return status, usage
-        if time.monotonic() >= end:
-            return None, None
-        time.sleep(0.005)
+    try:  # a pidfd is readable once the process has exited: no polling delay
+        pidfd = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        pidfd = None
+    try:
+        while True:
+            got, status, usage = os.wait4(pid, os.WNOHANG)
+            if got:
+                return status, usage
+            left = end - time.monotonic()
+            if left <= 0:
+                return None, None
+            if pidfd is not None:
+                select.select([pidfd], [], [], left)
+            else:
+                time.sleep(min(left, 0.002))
+    finally:
+        if pidfd is not None:
+            os.close(pidfd)
 
 
 def _kill_group(pid: int) -> None:

@@ -74,6 +74,7 @@ OP_IDS = ("add", "chain2_eager", "chain2_fused", "layernorm_fused", "layernorm_3
           "adamw", "allreduce")
 
 
+@functools.lru_cache(maxsize=None)
 def _flips(a: str, b: str) -> list[str]:
     rows = op_rows()
     return [k for k, c in rows.items() if _judge(c, a).bound != _judge(c, b).bound]
