@@ -102,7 +102,7 @@ class Part:
         elif self.kind == "function":
             text = "每个输入上每个字段 " + text
         elif self.kind == "quantity":
-            text += "（按你写的单位换算后比较）"
+            text += "，按你写的单位换算后比较"
         return text
 
 
