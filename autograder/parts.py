@@ -20,7 +20,7 @@ Answer kinds (what the student assigns to ``ANSWER[grade_id]``):
 ``choice``    one string out of ``options``; exact after normalisation
 ``set``       a list/set of strings out of ``options`` (or free strings); exact set equality
 ``table``     ``{row: value}`` (values numbers, strings or nested dicts); every cell must match
-``mapping``   a dict compared exactly after normalisation (strings, numbers)
+``mapping``   a dict compared whole after normalisation; no message names its keys
 ``function``  a function; called on ``probes``, each output ``{field: number}`` compared
 ``manual``    free text in a markdown cell, graded by hand (never auto-scored)
 """
