@@ -64,9 +64,17 @@ def _clean(obj, hits: list):
     return obj
 
 
+def _umask_mode() -> int:
+    """0o666 less the process umask: what a plain open() would create (mkstemp makes 0600)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
 def write_json_atomic(path: Path, obj) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.chmod(tmp, _umask_mode())
     try:
         text = json.dumps(obj, ensure_ascii=False, indent=1, sort_keys=True)
         with os.fdopen(fd, "wb") as f:  # a lone surrogate left anywhere is written escaped, never a crash

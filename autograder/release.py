@@ -86,9 +86,17 @@ def strip_solutions(nb, lab: str):
     return nb
 
 
+def _umask_mode() -> int:
+    """0o666 less the process umask: what a plain open() would create (mkstemp makes 0600)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
 def _write(nb, out: Path) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
+    os.chmod(tmp, _umask_mode())
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             nbformat.write(nb, f)

@@ -28,9 +28,17 @@ _WORD = {"right": "正确", "wrong": "错误", "malformed": "格式不对", "mis
          "error": "运行出错", "manual": "待人工批改"}
 
 
+def _umask_mode() -> int:
+    """0o666 less the process umask: what a plain open() would create (mkstemp makes 0600)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
 def _atomic_write(path: Path, text: str | bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.chmod(tmp, _umask_mode())
     with os.fdopen(fd, "wb") as f:  # never a crash on a stray surrogate: written escaped
         f.write(text.encode("utf-8", "backslashreplace") if isinstance(text, str) else text)
     os.replace(tmp, path)

@@ -346,6 +346,9 @@ def main(argv=None) -> int:
         print("pytorch.ipynb is up to date" if same else "pytorch.ipynb is out of date: run labs/pytorch/build.py")
         return 0 if same else 1
     fd, tmp = tempfile.mkstemp(dir=OUT.parent, suffix=".tmp")
+    mask = os.umask(0)
+    os.umask(mask)
+    os.chmod(tmp, 0o666 & ~mask)  # mkstemp makes 0600; the notebook is for everyone to read
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         f.write(text)
     os.replace(tmp, OUT)

@@ -54,7 +54,7 @@ class _Stage:
         assert ready and self.proc.stdout.readline(), "the stage helper did not start"
 
     def prefix(self, uid):
-        return ["nsenter", f"--mount=/proc/{self.proc.pid}/ns/mnt", "--", "setpriv", f"--reuid={uid}",
+        return ["nsenter", f"--mount=/proc/{self.proc.pid}/ns/mnt", f"--wd={ROOT}", "--", "setpriv", f"--reuid={uid}",
                 f"--regid={uid}", "--clear-groups", "--inh-caps=-all", "--"]
 
     def close(self):
