@@ -767,6 +767,7 @@ def main():
     os.environ.clear()
     os.environ.update({"HOME": scratch, "TMPDIR": scratch, "MPLBACKEND": "Agg", "USER": "student",
                        "PYTHONHASHSEED": "0", "OMP_NUM_THREADS": "1", "LANG": "C.UTF-8"})
+    os.environ.update({str(k): str(v) for k, v in (job.get("env") or {}).items()})  # a lab's policy
     # started with -S: the site-packages without their .pth files, the grader's ledger first
     sys.path[:] = [p for p in [job.get("course_dir")] + sys.path + list(job.get("site_dirs", [])) if p]
     import _sitebuiltins

@@ -46,10 +46,19 @@ limit (SIGXCPU), memory (``MemoryError`` under the address-space limit, or a cra
 For labs that need more (the future GPU labs): :class:`SandboxPolicy` in a lab's spec
 (``LabSpec.sandbox``) lists extra read-only paths and device nodes, by glob::
 
-    SandboxPolicy(read_paths=("/usr/local/cuda",), devices=("/dev/nvidia*",))
+    SandboxPolicy(read_paths=("/usr/local/cuda", "/proc/driver/nvidia"),
+                  devices=("/dev/nvidia*",), env=(("CUDA_HOME", "/usr/local/cuda"),))
 
-Device nodes are bound into the sandbox's ``/dev`` (``--dev-bind``) and granted read,
-write and ioctl by Landlock; nothing else changes.  Keep such lists short and reviewed.
+Read paths are bound read-only at the same path (after the scratch tmpfs, so they may lie
+under ``/tmp``); device nodes are bound into the sandbox's ``/dev`` (``--dev-bind``) and
+granted read, write and ioctl by Landlock; ``env`` is added to the student code's
+environment.  Nothing else changes.  Keep such lists short and reviewed.
+
+Programmatic use (what ``grade`` does)::
+
+    with Sandbox("auto", spec.sandbox, jobs=4) as sb:      # probes the chain once
+        result = sb.run(cells, probes, Limits(...), preset={"P": variant})
+        result.answers, result.probes, result.cells, result.isolation, ...
 """
 from __future__ import annotations
 
@@ -87,6 +96,7 @@ class SandboxPolicy:
     """What a lab adds to the sandbox's default view (see the module docstring)."""
     read_paths: tuple[str, ...] = ()  # host paths, bound read-only at the same path
     devices: tuple[str, ...] = ()  # glob patterns of device nodes, e.g. "/dev/nvidia*"
+    env: tuple[tuple[str, str], ...] = ()  # extra environment of the student code, e.g. (("CUDA_HOME", ...),)
 
 
 @dataclass(frozen=True)
@@ -459,6 +469,7 @@ class Sandbox:
                "scratch": "/tmp" if bw else scratch,
                "course_dir": "/course" if bw else self._course_dir,
                "site_dirs": self._site_dirs,
+               "env": dict(self.policy.env),
                "limits": {"memory_bytes": limits.memory_mb << 20, "cpu_s": int(cpu_left + 0.999),
                           "fsize_bytes": limits.fsize_mb << 20, "nproc": nproc,
                           "scratch_bytes": limits.scratch_mb << 20}}

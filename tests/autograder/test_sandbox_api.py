@@ -68,14 +68,14 @@ def test_a_lab_can_add_read_only_paths_and_device_nodes(tmp_path):
         (extra / "data.txt").write_text("shared data", encoding="utf-8")
         os.chmod(extra / "data.txt", 0o644)
         src = (f"import os\nprint(open({str(extra / 'data.txt')!r}).read())\n"
-               "print('tty1', os.path.exists('/dev/tty1'), os.path.exists('/dev/tty19'))\n"
+               "print('tty1', os.path.exists('/dev/tty1'), os.path.exists('/dev/tty19'), os.environ['LAB_HOME'])\n"
                f"open({str(extra / 'new.txt')!r}, 'w')")
-        policy = SandboxPolicy(read_paths=(str(extra),), devices=("/dev/tty1*",))
+        policy = SandboxPolicy(read_paths=(str(extra),), devices=("/dev/tty1*",), env=(("LAB_HOME", "/opt/lab"),))
         with Sandbox("bwrap", policy) as sb:
             assert "/dev/tty1" in sb.devices and "/dev/tty19" in sb.devices
             r = sb.run(_cell(src), {}, LIM)
         out = r.cells[0]["output"]
-        assert "shared data" in out and "tty1 True True" in out
+        assert "shared data" in out and "tty1 True True /opt/lab" in out
         assert r.cells[0]["status"] == "error"  # ... and read-only
         with Sandbox("bwrap") as sb:  # without the policy: no such device in the sandbox
             r = sb.run(_cell("import os\nprint([os.path.exists(d) for d in ('/dev/tty1', '/dev/kvm', '/dev/loop0', "
