@@ -19,8 +19,8 @@ H200 profile); ``bytes`` (the basis of the effective GB/s) is the fused variant'
 minimum for every row, so a slower row shows a lower effective bandwidth.  Bytes and
 FLOPs come from :mod:`ledger.ops`, never retyped.
 """
-from __future__ import annotations
-
+# No `from __future__ import annotations`: T.prim_func evaluates its parameter annotations,
+# and on Python 3.10 typing rejects a string annotation that evaluates to a buffer.
 import os
 import re
 from collections import Counter
