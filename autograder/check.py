@@ -1,8 +1,18 @@
 """``check(ANSWER, grade_id)``: the student's self-check, called from the notebook.
 
-It says right / wrong / malformed (with a hint) for one part, or for every part when
-no grade_id is given; it never prints the expected value.  Manually graded parts are
-only listed.  Function answers are called here on the same inputs the grader uses.
+It says right / wrong / malformed (with a hint and the part's tolerance) for one part,
+or for every part when no grade_id is given; it never prints the expected value.
+Manually graded parts are only listed.  Function answers are called here on the same
+inputs the grader uses.
+
+A released notebook binds ``check`` to its lab and student once, in its set-up cell::
+
+    from autograder import checker
+    check = checker("pytorch", "alice")   # the numbers of student alice
+
+``strict=True`` raises ``AssertionError`` unless the part is right: the hidden test cells
+nbgrader restores when it autogrades use it, so ``nbgrader autograde`` scores a wrong or
+missing answer 0 (``check`` itself never raises otherwise).
 """
 from __future__ import annotations
 
@@ -11,7 +21,7 @@ from typing import Any
 from .labs import find_part, load_lab
 from .parts import Part, Verdict, compare
 
-__all__ = ["check", "check_part"]
+__all__ = ["check", "check_part", "checker"]
 
 _SYMBOL = {"right": "✔ 正确", "wrong": "✘ 错误", "malformed": "⚠ 格式不对", "missing": "… 尚未作答",
            "manual": "✎ 人工批改", "error": "✘ 出错"}
@@ -35,7 +45,7 @@ def _function_outputs(part: Part, fn: Any) -> Any:
     return outs
 
 
-def check_part(answers: dict, part: Part) -> Verdict:
+def check_part(answers: dict, part: Part, variant: dict) -> Verdict:
     if not part.auto:
         return Verdict("manual", "graded by hand")
     if not isinstance(answers, dict) or part.grade_id not in answers:
@@ -48,7 +58,7 @@ def check_part(answers: dict, part: Part) -> Verdict:
             return Verdict("malformed", "expected data, got a function")
         ans = _normalise(raw)
     try:
-        ref = part.reference()
+        ref = part.reference(variant)
     except Exception as exc:  # pragma: no cover - the course environment is broken
         return Verdict("error", f"cannot compute the check ({type(exc).__name__}); is the course env active?")
     v = compare(part, ans, ref)
@@ -56,22 +66,50 @@ def check_part(answers: dict, part: Part) -> Verdict:
     return v
 
 
-def check(answers: dict, grade_id: str | None = None, lab: str | None = None) -> dict[str, str]:
-    """Print and return the verdict of one part (or of every part of the lab)."""
+def check(answers: dict, grade_id: str | None = None, lab: str | None = None, *,
+          student: str | None = None, strict: bool = False, quiet: bool = False) -> dict[str, str]:
+    """Print and return the verdict of one part (or of every part of the lab).
+
+    ``student``: whose numbers (``None``: the book's).  ``strict``: raise ``AssertionError``
+    unless every checked auto-graded part is right.  ``quiet``: print nothing.
+    """
+    from .variants import variant_for
+
     if grade_id is None:
-        labname = lab or "lab02"
-        spec, _ = load_lab(labname)
+        spec, _ = load_lab(lab or "pytorch")
         parts = list(spec.parts)
+    elif lab:
+        spec, _ = load_lab(lab)
+        parts = [spec.part(grade_id)]
     else:
-        if lab:
-            spec, _ = load_lab(lab)
-            parts = [spec.part(grade_id)]
-        else:
-            parts = [find_part(grade_id)[1]]
-    out = {}
+        labname, part = find_part(grade_id)
+        spec, _ = load_lab(labname)
+        parts = [part]
+    variant = variant_for(spec, student)
+    out, bad = {}, []
     for p in parts:
-        v = check_part(answers, p)
+        v = check_part(answers, p, variant)
         out[p.grade_id] = v.status
         msg = "" if v.status in ("right", "manual") else f" — {v.message}"
-        print(f"{p.grade_id}: {_SYMBOL.get(v.status, v.status)}{msg}")
+        if v.status == "wrong" and p.tolerance:
+            msg += f"（容差：{p.tolerance}）"
+        if not quiet:
+            print(f"{p.grade_id}: {_SYMBOL.get(v.status, v.status)}{msg}")
+        if v.status not in ("right", "manual"):
+            bad.append(f"{p.grade_id}: {v.status}{msg}")
+    if strict and bad:
+        raise AssertionError("; ".join(bad))
     return out
+
+
+def checker(lab: str, student: str | None = None):
+    """``check`` bound to one lab and one student's numbers (the notebook's set-up cell)."""
+    spec, _ = load_lab(lab)
+
+    def bound(answers: dict, grade_id: str | None = None, *, strict: bool = False,
+              quiet: bool = False) -> dict[str, str]:
+        return check(answers, grade_id, spec.name, student=student, strict=strict, quiet=quiet)
+
+    bound.lab, bound.student = spec.name, student  # type: ignore[attr-defined]
+    bound.__doc__ = check.__doc__
+    return bound

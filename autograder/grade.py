@@ -2,7 +2,13 @@
 with references computed here (:mod:`autograder.parts`), and write the records.
 
 The student's code never sees the references: they are computed in this process after
-the sandbox has exited, from the lab spec (for lab 02 by calling ``ledger``).
+the sandbox has exited, from the lab spec (for the ``pytorch`` lab by calling ``ledger``)
+and the student's variant (:mod:`autograder.variants`).
+
+Student ids come from file names (:func:`student_id`); two files that give the same id are
+an error naming both.  A rerun skips a submission only when its record was made from the
+same bytes by the same grader, lab spec, ``ledger``, limits and variant mode
+(:func:`versions`); ``--force`` regrades everything.
 """
 from __future__ import annotations
 
@@ -13,29 +19,66 @@ import sys
 import tempfile
 import threading
 import time
+import unicodedata
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
-from .extract import NotebookError, read_submission
-from .labs import load_lab, spec_digest
+from .extract import NotebookError, Submission, display_path, read_regular_file, read_submission
+from .labs import canonical_lab, lab_file_digest, load_lab
 from .parts import LabSpec, Verdict, compare
-from .sandbox import Limits, RunResult, default_read_paths, run_cells
+from .sandbox import IsolationError, Limits, RunResult, Sandbox
+from .variants import course_key, variant_digest, variant_for, verify_tag
 
-__all__ = ["GradeError", "compute_references", "grade_notebook", "grade_batch", "parse_shard",
-           "student_ids", "write_json_atomic", "limits_for"]
+__all__ = ["GradeError", "compute_references", "grade_batch", "parse_shard", "student_id",
+           "student_ids", "write_json_atomic", "limits_for", "versions", "VARIANT_MODES"]
+
+VARIANT_MODES = ("auto", "student", "common", "tag")
 
 
 class GradeError(RuntimeError):
     """The grading itself cannot proceed (bad spec, reference failing, bad arguments)."""
 
 
+# ----------------------------------------------------------------------------- text safety
+def clean_text(s: str) -> tuple[str, bool]:
+    """``s`` writable as UTF-8: lone surrogates become ``\\udcXX`` text; ``(text, changed)``."""
+    try:
+        s.encode("utf-8")
+        return s, False
+    except UnicodeEncodeError:
+        return s.encode("utf-8", "backslashreplace").decode("utf-8"), True
+
+
+def _clean(obj, hits: list):
+    if isinstance(obj, str):
+        text, changed = clean_text(obj)
+        if changed:
+            hits.append(text)
+        return text
+    if isinstance(obj, dict):
+        return {_clean(k, hits) if isinstance(k, str) else k: _clean(v, hits) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_clean(v, hits) for v in obj]
+    return obj
+
+
+def _umask_mode() -> int:
+    """0o666 less the process umask: what a plain open() would create (mkstemp makes 0600)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
 def write_json_atomic(path: Path, obj) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.chmod(tmp, _umask_mode())
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(obj, f, ensure_ascii=False, indent=1, sort_keys=True)
+        text = json.dumps(obj, ensure_ascii=False, indent=1, sort_keys=True)
+        with os.fdopen(fd, "wb") as f:  # a lone surrogate left anywhere is written escaped, never a crash
+            f.write(text.encode("utf-8", "backslashreplace"))
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -45,12 +88,69 @@ def write_json_atomic(path: Path, obj) -> None:
         raise
 
 
-def compute_references(spec: LabSpec) -> dict:
+# ----------------------------------------------------------------------------- ids
+def student_id(path: str | os.PathLike) -> tuple[str, str | None]:
+    """``(id, note)`` from a file name: the stem, NFC-normalised, with letters and digits
+    (any script), ``-``, ``_`` and ``.`` kept and every other character written as ``_``.
+    Bytes that are not UTF-8 (a name from a zip made on another system) become ``%XX``;
+    ``note`` then says so (and how the name reads as GB18030, the common case)."""
+    raw = os.fsencode(os.path.basename(os.fspath(path)))
+    if raw.endswith(b".ipynb"):
+        raw = raw[: -len(b".ipynb")]
+    note = None
+    try:
+        name = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        name = raw.decode("utf-8", "surrogateescape")
+        guess = ""
+        try:
+            guess = raw.decode("gb18030")
+        except UnicodeDecodeError:
+            pass
+        note = ("the file name is not valid UTF-8; its bytes were kept as %XX in the student id"
+                + (f" (read as GB18030 it is {guess!r})" if guess else ""))
+    name = unicodedata.normalize("NFC", name)
+    out = []
+    for ch in name:
+        if 0xDC80 <= ord(ch) <= 0xDCFF:
+            out.append(f"%{ord(ch) - 0xDC00:02X}")
+        elif ch.isalnum() or ch in "-_.":
+            out.append(ch)
+        else:
+            out.append("_")
+    sid = "".join(out) or "_"
+    if sid.startswith("."):
+        sid = "_" + sid[1:]
+    if len(sid) > 120:
+        sid = sid[:100] + "~" + hashlib.sha256(raw).hexdigest()[:12]
+    return sid, note
+
+
+def student_ids(paths: list[Path]) -> dict[Path, str]:
+    """Every file's student id; two files with the same id (ignoring case) are an error."""
+    seen: dict[str, Path] = {}
+    out = {}
+    for p in paths:
+        sid, _ = student_id(p)
+        key = sid.casefold()
+        if key in seen:
+            raise GradeError(f"two submissions map to the same student id {sid!r}: "
+                             f"{display_path(seen[key])!r} and {display_path(p)!r}. Rename one "
+                             "(ids keep letters, digits, '-', '_' and '.'; any other character becomes '_', "
+                             "and case is ignored when comparing)")
+        seen[key] = p
+        out[p] = sid
+    return out
+
+
+# ----------------------------------------------------------------------------- references
+def compute_references(spec: LabSpec, variant: dict | None = None) -> dict:
+    variant = spec.default_variant() if variant is None else variant
     refs = {}
     for p in spec.parts:
         if p.auto:
             try:
-                refs[p.grade_id] = p.reference()
+                refs[p.grade_id] = p.reference(variant)
             except Exception as exc:  # the instructor's side: stop with a clear message
                 raise GradeError(f"reference of part {p.grade_id} failed: {type(exc).__name__}: {exc}") from exc
     return refs
@@ -58,20 +158,48 @@ def compute_references(spec: LabSpec) -> dict:
 
 def limits_for(spec: LabSpec, **override) -> Limits:
     base = {"cell_timeout": spec.cell_timeout, "notebook_timeout": spec.notebook_timeout,
-            "memory_mb": spec.memory_mb}
+            "memory_mb": spec.memory_mb, "scratch_mb": spec.scratch_mb}
     base.update({k: v for k, v in override.items() if v is not None})
     return Limits(**base)
 
 
-def _sha256(path: Path) -> str:
+def _tree_digest(root: Path, patterns=("*.py", "*.json")) -> str:
     h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+    for pat in patterns:
+        for f in sorted(root.rglob(pat)):
+            if "__pycache__" in f.parts:
+                continue
+            h.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
 
 
-def _charge(spec: LabSpec, sub, run: RunResult, gid: str) -> Verdict | None:
+def versions(lab: str, ledger_dir: str | None = None) -> dict:
+    """Content hashes of what decides a grade besides the submission."""
+    if ledger_dir is None:
+        import ledger
+
+        ledger_dir = list(ledger.__path__)[0]
+    return {"grader": _tree_digest(Path(__file__).resolve().parent, ("*.py",)),
+            "lab": lab_file_digest(lab), "ledger": _tree_digest(Path(ledger_dir))}
+
+
+# ----------------------------------------------------------------------------- one notebook
+_IDS: dict[str, set] = {}
+
+
+def _instructor_ids(spec: LabSpec, source: Path) -> set:
+    """Every grade_id of the instructor notebook (and of the spec)."""
+    if spec.name not in _IDS:
+        ids = {p.grade_id for p in spec.parts} | {f"{p.grade_id}_answer" for p in spec.parts}
+        try:
+            ids |= set(read_submission(source).meta_ids)
+        except (NotebookError, OSError):
+            pass
+        _IDS[spec.name] = ids
+    return _IDS[spec.name]
+
+
+def _charge(sub: Submission, run: RunResult, gid: str) -> Verdict | None:
     """If part ``gid`` has no answer because its cell failed, say so (and which cell)."""
     for idx in sub.cells_for(gid):
         c = run.cells.get(idx)
@@ -82,89 +210,139 @@ def _charge(spec: LabSpec, sub, run: RunResult, gid: str) -> Verdict | None:
     return None
 
 
-_IDS: dict[str, set] = {}
+@dataclass
+class _Item:
+    path: Path
+    student: str
+    name_note: str | None
+    raw: bytes | None
+    error: str | None
+    sha256: str
 
 
-def _instructor_ids(lab: str) -> set:
-    """Every grade_id of the instructor notebook (and of the spec)."""
-    if lab not in _IDS:
-        spec, source = load_lab(lab)
-        ids = {p.grade_id for p in spec.parts} | {f"{p.grade_id}_answer" for p in spec.parts}
+class _Batch:
+    def __init__(self, spec: LabSpec, source: Path, limits: Limits, sandbox: Sandbox, mode: str,
+                 key: bytes | None, vers: dict):
+        self.spec, self.source, self.limits, self.sandbox = spec, source, limits, sandbox
+        self.mode, self.key, self.versions = mode, key, vers
+        self._refs: dict[str, dict] = {}
+        self._lock = threading.Lock()
+
+    def refs(self, variant: dict) -> dict:
+        d = variant_digest(variant)
+        with self._lock:
+            if d not in self._refs:
+                self._refs[d] = compute_references(self.spec, variant)
+            return self._refs[d]
+
+    def grade(self, item: _Item) -> dict:
+        spec = self.spec
+        rec = {"student": item.student, "file": display_path(item.path), "lab": spec.name,
+               "versions": self.versions, "graded_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+               "parts": {}, "problems": [], "sha256": item.sha256,
+               "auto_max": spec.auto_points, "manual_max": sum(p.points for p in spec.parts if not p.auto)}
+        if item.name_note:
+            rec["problems"].append(item.name_note)
         try:
-            ids |= set(read_submission(source, "").meta_ids)
-        except (NotebookError, OSError):
-            pass
-        _IDS[lab] = ids
-    return _IDS[lab]
-
-
-def grade_notebook(path: Path, lab: str, refs: dict, limits: Limits, read_paths: list[str],
-                   student: str | None = None) -> dict:
-    """Grade one notebook; returns the instructor's record (details included)."""
-    spec, _ = load_lab(lab)
-    path = Path(path)
-    student = student or path.stem
-    rec = {"student": student, "file": str(path), "lab": lab, "spec": spec_digest(lab),
-           "graded_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "parts": {}, "problems": [],
-           "auto_max": spec.auto_points, "manual_max": sum(p.points for p in spec.parts if not p.auto)}
-    try:
-        rec["sha256"] = _sha256(path)
-        sub = read_submission(path, rec["sha256"])
-    except (NotebookError, OSError) as exc:
-        msg = str(exc) if isinstance(exc, NotebookError) else f"cannot read the file: {exc}"
-        rec.update(auto_score=0.0, status="unreadable")
-        rec["problems"].append(msg)
-        for p in spec.parts:
-            rec["parts"][p.grade_id] = Verdict("malformed" if p.auto else "manual",
-                                               f"notebook not graded: {msg}").to_json()
-        return rec
-    tampered = {g: v for g, v in sub.meta_points.items()
-                if g in {p.grade_id for p in spec.parts} and v != spec.part(g).points}
-    if tampered:
-        rec["problems"].append("nbgrader metadata changed (points ignored; the grader's spec decides): "
-                               + ", ".join(f"{g}={v!r}" for g, v in sorted(tampered.items())))
-    strangers = sorted(set(sub.meta_ids) - _instructor_ids(lab))
-    if strangers:
-        rec["problems"].append("nbgrader metadata names grade_ids this lab does not have (ignored): "
-                               + ", ".join(strangers[:10]))
-    run = run_cells([{"index": c["index"], "source": c["source"]} for c in sub.cells],
-                    spec.probes(), limits, read_paths)
-    rec["sandbox"] = {"confinement": run.confinement, "network": run.network, "restarts": run.restarts,
-                      "wall_s": round(run.wall_s, 3), "peak_rss_kb": run.peak_rss_kb,
-                      "finished": run.finished}
-    rec["problems"] += run.problems
-    rec["cells"] = {str(i): {k: v for k, v in c.items() if k != "output" or c["status"] != "ok"}
-                    for i, c in sorted(run.cells.items()) if c["status"] != "ok" or c.get("output_chars", 0) > limits.output_cap}
-    if run.stray_output:
-        rec["stray_output"] = run.stray_output[:2000]
-    score = 0.0
-    for p in spec.parts:
-        if not p.auto:
-            text = sub.markdown.get(p.grade_id)
-            v = Verdict("manual", "graded by hand" if text else "graded by hand (answer cell not found)",
-                        (text or "")[:4000])
+            if item.error:
+                raise NotebookError(item.error)
+            raw = item.raw if item.raw is not None else read_regular_file(item.path)
+            rec["sha256"] = item.sha256 = hashlib.sha256(raw).hexdigest()
+            sub = read_submission(item.path, item.sha256, raw)
+        except NotebookError as exc:
+            rec.update(auto_score=0.0, status="unreadable")
+            rec["problems"].append(str(exc))
+            for p in spec.parts:
+                rec["parts"][p.grade_id] = Verdict("malformed" if p.auto else "manual",
+                                                   f"notebook not graded: {exc}").to_json()
+            return rec
+        rec["problems"] += sub.notes
+        # the variant: whose numbers the answers are compared with
+        flagged = False
+        if self.mode == "common":
+            variant, tag_state = spec.default_variant(), "common"
+        elif self.mode == "tag":  # a student's self-check: the tag's own student, unverified
+            who = sub.tag.get("student") if isinstance(sub.tag, dict) else None
+            variant = variant_for(spec, who if isinstance(who, str) else None)
+            tag_state = "self-check" if isinstance(who, str) else "common"
         else:
-            if p.kind == "function":
-                ans = run.probes.get(p.grade_id)
-                if ans is None and run.kinds.get(p.grade_id) == "data":
-                    ans = {"not_callable": True, "type": "data"}
+            variant = variant_for(spec, item.student)
+            tag_state, msg = verify_tag(spec, sub.tag, item.student, self.key)
+            if tag_state not in ("ok", "unverified"):
+                flagged = True
+                rec["problems"].append("flagged: " + msg)
+            elif msg:
+                rec["problems"].append(msg)
+        rec["variant"] = {"mode": self.mode, "params": variant, "tag": tag_state}
+        tampered = {g: v for g, v in sub.meta_points.items()
+                    if g in {p.grade_id for p in spec.parts} and v != spec.part(g).points}
+        if tampered:
+            rec["problems"].append("nbgrader metadata changed (points ignored; the grader's spec decides): "
+                                   + ", ".join(f"{g}={v!r}" for g, v in sorted(tampered.items())))
+        strangers = sorted(set(sub.meta_ids) - _instructor_ids(spec, self.source))
+        if strangers:
+            rec["problems"].append("nbgrader metadata names grade_ids this lab does not have (ignored): "
+                                   + ", ".join(strangers[:10]))
+        refs = self.refs(variant)
+        run = self.sandbox.run([{"index": c["index"], "source": c["source"], "keys": c["keys"]} for c in sub.cells],
+                               spec.probes(), self.limits, preset={"P": variant} if spec.params else None)
+        rec["sandbox"] = {"isolation": run.isolation, "who": run.who, "confinement": run.confinement,
+                          "network": run.network, "ledger": run.ledger, "restarts": run.restarts,
+                          "wall_s": round(run.wall_s, 3), "cpu_s": round(run.cpu_s, 3),
+                          "peak_rss_kb": run.peak_rss_kb, "finished": run.finished}
+        rec["problems"] += run.problems
+        for i, c in sorted(run.cells.items()):
+            for note in c.get("notes") or []:
+                rec["problems"].append(f"cell {i}: {note}")
+            if clean_text(c.get("output", ""))[1] or clean_text(c.get("error", ""))[1]:
+                rec["problems"].append(f"cell {i} printed text that is not valid Unicode (lone surrogates); "
+                                       "it is kept escaped as \\udcXX")
+        if run.stray_output and "\ufffd" in run.stray_output:
+            rec["problems"].append("output written straight to the file descriptors was not UTF-8; the bad "
+                                   "bytes are shown as U+FFFD")
+        rec["cells"] = {str(i): {k: v for k, v in c.items() if k != "output" or c["status"] != "ok"}
+                        for i, c in sorted(run.cells.items())
+                        if c["status"] != "ok" or c.get("output_chars", 0) > self.limits.output_cap}
+        if run.stray_output:
+            rec["stray_output"] = run.stray_output[:2000]
+        score = 0.0
+        for p in spec.parts:
+            if not p.auto:
+                text = sub.markdown.get(p.grade_id)
+                v = Verdict("manual", "graded by hand" if text else "graded by hand (answer cell not found)",
+                            (text or "")[:4000])
             else:
-                ans = run.answers.get(p.grade_id)
-            present = p.grade_id in run.answers or p.grade_id in run.probes
-            if not present:
-                v = _charge(spec, sub, run, p.grade_id) or Verdict(
-                    "missing", f'no answer: ANSWER["{p.grade_id}"] was never assigned')
-                if run.notebook_timed_out and v.status == "missing":
-                    v = Verdict("timeout", "not reached: the notebook ran out of time before this answer")
-            elif isinstance(ans, dict) and set(ans) == {"__unserializable__"}:
-                v = Verdict("malformed", f"the answer is not plain data ({ans['__unserializable__']})")
-            else:
-                v = compare(p, ans, refs[p.grade_id])
-            score += v.score
-        rec["parts"][p.grade_id] = v.to_json()
-    rec["auto_score"] = round(score, 6)
-    rec["status"] = "graded"
-    return rec
+                if p.kind == "function":
+                    ans = run.probes.get(p.grade_id)
+                    if ans is None and run.kinds.get(p.grade_id) == "data":
+                        ans = {"not_callable": True, "type": "data"}
+                else:
+                    ans = run.answers.get(p.grade_id)
+                present = p.grade_id in run.answers or p.grade_id in run.probes
+                if (p.kind == "function" and not run.finished and p.grade_id not in run.probes
+                        and run.kinds.get(p.grade_id) == "function"):
+                    v = Verdict("timeout" if run.notebook_timed_out else "error",
+                                "the function was assigned, but the notebook was stopped before the grader "
+                                "could call it: " + "; ".join(run.problems)[:300])
+                elif not present:
+                    v = _charge(sub, run, p.grade_id) or Verdict(
+                        "missing", f'no answer: ANSWER["{p.grade_id}"] was never assigned')
+                    if run.notebook_timed_out and v.status == "missing":
+                        v = Verdict("timeout", "not reached: the notebook ran out of time before this answer")
+                elif isinstance(ans, dict) and set(ans) == {"__unserializable__"}:
+                    v = Verdict("malformed", f"the answer is not plain data ({ans['__unserializable__']})")
+                else:
+                    v = compare(p, ans, refs[p.grade_id])
+                score += v.score
+            rec["parts"][p.grade_id] = v.to_json()
+        rec["auto_score"] = round(score, 6)
+        rec["status"] = "flagged" if flagged else "graded"
+        hits: list = []
+        rec = _clean(rec, hits)
+        if hits:
+            rec["problems"].append("some output or answer text was not valid Unicode; it is shown with "
+                                   "\\udcXX escapes (e.g. " + hits[0][:60] + ")")
+        return rec
 
 
 # ----------------------------------------------------------------------------- batch
@@ -178,18 +356,6 @@ def parse_shard(text: str | None) -> tuple[int, int]:
     if n < 1 or not 0 <= i < n:
         raise GradeError(f"--shard {text!r}: need 0 <= I < N")
     return i, n
-
-
-def student_ids(paths: list[Path]) -> dict[Path, str]:
-    """File stem as the student id; stems used twice get their folder name prefixed."""
-    stems: dict[str, int] = {}
-    for p in paths:
-        stems[p.stem] = stems.get(p.stem, 0) + 1
-    out = {}
-    for p in paths:
-        sid = p.stem if stems[p.stem] == 1 else f"{p.parent.name}__{p.stem}"
-        out[p] = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in sid)
-    return out
 
 
 class Progress:
@@ -221,64 +387,108 @@ class Progress:
             self.stream.flush()
 
 
+def _resolve_mode(spec: LabSpec, variants: str) -> str:
+    if variants not in VARIANT_MODES:
+        raise GradeError(f"variants {variants!r}: choose from {', '.join(VARIANT_MODES)}")
+    if variants == "auto":
+        return "student" if spec.params else "common"
+    return variants
+
+
 def grade_batch(paths: Iterable[str | Path], lab: str, out: Path, *, jobs: int = 2,
                 shard: str | None = None, limits: Limits | None = None, progress: bool = True,
-                force: bool = False) -> dict:
+                force: bool = False, isolation: str = "auto", variants: str = "auto",
+                sandbox: Sandbox | None = None) -> dict:
     """Grade ``paths`` (this shard of them) into ``out/records``; returns a summary."""
-    spec, _ = load_lab(lab)
+    spec, source = load_lab(lab)
+    lab = canonical_lab(lab)
+    mode = _resolve_mode(spec, variants)
     i, n = parse_shard(shard)
-    all_paths = sorted({Path(p).resolve() for p in paths})
-    missing = [str(p) for p in all_paths if not p.is_file()]
+    all_paths = sorted({Path(os.path.abspath(p)) for p in paths})
+    missing = [display_path(p) for p in all_paths if not os.path.lexists(p)]
     if missing:
         raise GradeError(f"no such submission file(s): {', '.join(missing[:5])}")
     ids = student_ids(all_paths)
+    key = None
+    if mode == "student":
+        key = course_key()
+        if key is None:
+            raise GradeError("this lab gives every student their own numbers, and the notebooks' variant "
+                             "tags are checked with the course key, which is not on this machine (set "
+                             "AUTOGRADER_KEY_FILE to the key `release --student` used), or grade with "
+                             "--common to compare every submission with the book's numbers")
     mine = [p for k, p in enumerate(all_paths) if k % n == i]
     limits = limits or limits_for(spec)
-    refs = compute_references(spec)
-    read_paths = default_read_paths()
-    digest = spec_digest(lab)
+    compute_references(spec)  # the instructor's side fails here, before any sandbox starts
+    vers = versions(lab)
+    run_key = hashlib.sha256(json.dumps({"versions": vers, "limits": limits.__dict__, "variants": mode},
+                                        sort_keys=True).encode()).hexdigest()[:16]
     records_dir = out / "records"
     records_dir.mkdir(parents=True, exist_ok=True)
-    todo, skipped = [], []
+    todo: list[_Item] = []
+    skipped = []
     for p in mine:
+        sid, note = student_id(p)
+        try:
+            raw, err = read_regular_file(p), None
+            sha = hashlib.sha256(raw).hexdigest()
+        except NotebookError as exc:
+            raw, err, sha = None, str(exc), ""
+        if raw is not None and len(raw) > (1 << 20):
+            raw = None  # a big file is read again when its turn comes (and hashed again)
         rec_path = records_dir / f"{ids[p]}.json"
-        if not force and rec_path.exists():
+        if not force and raw is not None and rec_path.exists():
             try:
                 old = json.loads(rec_path.read_text(encoding="utf-8"))
-                if old.get("sha256") == _sha256(p) and old.get("spec") == digest:
+                if old.get("sha256") == sha and old.get("key") == run_key:
                     skipped.append(ids[p])
                     continue
             except (OSError, ValueError):
                 pass
-        todo.append(p)
+        todo.append(_Item(p, ids[p], note, raw, err, sha))
+    own_sandbox = sandbox is None
+    try:
+        if own_sandbox:
+            sandbox = Sandbox(isolation, spec.sandbox, jobs=max(1, jobs))
+    except IsolationError as exc:
+        raise GradeError(str(exc)) from None
+    batch = _Batch(spec, source, limits, sandbox, mode, key, vers)
     bar = Progress(len(todo), enabled=progress)
     t0 = time.monotonic()
     peak = 0
-    results = []
+    cpu_runs = 0.0
 
-    def work(p: Path) -> dict:
-        rec = grade_notebook(p, lab, refs, limits, read_paths, ids[p])
-        write_json_atomic(records_dir / f"{ids[p]}.json", rec)
+    def work(item: _Item) -> dict:
+        rec = batch.grade(item)
+        rec["key"] = run_key
+        write_json_atomic(records_dir / f"{item.student}.json", rec)
         return rec
 
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        futs = {pool.submit(work, p): p for p in todo}
-        for fut in as_completed(futs):
-            try:
-                rec = fut.result()
-            except Exception as exc:  # never lose the batch for one submission
-                p = futs[fut]
-                rec = {"student": ids[p], "file": str(p), "status": "grader-error",
-                       "problems": [f"{type(exc).__name__}: {exc}"], "auto_score": 0.0, "parts": {}}
-                write_json_atomic(records_dir / f"{ids[p]}.json", rec)
-            peak = max(peak, rec.get("sandbox", {}).get("peak_rss_kb", 0))
-            results.append(rec)
-            bar.step(rec["student"])
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            futs = {pool.submit(work, it): it for it in todo}
+            for fut in as_completed(futs):
+                try:
+                    rec = fut.result()
+                except Exception as exc:  # never lose the batch for one submission
+                    it = futs[fut]
+                    rec = {"student": it.student, "file": display_path(it.path), "status": "grader-error",
+                           "problems": [f"{type(exc).__name__}: {exc}"], "auto_score": 0.0, "parts": {},
+                           "lab": spec.name, "key": run_key, "sha256": it.sha256}
+                    write_json_atomic(records_dir / f"{it.student}.json", rec)
+                peak = max(peak, rec.get("sandbox", {}).get("peak_rss_kb", 0))
+                cpu_runs += rec.get("sandbox", {}).get("cpu_s", 0.0)
+                bar.step(rec["student"])
+        isolation_used = sandbox.describe()
+        runner_cpu = sandbox.runner_cpu
+    finally:
+        if own_sandbox:
+            sandbox.close()
     wall = time.monotonic() - t0
-    summary = {"lab": lab, "shard": f"{i}/{n}", "graded": len(todo), "skipped": sorted(skipped),
-               "wall_s": round(wall, 3), "jobs": jobs,
-               "per_minute": round(60 * len(todo) / wall, 1) if todo and wall > 0 else None,
-               "peak_rss_kb_per_worker": peak,
-               "limits": limits.__dict__}
+    summary = {"lab": spec.name, "shard": f"{i}/{n}", "graded": len(todo), "skipped": sorted(skipped),
+               "wall_s": round(wall, 3), "jobs": jobs, "isolation": isolation_used, "variants": mode,
+               "versions": vers, "per_minute": round(60 * len(todo) / wall, 1) if todo and wall > 0 else None,
+               "peak_rss_kb_per_worker": peak, "sandbox_cpu_s": round(cpu_runs, 3),
+               "runner_cpu_s_outside_rusage": round(runner_cpu, 3), "limits": limits.__dict__}
     write_json_atomic(out / "shards" / f"shard-{i}-of-{n}.json", summary)
     return summary

@@ -3,9 +3,15 @@ one answer with its reference.
 
 A lab's ``spec.py`` builds a :class:`LabSpec` of :class:`Part` objects.  Each part
 has a ``reference`` callable computing the expected answer *in the grader's process*
-(for lab 02 by calling ``ledger``); it is never written to a file the student sees
-and never sent to the sandbox.  Function parts also carry ``probes``: the inputs the
+(for the ``pytorch`` lab by calling ``ledger``); it is never written to a file the student
+sees and never sent to the sandbox.  Function parts also carry ``probes``: the inputs the
 grader sends to the sandbox, where the student's function is called on them.
+
+Per-student variants: a lab declares :class:`Param` objects (an exercise's sizes, dtypes
+...), each with the book's number as ``default`` and a pool of ``choices``.  A variant is
+a flat dict ``{"E5.M": 4096, ...}`` (:mod:`autograder.variants` draws it from the student
+id); every ``reference`` is called with the variant, and prompts may name a parameter as
+``{{E5.M}}``.
 
 Answer kinds (what the student assigns to ``ANSWER[grade_id]``):
 
@@ -14,7 +20,7 @@ Answer kinds (what the student assigns to ``ANSWER[grade_id]``):
 ``choice``    one string out of ``options``; exact after normalisation
 ``set``       a list/set of strings out of ``options`` (or free strings); exact set equality
 ``table``     ``{row: value}`` (values numbers, strings or nested dicts); every cell must match
-``mapping``   a dict compared exactly after normalisation (strings, numbers)
+``mapping``   a dict compared whole after normalisation; no message names its keys
 ``function``  a function; called on ``probes``, each output ``{field: number}`` compared
 ``manual``    free text in a markdown cell, graded by hand (never auto-scored)
 """
@@ -46,7 +52,7 @@ class Part:
     points: float
     kind: str
     prompt: str  # one line (Chinese) shown in feedback and the notebook
-    reference: Callable[[], Any] | None = None  # computed at grading time
+    reference: Callable[[dict], Any] | None = None  # reference(variant), computed at grading time
     unit: str = ""  # quantity: the unit the reference is computed in
     rel_tol: float = 0.01
     abs_tol: float = 0.0
@@ -74,6 +80,78 @@ class Part:
     def auto(self) -> bool:
         return self.kind != "manual"
 
+    def prompt_for(self, variant: dict | None) -> str:
+        """The prompt with the variant's numbers in place of ``{{E5.M}}``."""
+        return render(self.prompt, variant or {})
+
+    @property
+    def tolerance(self) -> str:
+        """How close an answer must be, in the words shown to the student (Chinese)."""
+        if self.kind in ("choice", "set", "mapping", "manual"):
+            return "精确匹配" if self.kind != "manual" else ""
+        rel = f"相对误差 ≤ {_pct(self.rel_tol)}" if self.rel_tol > 0 else ""
+        ab = f"绝对误差 ≤ {self.abs_tol:g}" if self.abs_tol > 0 else ""
+        if self.kind == "quantity" and ab:
+            ab += f" {self.unit}"
+        if rel and ab:
+            text = f"{rel} 或 {ab}"
+        else:
+            text = rel or ab or "精确相等"
+        if self.kind == "table":
+            text = "每一格 " + text + "（文字格须精确匹配）"
+        elif self.kind == "function":
+            text = "每个输入上每个字段 " + text
+        elif self.kind == "quantity":
+            text += "，按你写的单位换算后比较"
+        return text
+
+
+def _pct(x: float) -> str:
+    return f"{x * 100:.6g}%"
+
+
+_PLACEHOLDER = re.compile(r"\{\{([A-Za-z0-9_]+\.[A-Za-z0-9_]+)\}\}")
+
+
+def render(text: str, variant: dict) -> str:
+    """Replace ``{{E5.M}}`` by the variant's value (unknown names are an error)."""
+    def sub(m: re.Match) -> str:
+        key = m.group(1)
+        if key not in variant:
+            raise SpecError(f"placeholder {{{{{key}}}}} names no parameter of the lab")
+        return _show(variant[key])
+
+    return _PLACEHOLDER.sub(sub, text)
+
+
+def _show(v: Any) -> str:
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v)
+
+
+@dataclass(frozen=True)
+class Param:
+    """One per-student parameter of an exercise: ``E5.M`` drawn from ``choices``.
+
+    ``default`` is the number the book prints (its published answer uses it); the
+    instructor notebook, ``release`` without ``--student`` and nbgrader use the defaults.
+    ``choices`` should not contain the default, so that no student is asked the book's
+    question.
+    """
+    key: str  # "E5.M"
+    default: Any
+    choices: tuple
+    label: str = ""  # what it is (Chinese), shown beside the value in the notebook
+
+    def __post_init__(self) -> None:
+        if not re.fullmatch(r"[A-Za-z0-9_]+\.[A-Za-z0-9_]+", self.key):
+            raise SpecError(f"parameter {self.key!r}: write it as EXERCISE.NAME, e.g. E5.M")
+        if not self.choices:
+            raise SpecError(f"parameter {self.key}: no choices")
+        if not all(isinstance(c, (int, float, str)) and not isinstance(c, bool) for c in (self.default, *self.choices)):
+            raise SpecError(f"parameter {self.key}: values must be numbers or strings")
+
 
 @dataclass(frozen=True)
 class LabSpec:
@@ -83,6 +161,10 @@ class LabSpec:
     cell_timeout: float = 10.0
     notebook_timeout: float = 60.0
     memory_mb: int = 1024
+    scratch_mb: int = 64  # the sandbox's writable scratch directory (a size-limited tmpfs)
+    params: tuple[Param, ...] = ()  # per-student variants (see Param)
+    derive: Callable[[dict], dict] | None = None  # values that follow from the drawn ones (E7.S2 = 2 E7.S)
+    sandbox: Any = None  # autograder.sandbox.SandboxPolicy: extra read-only paths, device nodes
 
     def __post_init__(self) -> None:
         seen: set[str] = set()
@@ -90,6 +172,22 @@ class LabSpec:
             if p.grade_id in seen:
                 raise SpecError(f"duplicate grade_id {p.grade_id}")
             seen.add(p.grade_id)
+        keys = [p.key for p in self.params]
+        if len(set(keys)) != len(keys):
+            raise SpecError("duplicate parameter keys")
+        for p in self.parts:  # every placeholder names a declared parameter
+            render(p.prompt, self.default_variant())
+
+    def default_variant(self) -> dict:
+        """The book's numbers: the instructor notebook, nbgrader, ``grade --common``."""
+        return self.complete({p.key: p.default for p in self.params})
+
+    def complete(self, drawn: dict) -> dict:
+        """The drawn parameters plus the derived ones."""
+        out = dict(drawn)
+        if self.derive is not None:
+            out.update(self.derive(dict(drawn)))
+        return out
 
     def part(self, grade_id: str) -> Part:
         for p in self.parts:
@@ -273,6 +371,21 @@ def _table(part: Part, answer: Any, want: dict) -> tuple[bool, list[str]]:
     return (not wrong), wrong
 
 
+def _mapping(part: Part, answer: Any, want: dict) -> bool:
+    """A dict answer compared whole.  Its keys are part of the answer, so no message names
+    them (nor how many there are): a wrong or incomplete dict is just wrong."""
+    if answer is None:
+        raise _Bad(MISSING, "not answered yet")
+    if not isinstance(answer, dict):
+        raise _Bad(MALFORMED, f"expected a dict, got {type(answer).__name__}")
+    if {str(k) for k in answer} != {str(k) for k in want}:
+        return False
+    try:
+        return all(_cell_equal(part, _lookup(answer, k), v, "") for k, v in want.items())
+    except _Bad:
+        return False
+
+
 def _function_outputs(part: Part, outputs: Any, want: list[dict]) -> tuple[bool, list[str]]:
     """``outputs`` is what the sandbox sent back: list of {"ok":..., "value"|"error":...}."""
     if outputs is None:
@@ -318,8 +431,10 @@ def compare(part: Part, answer: Any, reference: Any) -> Verdict:
             ok, where = _choice(part, answer, reference), []
         elif part.kind == "set":
             ok, where = _set(part, answer, reference), []
-        elif part.kind in ("table", "mapping"):
+        elif part.kind == "table":
             ok, where = _table(part, answer, reference)
+        elif part.kind == "mapping":
+            ok, where = _mapping(part, answer, reference), []
         elif part.kind == "function":
             ok, where = _function_outputs(part, answer, reference)
         else:  # pragma: no cover - guarded by Part

@@ -28,11 +28,19 @@ _WORD = {"right": "正确", "wrong": "错误", "malformed": "格式不对", "mis
          "error": "运行出错", "manual": "待人工批改"}
 
 
+def _umask_mode() -> int:
+    """0o666 less the process umask: what a plain open() would create (mkstemp makes 0600)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
 def _atomic_write(path: Path, text: str | bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    with os.fdopen(fd, "wb") as f:
-        f.write(text.encode("utf-8") if isinstance(text, str) else text)
+    os.chmod(tmp, _umask_mode())
+    with os.fdopen(fd, "wb") as f:  # never a crash on a stray surrogate: written escaped
+        f.write(text.encode("utf-8", "backslashreplace") if isinstance(text, str) else text)
     os.replace(tmp, path)
 
 
@@ -53,13 +61,16 @@ def load_records(dirs: list[Path]) -> list[dict]:
 
 def student_markdown(rec: dict, spec: LabSpec, instructor: bool = False) -> str:
     total, amax = rec.get("auto_score", 0.0), spec.auto_points
+    variant = (rec.get("variant") or {}).get("params") or spec.default_variant()
     lines = [f"# {spec.title} · {rec['student']}", "",
              f"自动判分：**{total:g} / {amax:g}**（另有 {sum(p.points for p in spec.parts if not p.auto):g} "
              f"分由助教人工批改）", ""]
+    if rec.get("status") == "flagged":
+        lines += ["**这份作业已标记待教师核对**（见下面的注意事项）。", ""]
     if rec.get("problems"):
         lines += ["**注意**", ""] + [f"- {p}" for p in rec["problems"]] + [""]
     for ex in spec.exercises:
-        lines += [f"## {ex}", "", "| 小问 | 分数 | 结果 | 说明 |", "|---|---|---|---|"]
+        lines += [f"## {ex}", "", "| 小问 | 分数 | 结果 | 说明 | 容差 |", "|---|---|---|---|---|"]
         for p in (q for q in spec.parts if q.exercise == ex):
             v = rec.get("parts", {}).get(p.grade_id, {"status": "missing", "message": "not graded", "score": 0})
             st = v.get("status", "missing")
@@ -67,11 +78,17 @@ def student_markdown(rec: dict, spec: LabSpec, instructor: bool = False) -> str:
             if instructor and v.get("detail"):
                 msg += " — *" + str(v["detail"]).replace("|", "\\|").replace("\n", " ")[:400] + "*"
             pts = "—" if st == "manual" else f"{v.get('score', 0):g}/{p.points:g}"
-            lines.append(f"| `{p.grade_id}` {p.prompt} | {pts} | {_ICON.get(st, '')} {_WORD.get(st, st)} | {msg} |")
+            try:
+                prompt = p.prompt_for(variant)
+            except Exception:  # noqa: BLE001 - a record from another version of the lab
+                prompt = p.prompt
+            lines.append(f"| `{p.grade_id}` {prompt} | {pts} | {_ICON.get(st, '')} {_WORD.get(st, st)} | {msg} "
+                         f"| {p.tolerance or '—'} |")
         lines.append("")
     if instructor:
         lines += ["## 评分过程（仅教师可见）", "", "```json",
-                  json.dumps({k: rec.get(k) for k in ("file", "sha256", "sandbox", "cells", "stray_output")},
+                  json.dumps({k: rec.get(k) for k in ("file", "sha256", "variant", "versions", "sandbox", "cells",
+                                                      "stray_output")},
                              ensure_ascii=False, indent=1)[:20000], "```", ""]
     return "\n".join(lines)
 
@@ -197,9 +214,11 @@ def merge(dirs: list[Path], out: Path, lab: str | None = None, plot: bool = True
                 shards.append(json.loads(f.read_text(encoding="utf-8")))
             except ValueError:
                 pass
-    log = {"lab": lab, "students": len(recs), "auto_max": spec.auto_points, "shards": shards,
+    log = {"lab": spec.name, "students": len(recs), "auto_max": spec.auto_points, "shards": shards,
            "submissions": [{"student": r["student"], "status": r.get("status"),
                             "auto_score": r.get("auto_score"), "problems": r.get("problems", []),
+                            "isolation": (r.get("sandbox") or {}).get("isolation", ""),
+                            "variant": {k: v for k, v in (r.get("variant") or {}).items() if k != "params"},
                             "sandbox": r.get("sandbox", {})} for r in recs]}
     _atomic_write(out / "log.json", json.dumps(log, ensure_ascii=False, indent=1))
     if plot:

@@ -1,38 +1,102 @@
-"""Run one submission's code cells in a confined child process (see :mod:`autograder.runner`).
+"""Run one submission's code cells confined (the child side is :mod:`autograder.runner`).
 
-Layers, each independent of the others:
+Isolation modes (``grade --isolation``; ``auto`` takes the first that works here):
 
-* a fresh Python process per submission (``python -I``), its own session and process
-  group, its own scratch directory (the only writable place) and a stripped environment;
-* resource limits set by the runner before any student code: address space (``RLIMIT_AS``), CPU seconds,
-  file size, open files, core dumps, processes (``RLIMIT_NPROC``, enforced by the
-  kernel only for non-root users, so the runner also refuses process creation);
-* no network: a new network namespace when the OS allows it (root, or unprivileged
-  user namespaces), Landlock TCP rules (Linux >= 6.7), and an audit hook refusing sockets;
-* file system: Landlock read-only rules for the interpreter, its libraries and
-  ``ledger`` only (Linux >= 5.13), plus the audit hook's path check as a second fence;
-* wall clock: SIGALRM per cell inside the child, and the parent's watchdog per cell and
-  per notebook; a cell that ignores the alarm or kills the process is recorded, the
-  process tree is killed and the notebook re-run without that cell, so the other parts
-  are still graded.
+``bwrap``    bubblewrap (Debian package ``bubblewrap``): new user, mount, PID, network,
+             IPC and UTS namespaces; the file system is an empty root with read-only
+             binds of ``/usr``, the Python installation and its virtual environment, the
+             grader's own ``ledger`` (at ``/course/ledger``) and the runner; ``/proc`` of
+             the sandbox's own PID namespace; a minimal ``/dev`` (null, zero, full,
+             random, urandom, tty), read-only; ``/tmp`` is the scratch directory, a tmpfs
+             of ``Limits.scratch_mb``.  Nothing else of the host exists inside: not
+             ``/etc`` (so no ``/etc/shadow``), not the grader's files, the labs, the
+             references or the other submissions.  When the grader runs as root, each
+             worker slot first drops to its own unprivileged uid (``AUTOGRADER_SANDBOX_UID``
+             + slot, default 1700000000 + slot) with no capabilities (``setpriv``), and only
+             then starts bubblewrap; paths the sandbox needs that lie below a directory that
+             uid may not search (a pyenv Python under ``/root``) are made reachable in a
+             private mount namespace held by a helper (``runner.py --stage``), entered with
+             ``nsenter``, never on the host.
+``uid``      fallback without bubblewrap, root only: the runner starts as root, makes a
+             private mount, network, IPC and UTS namespace, mounts the size-limited tmpfs
+             scratch, then drops for good to the slot's unprivileged uid (no groups, no
+             capabilities) before any student code.
+``process``  no privilege to drop (a non-root grader without bubblewrap): the runner keeps
+             the grader's uid; a user namespace gives the tmpfs scratch and the private
+             network where the kernel allows it.  Refused when the grader runs as root.
+
+The sandbox's Python starts without ``site`` (``-I -S``): the runner puts the grader's
+``ledger`` first on ``sys.path``, then the standard library and the environment's
+site-packages; no ``.pth`` file runs, so an editable install pointing at another checkout
+cannot change what the sandbox imports.
+
+Inside every mode the runner adds its own fences before the first cell: resource limits
+(address space, CPU seconds, file size, open files, processes, no core dumps), Landlock
+(read-only paths, the scratch directory, no TCP, no signals outside), a seccomp filter
+(no fork, no exec) and a Python audit hook that refuses the same with readable messages.
+
+The parent's watchdog never trusts the child: results come back as JSON lines over a pipe
+the grader created, the child's stdout/stderr over another (drained, capped), and the job
+goes in as an anonymous file; the grader never opens a path inside the scratch directory.
+Every run has a wall-clock deadline per cell and per notebook; at either the parent kills
+the whole process group (and, in bubblewrap, the PID namespace with it).  A kill is
+reported as what it was: the cell's time limit, the notebook's time limit, the CPU-time
+limit (SIGXCPU), memory (``MemoryError`` under the address-space limit, or a crash near it).
+
+For labs that need more (the future GPU labs): :class:`SandboxPolicy` in a lab's spec
+(``LabSpec.sandbox``) lists extra read-only paths and device nodes, by glob::
+
+    SandboxPolicy(read_paths=("/usr/local/cuda", "/proc/driver/nvidia"),
+                  devices=("/dev/nvidia*",), env=(("CUDA_HOME", "/usr/local/cuda"),))
+
+Read paths are bound read-only at the same path (after the scratch tmpfs, so they may lie
+under ``/tmp``); device nodes are bound into the sandbox's ``/dev`` (``--dev-bind``) and
+granted read, write and ioctl by Landlock; ``env`` is added to the student code's
+environment.  Nothing else changes.  Keep such lists short and reviewed.
+
+Programmatic use (what ``grade`` does)::
+
+    with Sandbox("auto", spec.sandbox, jobs=4) as sb:      # probes the chain once
+        result = sb.run(cells, probes, Limits(...), preset={"P": variant})
+        result.answers, result.probes, result.cells, result.isolation, ...
 """
 from __future__ import annotations
 
+import glob
 import json
 import os
+import queue
 import select
 import shutil
 import signal
+import subprocess
 import sys
 import sysconfig
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["Limits", "RunResult", "run_cells", "default_read_paths"]
+__all__ = ["Limits", "RunResult", "Sandbox", "SandboxPolicy", "IsolationError", "run_cells",
+           "ISOLATIONS", "bwrap_binary"]
 
 RUNNER = Path(__file__).with_name("runner.py")
+ISOLATIONS = ("auto", "bwrap", "uid", "process")
+UID_BASE = int(os.environ.get("AUTOGRADER_SANDBOX_UID", "1700000000"))
+_DEV_BASIC = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
+
+
+class IsolationError(RuntimeError):
+    """The requested isolation is not available here, or would run student code as root."""
+
+
+@dataclass(frozen=True)
+class SandboxPolicy:
+    """What a lab adds to the sandbox's default view (see the module docstring)."""
+    read_paths: tuple[str, ...] = ()  # host paths, bound read-only at the same path
+    devices: tuple[str, ...] = ()  # glob patterns of device nodes, e.g. "/dev/nvidia*"
+    env: tuple[tuple[str, str], ...] = ()  # extra environment of the student code, e.g. (("CUDA_HOME", ...),)
 
 
 @dataclass(frozen=True)
@@ -40,11 +104,17 @@ class Limits:
     cell_timeout: float = 10.0
     notebook_timeout: float = 60.0
     memory_mb: int = 1024
-    nproc: int = 32  # extra processes allowed (non-root graders)
+    cpu_s: float | None = None  # CPU seconds per run of the notebook (default: notebook_timeout)
+    scratch_mb: int = 64  # the writable scratch directory (tmpfs size)
+    nproc: int = 32  # processes/threads of the sandbox user
     output_cap: int = 4000  # characters kept per cell
     fsize_mb: int = 16
     max_restarts: int = 4
     grace: float = 1.5  # parent watchdog slack after the in-process alarm
+
+    @property
+    def cpu_budget(self) -> float:
+        return float(self.cpu_s if self.cpu_s is not None else self.notebook_timeout)
 
 
 @dataclass
@@ -54,49 +124,603 @@ class RunResult:
     kinds: dict = field(default_factory=dict)
     probes: dict = field(default_factory=dict)
     has_answer_dict: bool = False
+    isolation: str = ""  # the mode the grader chose (not what the child says)
+    who: str = ""  # the child's account of its uid and scratch
     confinement: str = ""
     network: str = ""
+    ledger: str = ""
     restarts: int = 0
     notebook_timed_out: bool = False
     finished: bool = False
     wall_s: float = 0.0
+    cpu_s: float = 0.0
     peak_rss_kb: int = 0
     stray_output: str = ""
     problems: list[str] = field(default_factory=list)
 
 
-def default_read_paths() -> list[str]:
+def bwrap_binary() -> str | None:
+    """``AUTOGRADER_BWRAP`` (a path, or ``none`` to pretend it is missing), else ``bwrap`` on PATH."""
+    env = os.environ.get("AUTOGRADER_BWRAP")
+    if env is not None:
+        return None if env.strip().lower() in ("", "none", "0", "no") else env
+    return shutil.which("bwrap")
+
+
+def _sig_name(sig: int) -> str:
+    try:
+        return signal.Signals(sig).name
+    except ValueError:
+        return f"signal {sig}"
+
+
+def _outermost(paths) -> list[str]:
+    out: list[str] = []
+    for p in sorted({os.path.realpath(p) for p in paths if p and os.path.exists(p)}, key=len):
+        if not any(p == q or p.startswith(q.rstrip("/") + "/") for q in out):
+            out.append(p)
+    return out
+
+
+def _python_paths(python: str) -> list[str]:
+    """The Python installation and its environment (host paths)."""
     paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
-             os.path.dirname(os.path.realpath(sys.executable))}
+             os.path.dirname(os.path.realpath(python)), os.path.dirname(os.path.abspath(python))}
     for key in ("stdlib", "platstdlib", "purelib", "platlib"):
         p = sysconfig.get_paths().get(key)
         if p:
             paths.add(p)
-    # /proc is not listed: the runner adds its own /proc/self (other processes stay hidden)
-    for p in ("/usr", "/lib", "/lib64", "/bin", "/etc", "/dev", "/sys"):
-        paths.add(p)
-    try:  # the course's ledger package (students may import it), nothing else of the repo
-        import ledger  # noqa: F401
-
-        paths.update(ledger.__path__)
-    except ImportError:  # pragma: no cover
-        pass
-    return sorted(os.path.realpath(p) for p in paths if os.path.exists(p))
+    return _outermost(paths)
 
 
-def _user_processes() -> int:
-    uid, n = os.getuid(), 0
-    try:
-        for d in os.listdir("/proc"):
-            if d.isdigit():
+def _site_dirs() -> list[str]:
+    """The environment's site-packages (the sandbox's Python runs without ``site``)."""
+    out = []
+    for key in ("purelib", "platlib"):
+        p = sysconfig.get_paths().get(key)
+        if p and os.path.isdir(p) and p not in out:
+            out.append(p)
+    return out
+
+
+def _default_ledger_dir() -> str:
+    import ledger
+
+    return os.path.realpath(list(ledger.__path__)[0])
+
+
+class Sandbox:
+    """One configured isolation for a batch; :meth:`run` grades one submission's cells.
+
+    ``jobs`` worker slots may run at once; each has its own sandbox uid when the grader
+    is root.  Use as a context manager (or call :meth:`close`).
+    """
+
+    def __init__(self, isolation: str = "auto", policy: SandboxPolicy | None = None, *,
+                 ledger_dir: str | None = None, python: str | None = None, jobs: int = 1):
+        if isolation not in ISOLATIONS:
+            raise IsolationError(f"unknown isolation {isolation!r}; choose from {', '.join(ISOLATIONS)}")
+        self.policy = policy or SandboxPolicy()
+        self.python = python or sys.executable
+        self.root = os.geteuid() == 0
+        self.ledger_dir = os.path.realpath(ledger_dir or _default_ledger_dir())
+        self.tmp = tempfile.mkdtemp(prefix="ag-sandbox-")
+        os.chmod(self.tmp, 0o755)  # the sandbox uid must reach its scratch mount point
+        self.stager: subprocess.Popen | None = None
+        self.slots: queue.Queue[int] = queue.Queue()
+        for k in range(max(1, jobs)):
+            self.slots.put(k)
+        self._seq = 0
+        self.runner_cpu = 0.0  # CPU seconds the bubblewrapped runners reported (not in our rusage)
+        self._cpu_lock = threading.Lock()
+        self.devices = sorted({os.path.realpath(d) if not os.path.islink(d) else d
+                               for pat in self.policy.devices for d in glob.glob(pat)})
+        self.extra_read = _outermost(self.policy.read_paths)
+        self._site_dirs = _site_dirs()
+        self.mode, self.why = "", ""
+        self._launch = ""  # the mode being set up (and probed), then the mode in use
+        try:
+            self._choose(isolation)
+        except BaseException:
+            self.close()
+            raise
+
+    # ------------------------------------------------------------------ set-up
+    def _choose(self, requested: str) -> None:
+        reasons = []
+        if requested in ("auto", "bwrap"):
+            b = bwrap_binary()
+            if not b:
+                reasons.append("bubblewrap is not installed (Debian: apt-get install bubblewrap)")
+            else:
                 try:
-                    if os.stat(f"/proc/{d}").st_uid == uid:
-                        n += 1
-                except OSError:
-                    pass
-    except OSError:
+                    self._setup_bwrap(b)
+                    self._probe()
+                    self.mode = "bwrap"
+                    return
+                except IsolationError as exc:
+                    reasons.append(f"bubblewrap does not work here: {exc}")
+                    self._stop_stager()
+            if requested == "bwrap":
+                raise IsolationError("; ".join(reasons))
+        if requested in ("auto", "uid"):
+            if not self.root:
+                if requested == "uid":
+                    raise IsolationError("isolation 'uid' switches to an unprivileged uid and needs a "
+                                         "grader running as root")
+            else:
+                try:
+                    self._setup_direct("uid")
+                    self._probe()
+                    self.mode = "uid"
+                    self.why = "; ".join(reasons)
+                    return
+                except IsolationError as exc:
+                    reasons.append(f"dropping to an unprivileged uid failed: {exc}")
+                if requested == "uid":
+                    raise IsolationError("; ".join(reasons))
+        if self.root:
+            raise IsolationError("refusing to run student code as root without isolation: "
+                                 + ("; ".join(reasons) or "isolation 'process' keeps the grader's uid")
+                                 + ". Install bubblewrap, or run the grader as an unprivileged user.")
+        self._setup_direct("process")
+        self._probe()
+        self.mode = "process"
+        self.why = "; ".join(reasons)
+
+    def _slot_uid(self, slot: int) -> int:
+        return UID_BASE + slot if self.root else os.getuid()
+
+    def _setup_bwrap(self, bwrap: str) -> None:
+        py = _python_paths(self.python)
+        binds = _outermost([p for p in py if not p.startswith("/usr/")])
+        args = [bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent",
+                "--new-session", "--hostname", "sandbox", "--clearenv",
+                "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "LANG", "C.UTF-8",
+                "--setenv", "HOME", "/tmp", "--setenv", "OMP_NUM_THREADS", "1",
+                "--ro-bind", "/usr", "/usr"]
+        inside = ["/usr"]
+        for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
+            if os.path.islink(top):
+                args += ["--symlink", os.readlink(top), top]
+            elif os.path.isdir(top):
+                args += ["--ro-bind", top, top]
+                inside.append(top)
+        for p in binds:
+            args += ["--ro-bind", p, p]
+            inside.append(p)
+        for f in ("/etc/ld.so.cache", "/etc/localtime"):
+            if os.path.exists(f):
+                args += ["--ro-bind", f, f]
+                inside.append(f)
+        args += ["--ro-bind", self.ledger_dir, "/course/ledger",
+                 "--ro-bind", str(RUNNER), "/sandbox/runner.py",
+                 "--proc", "/proc", "--dev", "/dev"]
+        for d in self.devices:
+            args += ["--dev-bind", d, d]
+        args += ["--remount-ro", "/dev"]
+        # a lab's own read-only paths come after the scratch tmpfs (which may not hide them)
+        late = []
+        for p in self.extra_read:
+            late += ["--ro-bind", p, p]
+            inside.append(p)
+        self._launch = "bwrap"
+        self._bwrap_args = args
+        self._bwrap_late = late
+        self._inside_read = inside + ["/course", "/sandbox"] + list(_DEV_BASIC)
+        self._expected_ledger = "/course/ledger"
+        sources = binds + self.extra_read + ["/usr", self.ledger_dir, str(RUNNER)] + self.devices
+        if self.root:
+            for tool in ("setpriv", "nsenter"):
+                if not shutil.which(tool):
+                    raise IsolationError(f"{tool} (util-linux) is needed to drop root before bubblewrap")
+            blocked = [p for p in sources if _blocked_for(p, UID_BASE)]
+            if blocked:
+                self._start_stager(sources, UID_BASE)
+
+    def _setup_direct(self, mode: str) -> None:
+        self._launch = mode
+        course = os.path.join(self.tmp, "course")
+        os.makedirs(course, exist_ok=True)
+        link = os.path.join(course, "ledger")
+        if not os.path.islink(link):
+            os.symlink(self.ledger_dir, link)
+        os.chmod(course, 0o755)
+        self._course_dir = course
+        read = _python_paths(self.python) + ["/usr", "/bin", "/lib", "/lib64", course, self.ledger_dir,
+                                             "/etc/ld.so.cache", "/etc/localtime"]
+        read += self.extra_read + list(_DEV_BASIC)
+        self._inside_read = sorted({os.path.realpath(p) for p in read if os.path.exists(p)} | {course})
+        self._expected_ledger = self.ledger_dir
+
+    def _start_stager(self, paths: list[str], uid: int) -> None:
+        env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
+        self.stager = subprocess.Popen([self.python, "-I", "-X", "utf8", str(RUNNER), "--stage"],
+                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                       stderr=subprocess.PIPE, env=env, cwd="/", start_new_session=True)
+        self.stager.stdin.write((json.dumps({"expose": paths, "uid": uid}) + "\n").encode())
+        self.stager.stdin.flush()
+        ready, _, _ = select.select([self.stager.stdout], [], [], 20)
+        line = self.stager.stdout.readline() if ready else b""
+        if not line:
+            err = b""
+            if self.stager.poll() is not None:
+                err = self.stager.stderr.read()[-500:]
+            raise IsolationError("the mount-namespace helper did not start: "
+                                 + err.decode("utf-8", "replace").strip())
+
+    def _stop_stager(self) -> None:
+        if self.stager is not None:
+            try:
+                self.stager.stdin.close()
+                self.stager.wait(5)
+            except (OSError, subprocess.TimeoutExpired):
+                self.stager.kill()
+                self.stager.wait()
+            self.stager = None
+
+    def _probe(self) -> None:
+        """One empty run: the chain starts, confines itself and imports the grader's ledger."""
+        r = self.run([{"index": 0, "source": "import ledger"}], {},
+                     Limits(cell_timeout=30, notebook_timeout=60, memory_mb=1024), probe=True)
+        if not r.finished or r.cells.get(0, {}).get("status") != "ok":
+            why = "; ".join(r.problems) or r.cells.get(0, {}).get("error") or r.stray_output[-300:] or "no result"
+            raise IsolationError(why.strip())
+        if os.path.realpath(r.ledger) != os.path.realpath(self._expected_ledger):
+            raise IsolationError(f"the sandbox would import ledger from {r.ledger!r}, the grader's is "
+                                 f"{self.ledger_dir!r}")
+
+    def describe(self) -> str:
+        return self.mode + (f" (not bwrap: {self.why})" if self.why and self.mode != "bwrap" else "")
+
+    def close(self) -> None:
+        self._stop_stager()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # ------------------------------------------------------------------ one submission
+    def run(self, cells: list[dict], probes: dict, limits: Limits = Limits(), probe: bool = False,
+            preset: dict | None = None) -> RunResult:
+        """Execute ``cells`` ([{"index", "source"}]) confined; return what came back as data.
+
+        ``preset``: names (JSON data) defined before the first cell, like ``ANSWER`` and
+        ``check`` are (the grader passes the student's parameters ``P``)."""
+        slot = self.slots.get()
+        try:
+            return self._run(cells, probes, limits, slot, probe, preset or {})
+        finally:
+            self.slots.put(slot)
+
+    def _run(self, cells, probes, limits, slot, probe, preset) -> RunResult:
+        result = RunResult(isolation=self._launch)
+        t0 = time.monotonic()
+        deadline = t0 + limits.notebook_timeout
+        skip: set[int] = set()
+        while True:
+            cpu_left = limits.cpu_budget  # per run: a cell stopped by it is charged, the rest re-run
+            state, current, phase, kill = self._one_run(cells, probes, limits, skip, deadline, slot,
+                                                        result, cpu_left, preset)
+            if state == "done":
+                result.finished = True
+                break
+            if state == "notebook_timeout":
+                result.notebook_timed_out = True
+                if current is not None:
+                    result.cells[current] = {"status": "timeout", "output": "", "output_chars": 0,
+                                             "error": f"the notebook ran past its {limits.notebook_timeout:g} s "
+                                                      "wall-clock limit in this cell"}
+                result.problems.append(f"the notebook ran past its {limits.notebook_timeout:g} s wall-clock "
+                                       "limit; it was stopped")
+                break
+            if state == "flood":
+                result.problems.append("the submission flooded the result channel; stopped")
+                break
+            if phase == "cells" and current is not None:
+                if state == "cell_hung":
+                    err = f"cell ran past its {limits.cell_timeout:g} s limit and ignored the alarm; it was killed"
+                    st = "timeout"
+                else:
+                    err = "the process " + kill + " while running this cell"
+                    st = "crashed"
+                result.cells[current] = {"status": st, "error": err, "output": "", "output_chars": 0}
+                skip.add(current)
+                if result.restarts >= limits.max_restarts:
+                    result.problems.append("too many cells hung or crashed; stopped re-running")
+                    break
+                result.restarts += 1
+                continue
+            where = "while evaluating answers" if phase == "probes" else "before running the cells"
+            result.problems.append(("timed out " if state == "cell_hung" else "the process " + kill + " ") + where)
+            break
+        result.wall_s = time.monotonic() - t0
+        return result
+
+    def _argv(self, slot: int, limits: Limits, fd: int) -> list[str]:
+        # -S: no site module, so no .pth file runs (the editable install's finder would point
+        # at whichever checkout installed the venv); the runner sets sys.path itself
+        tail = [self.python, "-I", "-S", "-X", "utf8"]
+        if self._launch == "bwrap":
+            uid = self._slot_uid(slot)
+            prefix = []
+            if self.root:
+                if self.stager is not None:
+                    prefix = ["nsenter", f"--mount=/proc/{self.stager.pid}/ns/mnt", "--"]
+                prefix += ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
+                           "--inh-caps=-all", "--"]
+            return (prefix + self._bwrap_args
+                    + ["--size", str(limits.scratch_mb << 20), "--perms", "0700", "--tmpfs", "/tmp"]
+                    + self._bwrap_late + ["--remount-ro", "/", "--chdir", "/tmp", "--"]
+                    + tail + ["/sandbox/runner.py", str(fd)])
+        return tail + [str(RUNNER), str(fd)]
+
+    def _job(self, cells, probes, limits, skip, slot, cpu_left, scratch, preset) -> dict:
+        bw = self._launch == "bwrap"
+        uid = self._slot_uid(slot)
+        nproc = limits.nproc if self.root else _user_processes() + limits.nproc
+        job = {"mode": self._launch,
+               "cells": cells, "skip": sorted(skip), "probes": probes, "preset": preset,
+               "cell_timeout": limits.cell_timeout, "output_cap": limits.output_cap,
+               "read_paths": self._inside_read, "devices": self.devices,
+               "scratch": "/tmp" if bw else scratch,
+               "course_dir": "/course" if bw else self._course_dir,
+               "site_dirs": self._site_dirs,
+               "env": dict(self.policy.env),
+               "limits": {"memory_bytes": limits.memory_mb << 20, "cpu_s": int(cpu_left + 0.999),
+                          "fsize_bytes": limits.fsize_mb << 20, "nproc": nproc,
+                          "scratch_bytes": limits.scratch_mb << 20}}
+        if job["mode"] == "uid":
+            job["drop"] = {"uid": uid, "gid": uid}
+            job["expose"] = self._inside_read + [scratch, str(RUNNER)]
+        return job
+
+    def _one_run(self, cells, probes, limits, skip, deadline, slot, result, cpu_left, preset):
+        self._seq += 1
+        scratch = os.path.join(self.tmp, f"scratch-{slot}-{self._seq}")
+        os.mkdir(scratch, 0o700)
+        rfd, wfd = os.pipe()
+        ofd_r, ofd_w = os.pipe()
+        jobf = tempfile.TemporaryFile()
+        jobf.write(json.dumps(self._job(cells, probes, limits, skip, slot, cpu_left, scratch, preset)).encode())
+        jobf.flush()
+        jobf.seek(0)
+        env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "HOME": scratch,
+               "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+        try:
+            proc = subprocess.Popen(self._argv(slot, limits, wfd), stdin=jobf, stdout=ofd_w,
+                                    stderr=subprocess.STDOUT, cwd="/", env=env, pass_fds=(wfd,),
+                                    close_fds=True, start_new_session=True)
+        finally:
+            os.close(wfd)
+            os.close(ofd_w)
+            jobf.close()
+        current: int | None = None
+        phase, state, buf = "cells", "running", b""
+        stray, stray_total = bytearray(), 0
+        cell_deadline = None
+        received = 0
+        saw_hello = False
+        reported_cpu = 0.0  # the runner's own account (bubblewrap's PID-1 reaper hides it from wait4)
+        partial = {"answers": {}, "kinds": {}, "probes": {}}  # as of the last finished cell of this run
+        try:
+            os.set_blocking(ofd_r, False)
+            open_fds = [rfd, ofd_r]
+            while True:
+                now = time.monotonic()
+                limit = deadline if cell_deadline is None else min(deadline, cell_deadline)
+                if now >= limit:
+                    state = "notebook_timeout" if now >= deadline else "cell_hung"
+                    break
+                ready, _, _ = select.select(open_fds, [], [], min(limit - now, 1.0))
+                if ofd_r in ready:
+                    try:
+                        chunk = os.read(ofd_r, 1 << 16)
+                    except BlockingIOError:
+                        chunk = None
+                    if chunk == b"":
+                        open_fds.remove(ofd_r)
+                    elif chunk:
+                        stray_total += len(chunk)
+                        if len(stray) < limits.output_cap:
+                            stray += chunk[: limits.output_cap - len(stray)]
+                if rfd not in ready:
+                    continue
+                chunk = os.read(rfd, 1 << 16)
+                if not chunk:
+                    state = "eof"
+                    break
+                received += len(chunk)
+                if received > (16 << 20):
+                    state = "flood"
+                    break
+                buf += chunk
+                while b"\n" in buf:
+                    line, buf = buf.split(b"\n", 1)
+                    if len(line) > (8 << 20):
+                        continue
+                    try:
+                        ev = json.loads(line)
+                    except ValueError:
+                        continue
+                    kind = ev.get("event") if isinstance(ev, dict) else None
+                    if kind == "hello" and not saw_hello:  # sent before any student code
+                        saw_hello = True
+                        result.who = str(ev.get("who", ""))[:300]
+                        result.confinement = str(ev.get("confinement", ""))[:300]
+                        result.network = str(ev.get("network", ""))[:200]
+                        result.ledger = str(ev.get("ledger", ""))[:500]
+                    elif kind == "start" and phase == "cells":
+                        current = ev.get("cell")
+                        cell_deadline = time.monotonic() + limits.cell_timeout + limits.grace
+                    if kind in ("end", "done") and isinstance(ev.get("cpu"), (int, float)):
+                        reported_cpu = max(reported_cpu, min(float(ev["cpu"]), 1e6))
+                    if kind == "end" and phase == "cells" and ev.get("cell") == current:
+                        notes = ev.get("notes") if isinstance(ev.get("notes"), list) else []
+                        result.cells[current] = {
+                            "status": ev.get("status"), "error": str(ev.get("error", ""))[:500],
+                            "output": str(ev.get("output", ""))[: limits.output_cap],
+                            "output_chars": ev.get("output_chars", 0),
+                            "notes": [str(n)[:300] for n in notes[:20]]}
+                        current, cell_deadline = None, None
+                    if kind == "partial_probe" and phase == "cells" and isinstance(ev.get("grade_id"), str):
+                        partial["probes"][ev["grade_id"]] = ev.get("outputs")
+                    if kind == "partial" and phase == "cells" and isinstance(ev.get("answers"), dict):
+                        partial["answers"].update(ev["answers"])
+                        if isinstance(ev.get("kinds"), dict):
+                            partial["kinds"].update(ev["kinds"])
+                    if kind == "answers":
+                        phase = "probes"
+                        result.answers = ev.get("answers") or {}
+                        result.kinds = ev.get("kinds") or {}
+                        result.has_answer_dict = bool(ev.get("has_answer_dict"))
+                        n_calls = sum(len(v) for v in probes.values())
+                        cell_deadline = time.monotonic() + (n_calls + 1) * (limits.cell_timeout + limits.grace)
+                    elif kind == "probe" and phase == "probes":
+                        result.probes[ev.get("grade_id")] = ev.get("outputs")
+                    elif kind == "done":
+                        state = "done"
+                        hwm = ev.get("vmhwm_kb")
+                        if isinstance(hwm, int) and hwm > 0:
+                            result.peak_rss_kb = max(result.peak_rss_kb, hwm)
+                        break
+                if state == "done":
+                    break
+        finally:
+            os.close(rfd)
+            if state in ("eof", "done"):  # the child is ending by itself: an honest status and CPU time
+                status, usage = _reap(proc.pid, limits.grace)
+            else:
+                status, usage = None, None
+            if status is None:
+                _kill_group(proc.pid)
+                _, status, usage = os.wait4(proc.pid, 0)
+            proc.returncode = status
+            try:  # what is left in the output pipe (the writer is gone: no blocking)
+                while len(stray) < limits.output_cap:
+                    chunk = os.read(ofd_r, 1 << 16)
+                    if not chunk:
+                        break
+                    stray += chunk[: limits.output_cap - len(stray)]
+            except OSError:
+                pass
+            os.close(ofd_r)
+            shutil.rmtree(scratch, ignore_errors=True)
+        cpu = usage.ru_utime + usage.ru_stime
+        if self._launch == "bwrap":
+            with self._cpu_lock:
+                self.runner_cpu += reported_cpu
+            cpu += reported_cpu
+        else:
+            cpu = max(cpu, reported_cpu)
+        if state != "done":
+            result.peak_rss_kb = max(result.peak_rss_kb, int(usage.ru_maxrss))
+        if stray:
+            text = bytes(stray).decode("utf-8", "replace")
+            result.stray_output = (result.stray_output + text)[: limits.output_cap]
+        kill = ""
+        if state == "eof":
+            kill, cpu_kill = self._describe_exit(status, cpu, cpu_left, result.peak_rss_kb, limits)
+            if cpu_kill:
+                cpu = max(cpu, cpu_left)
+        result.cpu_s += cpu
+        if phase == "cells":  # stopped before the final answers: keep what finished cells assigned
+            result.answers, result.kinds, result.probes = partial["answers"], partial["kinds"], partial["probes"]
+        elif state != "done":  # stopped while calling functions: the early calls stand in for the rest
+            for gid, outs in partial["probes"].items():
+                result.probes.setdefault(gid, outs)
+        return state, current, phase, kill
+
+    def _describe_exit(self, status: int, cpu: float, cpu_limit: float, peak_kb: int,
+                       limits: Limits) -> tuple[str, bool]:
+        """``(what happened, was it the CPU-time limit)``."""
+        text = self._exit_text(status, cpu, cpu_limit, peak_kb, limits)
+        return text, "CPU-time limit" in text
+
+    def _exit_text(self, status, cpu, cpu_limit, peak_kb, limits) -> str:
+        sig = None
+        if os.WIFSIGNALED(status):
+            sig = os.WTERMSIG(status)
+        elif os.WIFEXITED(status):
+            code = os.WEXITSTATUS(status)
+            if self._launch == "bwrap" and code > 128:  # bubblewrap passes on a child's signal as 128 + n
+                sig = code - 128
+            elif code:
+                return f"exited with status {code}"
+            else:
+                return "exited"
+        near_memory = peak_kb >= 0.9 * (limits.memory_mb << 10)
+        if sig == signal.SIGXCPU or (sig == signal.SIGKILL and cpu >= cpu_limit - 0.05):
+            return f"was stopped at its CPU-time limit ({cpu_limit:g} s of CPU time)"
+        if sig == signal.SIGXFSZ:
+            return f"was killed for writing a file over {limits.fsize_mb} MiB"
+        if sig == signal.SIGKILL:
+            if near_memory:
+                return (f"was killed (SIGKILL) near its memory limit ({peak_kb >> 10} of {limits.memory_mb} MiB): "
+                        "out of memory")
+            return "was killed (SIGKILL) by the code itself or by the system"
+        if sig in (signal.SIGSEGV, signal.SIGBUS, signal.SIGABRT):
+            what = {signal.SIGSEGV: "segmentation fault", signal.SIGBUS: "bus error",
+                    signal.SIGABRT: "abort"}[sig]
+            if near_memory:
+                return f"crashed ({what}) near its memory limit ({peak_kb >> 10} of {limits.memory_mb} MiB): out of memory"
+            return f"crashed ({what})"
+        return f"was killed by {_sig_name(sig)}" if sig else "ended"
+
+
+def _blocked_for(path: str, uid: int) -> bool:
+    """Is there a directory above ``path`` that ``uid`` (no groups) may not search?"""
+    cur = ""
+    for name in os.path.abspath(path).split("/")[1:-1]:
+        cur += "/" + name
+        try:
+            st = os.stat(cur)
+        except OSError:
+            return True
+        bits = (st.st_mode >> 6) if st.st_uid == uid else st.st_mode
+        if not bits & 1:
+            return True
+    return False
+
+
+def _reap(pid: int, timeout: float):
+    """Wait up to ``timeout`` for ``pid`` to exit by itself: ``(status, rusage)`` or ``(None, None)``."""
+    end = time.monotonic() + timeout
+    try:  # a pidfd is readable once the process has exited: no polling delay
+        pidfd = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        pidfd = None
+    try:
+        while True:
+            got, status, usage = os.wait4(pid, os.WNOHANG)
+            if got:
+                return status, usage
+            left = end - time.monotonic()
+            if left <= 0:
+                return None, None
+            if pidfd is not None:
+                select.select([pidfd], [], [], left)
+            else:
+                time.sleep(min(left, 0.002))
+    finally:
+        if pidfd is not None:
+            os.close(pidfd)
+
+
+def _kill_group(pid: int) -> None:
+    """SIGKILL the child's process group, the child, and anything it started."""
+    for target in [pid] + _descendants(pid):
+        try:
+            os.kill(target, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
         pass
-    return n
 
 
 def _descendants(root: int) -> list[int]:
@@ -121,189 +745,23 @@ def _descendants(root: int) -> list[int]:
     return out
 
 
-def _kill_tree(pid: int) -> None:
-    victims = _descendants(pid)
-    for sig_target in [pid] + victims:
-        try:
-            os.kill(sig_target, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+def _user_processes() -> int:
+    uid, n = os.getuid(), 0
     try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _describe_exit(status: int) -> str:
-    if os.WIFSIGNALED(status):
-        sig = os.WTERMSIG(status)
-        name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
-        why = {"SIGKILL": "was killed (SIGKILL: by the code itself, or for running out of memory)",
-               "SIGXCPU": "was killed for using more CPU time than allowed",
-               "SIGXFSZ": "was killed for writing more output than allowed",
-               "SIGSEGV": "crashed (segmentation fault)"}.get(name, f"was killed by {name}")
-        return why
-    return f"exited with status {os.WEXITSTATUS(status)}"
-
-
-def _one_run(cells, probes, limits, read_paths, skip, deadline, python, result, nproc):
-    scratch = tempfile.mkdtemp(prefix="ag-scratch-")
-    os.chmod(scratch, 0o700)
-    out_path = os.path.join(scratch, ".stdout")
-    rfd, wfd = os.pipe()
-    job = {"cells": cells, "skip": sorted(skip), "probes": probes, "cell_timeout": limits.cell_timeout,
-           "read_paths": read_paths, "scratch": scratch, "output_cap": limits.output_cap,
-           "limits": {"memory_bytes": limits.memory_mb << 20, "cpu_s": int(limits.notebook_timeout) + 5,
-                      "fsize_bytes": limits.fsize_mb << 20, "nproc": nproc}}
-    env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "HOME": scratch,
-           "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    import subprocess
-
-    with open(out_path, "wb") as out_f:
-        proc = subprocess.Popen([python, "-I", "-X", "utf8", str(RUNNER), str(wfd)],
-                                stdin=subprocess.PIPE, stdout=out_f, stderr=subprocess.STDOUT,
-                                cwd=scratch, env=env, pass_fds=(wfd,), close_fds=True,
-                                start_new_session=True)
-    os.close(wfd)
-    current: int | None = None
-    phase = "cells"
-    state = "running"
-    buf = b""
-    try:
-        try:
-            proc.stdin.write(json.dumps(job).encode())
-            proc.stdin.close()
-        except (BrokenPipeError, OSError):
-            pass
-        cell_deadline = None
-        received = 0
-        while True:
-            now = time.monotonic()
-            limit = deadline if cell_deadline is None else min(deadline, cell_deadline)
-            if now >= limit:
-                state = "notebook_timeout" if now >= deadline else "cell_hung"
-                break
-            ready, _, _ = select.select([rfd], [], [], min(limit - now, 1.0))
-            if not ready:
-                continue
-            chunk = os.read(rfd, 1 << 16)
-            if not chunk:
-                state = "eof"
-                break
-            received += len(chunk)
-            if received > (16 << 20):
-                state = "flood"
-                break
-            buf += chunk
-            while b"\n" in buf:
-                line, buf = buf.split(b"\n", 1)
-                if len(line) > (8 << 20):
-                    continue
+        for d in os.listdir("/proc"):
+            if d.isdigit():
                 try:
-                    ev = json.loads(line)
-                except ValueError:
-                    continue
-                kind = ev.get("event") if isinstance(ev, dict) else None
-                if kind == "hello":
-                    result.confinement = str(ev.get("confinement", ""))[:200]
-                    result.network = str(ev.get("network", ""))[:200]
-                elif kind == "start" and phase == "cells":
-                    current = ev.get("cell")
-                    cell_deadline = time.monotonic() + limits.cell_timeout + limits.grace
-                elif kind == "end" and phase == "cells" and ev.get("cell") == current:
-                    result.cells[current] = {
-                        "status": ev.get("status"), "error": str(ev.get("error", ""))[:500],
-                        "output": str(ev.get("output", ""))[: limits.output_cap],
-                        "output_chars": ev.get("output_chars", 0)}
-                    current, cell_deadline = None, None
-                elif kind == "answers":
-                    phase = "probes"
-                    result.answers = ev.get("answers") or {}
-                    result.kinds = ev.get("kinds") or {}
-                    result.has_answer_dict = bool(ev.get("has_answer_dict"))
-                    n_calls = sum(len(v) for v in probes.values())
-                    cell_deadline = time.monotonic() + (n_calls + 1) * (limits.cell_timeout + limits.grace)
-                elif kind == "probe" and phase == "probes":
-                    result.probes[ev.get("grade_id")] = ev.get("outputs")
-                elif kind == "done":
-                    state = "done"
-                    hwm = ev.get("vmhwm_kb")
-                    if isinstance(hwm, int) and hwm > 0:
-                        result.peak_rss_kb = max(result.peak_rss_kb, hwm)
-                    break
-            if state == "done":
-                break
-    finally:
-        os.close(rfd)
-        if state != "done":
-            _kill_tree(proc.pid)
-        else:
-            _kill_tree_if_alive(proc.pid)
-        _, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = status
-        if state != "done":  # no self-report: fall back to the kernel's (includes the forked parent)
-            result.peak_rss_kb = max(result.peak_rss_kb, int(usage.ru_maxrss))
-        try:
-            with open(out_path, "rb") as f:
-                stray = f.read(limits.output_cap)
-            if stray:
-                result.stray_output = stray.decode("utf-8", "replace")
-        except OSError:
-            pass
-        shutil.rmtree(scratch, ignore_errors=True)
-    return state, current, phase, status
-
-
-def _kill_tree_if_alive(pid: int) -> None:
-    try:  # the runner has exited or is exiting; children it left (none expected) go too
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
+                    if os.stat(f"/proc/{d}").st_uid == uid:
+                        n += 1
+                except OSError:
+                    pass
+    except OSError:
         pass
+    return n
 
 
-def run_cells(cells: list[dict], probes: dict, limits: Limits = Limits(),
-              read_paths: list[str] | None = None, python: str | None = None) -> RunResult:
-    """Execute ``cells`` ([{"index", "source"}]) confined; return what came back as data."""
-    result = RunResult()
-    python = python or sys.executable
-    read_paths = default_read_paths() if read_paths is None else read_paths
-    nproc = _user_processes() + limits.nproc if os.getuid() != 0 else limits.nproc
-    t0 = time.monotonic()
-    deadline = t0 + limits.notebook_timeout
-    skip: set[int] = set()
-    while True:
-        state, current, phase, status = _one_run(cells, probes, limits, read_paths, skip, deadline,
-                                                 python, result, nproc)
-        if state == "done":
-            result.finished = True
-            break
-        if state == "notebook_timeout":
-            result.notebook_timed_out = True
-            if current is not None:
-                result.cells[current] = {"status": "timeout", "output": "", "output_chars": 0,
-                                         "error": f"the notebook ran past its {limits.notebook_timeout:g} s limit in this cell"}
-            result.problems.append(f"notebook ran past its {limits.notebook_timeout:g} s limit")
-            break
-        if state == "flood":
-            result.problems.append("the submission flooded the result channel; stopped")
-            break
-        if phase == "cells" and current is not None:
-            if state == "cell_hung":
-                err = f"cell ran past its {limits.cell_timeout:g} s limit and ignored the alarm; it was killed"
-                st = "timeout"
-            else:
-                err = "the process " + _describe_exit(status) + " while running this cell"
-                st = "crashed"
-            result.cells[current] = {"status": st, "error": err, "output": "", "output_chars": 0}
-            skip.add(current)
-            if result.restarts >= limits.max_restarts:
-                result.problems.append("too many cells hung or crashed; stopped re-running")
-                break
-            result.restarts += 1
-            continue
-        # died or hung outside a cell (start-up, answers, function calls)
-        where = "while evaluating answers" if phase == "probes" else "before running the cells"
-        result.problems.append(("timed out " if state == "cell_hung" else "the process " + _describe_exit(status) + " ") + where)
-        break
-    result.wall_s = time.monotonic() - t0
-    return result
+def run_cells(cells: list[dict], probes: dict, limits: Limits = Limits(), *, isolation: str = "auto",
+              policy: SandboxPolicy | None = None, ledger_dir: str | None = None) -> RunResult:
+    """One-off: set up a :class:`Sandbox`, run ``cells``, tear it down."""
+    with Sandbox(isolation, policy, ledger_dir=ledger_dir) as sb:
+        return sb.run(cells, probes, limits)

@@ -22,6 +22,8 @@ STAMP = ROOT / "_build" / ".inputs.sha256"
 # changes the execution cache is dropped and every page runs again.
 INPUTS = ("ledger", "kernels", "measure", "coursebook", "autograder", "labs")
 SUFFIXES = {".py", ".json", ".csv", ".txt", ".cpp", ".h"}
+# Read by no executed page: the PDF edition's builder (editing it re-executes nothing).
+NOT_EXECUTED = {"coursebook/pdf.py"}
 
 
 def inputs_digest() -> str:
@@ -30,8 +32,9 @@ def inputs_digest() -> str:
     h = hashlib.sha256()
     for top in INPUTS:
         for p in sorted((ROOT / top).rglob("*")):
-            if p.is_file() and p.suffix in SUFFIXES and "__pycache__" not in p.parts:
-                h.update(str(p.relative_to(ROOT)).encode())
+            rel = p.relative_to(ROOT).as_posix()
+            if p.is_file() and p.suffix in SUFFIXES and "__pycache__" not in p.parts and rel not in NOT_EXECUTED:
+                h.update(rel.encode())
                 h.update(p.read_bytes())
     return h.hexdigest()
 

@@ -4,8 +4,8 @@ compared with (two ATen kernels for sin(cos(x)); LayerNorm as three torch passes
 The measurements of chapter 1 -- eager vs fused, and the kernels torch.compile generates --
 are the suite :mod:`measure.suites.pytorch`.
 """
-from __future__ import annotations
-
+# No `from __future__ import annotations`: T.prim_func evaluates its parameter annotations,
+# and on Python 3.10 typing rejects a string annotation that evaluates to a buffer.
 import tilelang
 import tilelang.language as T
 

@@ -4,7 +4,7 @@ Commands::
 
     python -m ledger figures [--json] [--full] [--prefix pytorch]   every number the book quotes
     python -m ledger machines [--json]                           the known machine profiles
-    python -m ledger errata [--json]                             where the ledger differs from the drafts
+    python -m ledger errata [--json]                             every erratum the registry holds
 
 Each model also has its own table printer: ``python -m ledger.ops``,
 ``python -m ledger.step_budget``, ``python -m ledger.fusion`` (``--help`` on each).
@@ -72,16 +72,20 @@ def _cmd_machines(args: argparse.Namespace) -> int:
 
 
 def _cmd_errata(args: argparse.Namespace) -> int:
-    from ledger.errata import errata
+    from ledger.errata import listed
 
-    items = errata()
+    items = listed()
     if args.json:
         print(json.dumps([e.record() for e in items], ensure_ascii=False, indent=1, allow_nan=False))
         return 0
     for e in items:
-        d = e.digits
-        print(f"{e.key} ({e.figure})\n  draft: {e.draft:.{d}f} {e.unit}   ledger: {e.ours:.{d}f} {e.unit}"
-              f"\n  why: {e.why}\n")
+        ours = f"{e.text} {e.unit}".rstrip()
+        if e.draft is not None:
+            d = e.digits or 0
+            head = f"{e.key} ({e.figure})\n  draft: {e.draft:.{d}f} {e.unit}   ledger: {ours}"
+        else:
+            head = f"{e.key}\n  ledger: {ours}"
+        print(f"{head}\n  why: {e.why}\n")
     return 0
 
 

@@ -1,10 +1,13 @@
 """The Ascend pipe model of chapter 28, from the constants tilelang itself ships.
 
 tilelang 0.1.15 prices Ascend tiles in its ``EstimateLatency`` pass with constants kept
-in ``src/ascend/transform/estimate_latency.h`` (struct ``AscendLatencyParams``).  This
-module finds that header inside the *installed* tilelang package -- without importing
-tilelang, through ``importlib.util.find_spec`` -- and parses the ``int64_t name{value};``
-fields.  Nothing is retyped: change the header and the model changes.
+in ``src/ascend/transform/estimate_latency.h`` (struct ``AscendLatencyParams``).  Those
+constants are committed in :mod:`ledger.ascend_params` with their source (version, path
+inside the wheel, file hash), so the model and its figures are the same on a bare Python
+and in the course's environment.  Where tilelang is installed, :func:`check_installed`
+parses the installed header -- without importing tilelang, through
+``importlib.util.find_spec`` -- and names every field that differs; the ledger tests
+run it.  :func:`latency_params` with a path prices with another header.
 
 The teaching model keeps three pipes of one GEMM K-step with a ``block_M x block_N x
 block_K`` tile:
@@ -26,23 +29,30 @@ completion; this model keeps only what the chapter uses.
 from __future__ import annotations
 
 import argparse
+import hashlib
+import importlib.metadata
 import importlib.util
 import math
-import os
 import re
+import sys
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import Optional
 
+from ledger.ascend_params import PARAMS, SOURCE
 from ledger.cost import check_size, dtype_bytes
 from ledger.figures import Figure, fig
 
 __all__ = [
     "HEADER_RELPATH",
+    "SOURCE",
     "AscendHeaderError",
     "find_header",
+    "parse_header",
     "latency_params",
+    "installed_version",
+    "HeaderCheck",
+    "check_installed",
     "PipeII",
     "pipe_ii",
     "square_threshold",
@@ -56,17 +66,11 @@ _FIELD = re.compile(r"\bint64_t\s+([a-z_][a-z0-9_]*)\s*\{\s*(-?\d+)\s*\}\s*;")
 
 
 class AscendHeaderError(RuntimeError):
-    """The installed tilelang has no readable ``estimate_latency.h``."""
+    """No readable ``estimate_latency.h`` where one was asked for."""
 
 
 def find_header() -> Path:
-    """Path of ``estimate_latency.h`` in the installed tilelang (``TILELANG_ESTIMATE_LATENCY_H`` overrides)."""
-    override = os.environ.get("TILELANG_ESTIMATE_LATENCY_H")
-    if override:
-        p = Path(override)
-        if not p.is_file():
-            raise AscendHeaderError(f"TILELANG_ESTIMATE_LATENCY_H points to {p}, which is not a file")
-        return p
+    """Path of ``estimate_latency.h`` in the installed tilelang (``AscendHeaderError`` without one)."""
     spec = importlib.util.find_spec("tilelang")  # locates the package; does not import it
     roots = list(spec.submodule_search_locations or []) if spec is not None else []
     for root in roots:
@@ -75,8 +79,9 @@ def find_header() -> Path:
             return p
     raise AscendHeaderError(
         "cannot find tilelang/" + HEADER_RELPATH.as_posix() + " in the installed tilelang "
-        f"(searched {roots or 'no tilelang package on sys.path'}); install tilelang==0.1.15, "
-        "whose wheel ships the Ascend sources, or set TILELANG_ESTIMATE_LATENCY_H")
+        f"(searched {roots or 'no tilelang package on sys.path'}); the ledger does not need it "
+        f"(it carries the constants of tilelang {SOURCE['version']}), only the check against an "
+        "installed tilelang does")
 
 
 def parse_header(text: str) -> dict[str, int]:
@@ -87,15 +92,52 @@ def parse_header(text: str) -> dict[str, int]:
     return out
 
 
-@lru_cache(maxsize=4)
-def _params_cached(path: str, mtime: float) -> dict[str, int]:
-    return parse_header(Path(path).read_text(encoding="utf-8"))
-
-
 def latency_params(path: Optional[Path] = None) -> dict[str, int]:
-    """The constants of ``AscendLatencyParams`` as shipped."""
+    """The constants of ``AscendLatencyParams``: the committed ones of tilelang
+    0.1.15 (:data:`ledger.ascend_params.PARAMS`), or those parsed from the header at ``path``."""
+    if path is None:
+        return dict(PARAMS)
+    p = Path(path)
+    if not p.is_file():
+        raise AscendHeaderError(f"{p} is not a file")
+    return parse_header(p.read_text(encoding="utf-8"))
+
+
+def installed_version() -> Optional[str]:
+    """Version of the installed tilelang distribution, ``None`` where there is none."""
+    try:
+        return importlib.metadata.version("tilelang")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+@dataclass(frozen=True)
+class HeaderCheck:
+    """The installed header against the committed constants."""
+
+    path: Path
+    version: Optional[str]
+    sha256: str
+    differences: dict[str, tuple[Optional[int], Optional[int]]]  #: field: (committed, installed)
+
+    @property
+    def same_version(self) -> bool:
+        return self.version == SOURCE["version"]
+
+    @property
+    def ok(self) -> bool:
+        """Same fields and values, and the recorded hash wherever the recorded version is installed."""
+        return not self.differences and (not self.same_version or self.sha256 == SOURCE["sha256"])
+
+
+def check_installed(path: Optional[Path] = None) -> HeaderCheck:
+    """Compare the installed (or given) ``estimate_latency.h`` with :data:`PARAMS`."""
     p = find_header() if path is None else Path(path)
-    return dict(_params_cached(str(p), p.stat().st_mtime))
+    raw = p.read_bytes()
+    found = parse_header(raw.decode("utf-8"))
+    diff = {k: (PARAMS.get(k), found.get(k)) for k in sorted(set(PARAMS) | set(found))
+            if PARAMS.get(k) != found.get(k)}
+    return HeaderCheck(p, installed_version() if path is None else None, hashlib.sha256(raw).hexdigest(), diff)
 
 
 NEEDED = ("cube_base_latency", "cube_unit_m", "cube_unit_n", "aic_mte2_to_l1_bandwidth",
@@ -194,13 +236,13 @@ def vector_cycles(n_ops: dict[str, float], params: Optional[dict[str, int]] = No
 EXAMPLE = (256, 224, 128)  # tilelang/ascend/README.md: the Ascend 950 GEMM+ReLU example
 
 
+def _source_text() -> str:
+    return f"{SOURCE['package']} {SOURCE['version']} {SOURCE['path']} (committed in ledger.ascend_params)"
+
+
 def figures() -> list[Figure]:
-    try:
-        p = latency_params()
-        hdr = str(find_header().relative_to(find_header().parents[4]))
-    except AscendHeaderError:
-        return []  # the registry stays usable; test_ascend fails loudly instead
-    c = f"constants parsed from the installed {hdr}; fp16 operands"
+    p = latency_params()
+    c = f"constants of {_source_text()}; fp16 operands"
     ii = pipe_ii(*EXAMPLE, params=p)
     out = [fig(f"perfmodel.ascend.const.{name}", p[name], "", source="ledger.ascend.latency_params", conditions=c)
            for name in ("cube_throughput_fp16", "cube_throughput_bf16", "cube_throughput_fp32", "cube_throughput_fp8",
@@ -229,9 +271,30 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m ledger.ascend", description="Ascend Cube/MTE pipe model.")
     ap.add_argument("--block", type=int, nargs=3, metavar=("BM", "BN", "BK"))
     ap.add_argument("--dtype", default="fp16")
+    ap.add_argument("--header", type=Path, help="price with the constants of this estimate_latency.h")
+    ap.add_argument("--check-installed", action="store_true",
+                    help="compare the committed constants with the installed tilelang's header")
     a = ap.parse_args(argv)
-    p = latency_params()
-    print(f"constants: {find_header()}")
+    if a.check_installed:
+        try:
+            chk = check_installed()
+        except AscendHeaderError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        print(f"installed: {chk.path} (tilelang {chk.version}, sha256 {chk.sha256})")
+        print(f"committed: {_source_text()}, sha256 {SOURCE['sha256']}")
+        for k, (ours, theirs) in chk.differences.items():
+            print(f"  {k}: committed {ours}, installed {theirs}")
+        if chk.same_version and chk.sha256 != SOURCE["sha256"]:
+            print("  the installed file of the recorded version has another hash")
+        print("same" if chk.ok else "DIFFERENT")
+        return 0 if chk.ok else 1
+    try:
+        p = latency_params(a.header)
+    except AscendHeaderError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"constants: {a.header or _source_text()}")
     print(f"square-tile threshold ({a.dtype}): side >= {square_threshold(a.dtype, p)}")
     print(f"{'block':>15} {'Cube II':>8} {'MTE2 II':>8} {'MTE1 II':>8}  binding  lat/period  stages")
     blocks = [tuple(a.block)] if a.block else [(s, s, 128) for s in (128, 144, 160, 176, 192, 224, 256)] + [EXAMPLE]

@@ -41,8 +41,11 @@ Assumptions of this re-computation (each is a parameter):
    accumulator (32 bits), which is the register cost the kernel really pays.  The
    book's figures use ``reg_bits=32`` and say so; ``reg_bits=16`` reproduces the
    installed carver exactly (the test runs both).
-3. The device is a hand-built H200-like model: 132 SMs, ``smem_cap`` 227 KB per block,
-   65536 registers, ``sm_partition`` 4, transactions ``[32, 128]`` bytes.
+3. The device is an H200-like model: the SM count and the shared memory per block
+   (``smem_cap``) are the ``resources`` of the default machine profile
+   (:func:`CarverDevice.from_machine` takes another); ``reg_cap`` 65536,
+   ``sm_partition`` 4 and transactions ``[32, 128]`` bytes are constants of carver's
+   ``CUDA`` arch itself.
 """
 from __future__ import annotations
 
@@ -53,6 +56,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ledger.figures import Figure, fig
+from ledger.machines import DEFAULT_MACHINE, Machine, get_machine
 
 __all__ = [
     "CarverDevice",
@@ -77,12 +81,20 @@ def _pos_int(name: str, value: int) -> int:
     return value
 
 
+def _resource(name: str, machine: "Machine | str | None" = None) -> int:
+    return int(get_machine(DEFAULT_MACHINE if machine is None else machine).resource(name))
+
+
 @dataclass(frozen=True)
 class CarverDevice:
-    """The fields of ``tilelang.carver.arch.TileDevice`` that the policy reads."""
+    """The fields of ``tilelang.carver.arch.TileDevice`` that the policy reads.
 
-    smem_cap: int = 227 * 1024
-    compute_max_core: int = 132
+    ``smem_cap`` and ``compute_max_core`` default to the default machine profile's
+    shared memory per block and SM count; the rest are carver's own constants.
+    """
+
+    smem_cap: int = field(default_factory=lambda: _resource("smem_per_block_kb") * 1024)
+    compute_max_core: int = field(default_factory=lambda: _resource("sms"))
     reg_cap: int = 65536
     sm_partition: int = 4
     transaction_size: tuple[int, int] = (32, 128)
@@ -95,6 +107,16 @@ class CarverDevice:
             _pos_int(name, getattr(self, name))
         if len(self.transaction_size) != 2 or any(int(t) <= 0 for t in self.transaction_size):
             raise ValueError(f"transaction_size must be two positive byte counts, got {self.transaction_size!r}")
+
+    @classmethod
+    def from_machine(cls, machine: "Machine | str | None" = None, **kw) -> "CarverDevice":
+        """The device of a machine profile: its SM count and shared memory per block."""
+        return cls(smem_cap=_resource("smem_per_block_kb", machine) * 1024,
+                   compute_max_core=_resource("sms", machine), **kw)
+
+    def describe(self) -> str:
+        return (f"device: {self.compute_max_core} SMs, smem_cap {self.smem_cap // 1024} KB, "
+                f"reg_cap {self.reg_cap}, sm_partition {self.sm_partition}")
 
     @property
     def max_smem(self) -> int:
@@ -395,8 +417,7 @@ def grid3d_counts(m: int = 4096, n: int = 4096, k: int = 4096, *, lo: int = 16, 
 
 # --- figures ------------------------------------------------------------------------
 
-_COND = ("4096^3 GEMM, fp16 in/out, fp32 accumulator (reg_bits=32), B as (N,K); "
-         "device: 132 SMs, smem_cap 227 KB, reg_cap 65536, sm_partition 4")
+_COND = "4096^3 GEMM, fp16 in/out, fp32 accumulator (reg_bits=32), B as (N,K); " + CarverDevice().describe()
 
 _DRAFT = {"visited": 729, "valid": 154, "rejected_regs": 122, "rejected_smem": 453,
           "distinct_priorities": 48, "ties_at_top": 8}
@@ -477,11 +498,17 @@ def main(argv: Optional[list[str]] = None) -> int:
     p = argparse.ArgumentParser(prog="python -m ledger.carver", description="Re-compute tilelang 0.1.15 carver's GEMM walk.")
     p.add_argument("--shape", type=int, nargs=3, default=[4096, 4096, 4096], metavar=("M", "N", "K"))
     p.add_argument("--reg-bits", type=int, default=32, help="bits per accumulator element (carver itself uses the output dtype)")
-    p.add_argument("--sms", type=int, default=132)
-    p.add_argument("--smem-kb", type=int, default=227)
+    p.add_argument("--machine", default=DEFAULT_MACHINE, help="machine profile for SMs and shared memory")
+    p.add_argument("--sms", type=int, help="SM count (default: the machine profile's)")
+    p.add_argument("--smem-kb", type=int, help="shared memory per block, KB (default: the machine profile's)")
     p.add_argument("--top", type=int, default=10)
     a = p.parse_args(argv)
-    dev = CarverDevice(smem_cap=a.smem_kb * 1024, compute_max_core=a.sms)
+    try:
+        base = CarverDevice.from_machine(a.machine)
+        dev = CarverDevice(smem_cap=base.smem_cap if a.smem_kb is None else a.smem_kb * 1024,
+                           compute_max_core=base.compute_max_core if a.sms is None else a.sms)
+    except ValueError as exc:
+        p.error(str(exc))
     w = walk(*a.shape, reg_bits=a.reg_bits, device=dev)
     print(_table(w, a.top))
     return 0

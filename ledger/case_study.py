@@ -21,7 +21,8 @@ Designs differ only in how many rows one block handles (:func:`design`).  A bloc
 reads the RoPE row of every token it touches and both norm weights once; its on-chip
 footprint is the rows in bf16, their fp32 working copy, their fp8 output and scales,
 plus the RoPE rows (the norm weight stays in registers).  Waves assume 8 resident
-blocks per SM (the chapter's assumption for these small blocks) on 132 SMs.
+blocks per SM (the chapter's assumption for these small blocks) on the SMs of the
+default machine profile.
 """
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ from typing import Optional
 
 from ledger.cost import Cost, check_size, dtype_bytes
 from ledger.figures import Figure, fig
-from ledger.machines import get_machine
+from ledger.machines import DEFAULT_MACHINE, get_machine
 from ledger.tiles import HOPPER, waves
 
 __all__ = ["CaseSpec", "CASE", "DECODE", "FLOP_READINGS", "case_cost", "payload_bytes", "lookup_bytes",
@@ -125,7 +126,7 @@ def case_cost(s: CaseSpec = CASE, reading: str = BOOK_READING) -> Cost:
     return Cost(case_flops(s, reading), ideal_bytes(s), name="qk-norm+rope+fp8", note=f"FLOP reading {reading}")
 
 
-def sol_seconds(bytes_: float, machine: str = "h200-calibrated") -> float:
+def sol_seconds(bytes_: float, machine: str = DEFAULT_MACHINE) -> float:
     """Memory floor at the machine's effective HBM rate (the operator is memory-bound)."""
     check_size("bytes_", bytes_, integer=False)
     return bytes_ / get_machine(machine).bandwidth
@@ -155,7 +156,7 @@ class Design:
     def vs_ideal(self, s: CaseSpec = CASE) -> float:
         return self.total_bytes / ideal_bytes(s)
 
-    def floor_seconds(self, machine: str = "h200-calibrated") -> float:
+    def floor_seconds(self, machine: str = DEFAULT_MACHINE) -> float:
         return sol_seconds(self.total_bytes, machine)
 
 
@@ -194,7 +195,7 @@ def book_designs(s: CaseSpec = CASE) -> dict[str, Design]:
 
 def figures() -> list[Figure]:
     s = CASE
-    m = get_machine("h200-calibrated")
+    m = get_machine(DEFAULT_MACHINE)
     c = (f"{s.tokens} tokens, {s.q_heads} q + {s.kv_heads} kv heads, head_dim {s.head_dim}, bf16 in, fp8 e4m3 out, "
          f"fp32 scale per row, fp32 RoPE table, bf16 norm weights; {m.name} HBM {m.bandwidth / 1e9:.1f} GB/s")
     src = "ledger.case_study"

@@ -27,7 +27,7 @@ from ledger.case_study import CASE, two_kernel_bytes, ideal_bytes, design
 from ledger.cost import check_size, dtype_bytes
 from ledger.figures import Figure, fig
 from ledger.gemm import split_k_bytes
-from ledger.machines import get_machine
+from ledger.machines import DEFAULT_MACHINE, get_machine
 from ledger.tiles import HOPPER
 
 __all__ = ["QUESTIONS", "Option", "Decision", "decisions", "skinny_gemm_split_k", "decode_split_kv", "figures"]
@@ -57,8 +57,11 @@ class Decision:
     b: Option
     common_bytes: float = 0.0
 
-    def floor_seconds(self, o: Option, machine: str = "h200-calibrated", sms: int = HOPPER.sms) -> float:
-        bw = get_machine(machine).bandwidth
+    def floor_seconds(self, o: Option, machine: str = DEFAULT_MACHINE, sms: int | None = None) -> float:
+        """``(bytes + common) / (bandwidth * min(1, grid / SMs))``; SMs default to the machine's."""
+        m = get_machine(machine)
+        sms = int(m.resource("sms")) if sms is None else sms
+        bw = m.bandwidth
         return (o.bytes + self.common_bytes) / (bw * min(1.0, o.grid / sms))
 
     @property
@@ -66,7 +69,7 @@ class Decision:
         """A minus B (negative: B moves more)."""
         return self.a.bytes - self.b.bytes
 
-    def winner(self, machine: str = "h200-calibrated", sms: int = HOPPER.sms) -> Option:
+    def winner(self, machine: str = DEFAULT_MACHINE, sms: int | None = None) -> Option:
         opts = [o for o in (self.a, self.b) if o.feasible]
         if not opts:
             raise ValueError(f"decision {self.name!r}: neither option is feasible")
@@ -137,9 +140,9 @@ def decisions() -> list[Decision]:
 # --- figures ------------------------------------------------------------------------
 
 def figures() -> list[Figure]:
-    mach = get_machine("h200-calibrated")
+    mach = get_machine(DEFAULT_MACHINE)
     out: list[Figure] = [fig("perfmodel.fusion.questions", len(QUESTIONS), "questions", source="ledger.decisions.QUESTIONS")]
-    c0 = f"{mach.name}, {HOPPER.sms} SMs; winner = feasible option with the smaller fill-adjusted floor"
+    c0 = f"{mach.name}, {mach.resource('sms')} SMs; winner = feasible option with the smaller fill-adjusted floor"
     keys = {4: "skinny", 5: "decode"}
     ds = decisions()
     out.append(fig("perfmodel.fusion.tradeoffs", len(ds), "decisions", source="ledger.decisions.decisions", conditions=c0))

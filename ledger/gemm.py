@@ -27,7 +27,7 @@ from typing import Optional
 
 from ledger.cost import Cost, check_size, dtype_bytes
 from ledger.figures import Figure, fig
-from ledger.machines import get_machine
+from ledger.machines import DEFAULT_MACHINE, get_machine
 from ledger.tiles import HOPPER, waves
 
 __all__ = [
@@ -173,7 +173,7 @@ def figures() -> list[Figure]:
         fig("gemm.ledger.crossover_side_h100", square_crossover(h100.balance), "elements", digits=0,
             source="ledger.gemm.square_crossover", conditions="square fp16 GEMM, " + c_h100),
     ]
-    cal = get_machine("h200-calibrated")
+    cal = get_machine(DEFAULT_MACHINE)
     out.append(fig("gemm.ledger.crossover_side_h200", square_crossover(cal.balance), "elements", digits=0,
                    source="ledger.gemm.square_crossover", conditions=f"square fp16 GEMM, {cal.name}"))
     # the ledger table: square fp16 GEMMs on H100 spec and H200 calibrated
@@ -208,9 +208,9 @@ def figures() -> list[Figure]:
         fig("perfmodel.sweep.gemm128_bound_cuda", small.bound(cal, roof="cuda_core.fp32"), "", source="ledger.cost.judge",
             conditions=f"128^3 fp16, {cal.name} cuda_core.fp32"),
     ]
-    # waves of the 128x256 tile on 132 SMs (chapter 14 stream-K motivation)
+    # waves of the 128x256 tile on the SMs of an H200 (chapter 14 stream-K motivation)
     grid, w, fill = grid_waves(m, m, 128, 256, blocks_per_sm=1)
-    cw = "4096x4096 output, 128x256 tiles, 1 block/SM, 132 SMs"
+    cw = f"4096x4096 output, 128x256 tiles, 1 block/SM, {HOPPER.sms} SMs"
     out += [
         fig("gemm.waves.grid", grid, "blocks", source="ledger.gemm.grid_waves", conditions=cw),
         fig("gemm.waves.waves", w, "waves", source="ledger.gemm.grid_waves", conditions=cw),

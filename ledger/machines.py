@@ -332,23 +332,29 @@ def get_machine(name: Union[str, Machine, None] = None) -> Machine:
 # ------------------------------------------------------------------------------------
 # figures
 # ------------------------------------------------------------------------------------
+def _rate_text(m: Machine, unit: str, spec: str) -> str:
+    r = m.compute[unit]
+    return f"{unit}: {format(r.theoretical / 1e12, spec)} TFLOP/s x {r.calibration:.4f}"
+
+
 def figures() -> list:
     """Machine numbers the book quotes (``machines.*``)."""
     from ledger.figures import fig
 
     spec = get_machine("h200-spec")
-    cal = get_machine("h200-calibrated")
+    cal = get_machine(DEFAULT_MACHINE)
     sus = get_machine("h200-sustained")
     h100 = get_machine("h100-spec")
     src = "ledger.machines.get_machine"
-    c_cal = f"profile h200-calibrated: {cal.conditions}"
+    c_cal = f"profile {cal.name}: {cal.conditions}"
+    c_h100 = f"{h100.peak_flops / 1e12:g} TFLOP/s / {h100.bandwidth / 1e12:.1f} TB/s, preliminary datasheet"
     out = [
         fig("machines.h200.spec.tflops", spec.peak_flops / 1e12, "TFLOP/s", digits=1, source=src,
-            conditions=f"h200-spec, tensor_core.fp16 dense; {spec.source}"),
+            conditions=f"{spec.name}, {spec.default_compute} dense; {spec.source}"),
         fig("machines.h200.spec.gbs", spec.bandwidth / 1e9, "GB/s", digits=0, source=src,
-            conditions=f"h200-spec, HBM3e; {spec.source}"),
+            conditions=f"{spec.name}, HBM3e; {spec.source}"),
         fig("machines.h200.spec.balance", spec.balance, "FLOP/B", digits=1, source="Machine.balance",
-            conditions="989.5 TFLOP/s / 4800 GB/s, datasheet"),
+            conditions=f"{spec.peak_flops / 1e12:g} TFLOP/s / {spec.bandwidth / 1e9:g} GB/s, datasheet"),
         fig("machines.h200.cal.tflops", cal.peak_flops / 1e12, "TFLOP/s", digits=1, source=src,
             conditions=c_cal),
         fig("machines.h200.cal.tflops_int", cal.peak_flops / 1e12, "TFLOP/s", digits=0, source=src,
@@ -362,7 +368,7 @@ def figures() -> list:
         fig("machines.h200.cal.balance_2", cal.balance, "FLOP/B", digits=2, source="Machine.balance",
             conditions=c_cal),
         fig("machines.h200.cal.tensor_burst", cal.compute["tensor_core.fp16"].calibration, "",
-            digits=4, source=src, conditions="calibration_burst of tensor_core.fp16 in TileOPs h200.yaml"),
+            digits=4, source=src, conditions=f"calibration_burst of {cal.default_compute} in TileOPs h200.yaml"),
         fig("machines.h200.cal.tensor_sustained", sus.compute["tensor_core.fp16"].calibration, "",
             digits=4, source=src, conditions="calibration (sustained, 700 W cap) of tensor_core.fp16"),
         fig("machines.h200.cal.hbm_envelope", cal.memory["hbm"].calibration, "", digits=4, source=src,
@@ -374,26 +380,26 @@ def figures() -> list:
             conditions="measurement conditions written in the profile's comments",
             text="2048 MB working set, 5 runs x 200 reps, memory clock 3201 MHz, 700 W power cap"),
         fig("machines.h200.sustained.tflops", sus.peak_flops / 1e12, "TFLOP/s", digits=1, source=src,
-            conditions=f"h200-sustained: {sus.conditions}"),
+            conditions=f"{sus.name}: {sus.conditions}"),
         fig("machines.h200.cal.copy_gbs", cal.memory_rate("hbm.copy") / 1e9, "GB/s", digits=1, source=src,
-            conditions="4800 GB/s x 0.8183 (copy mix)"),
+            conditions=f"{cal.memory['hbm.copy'].theoretical / 1e9:g} GB/s x {cal.memory['hbm.copy'].calibration:.4f} (copy mix)"),
         fig("machines.h200.cal.fp32_tflops", cal.roof("cuda_core.fp32") / 1e12, "TFLOP/s", digits=2,
-            source="Machine.roof", conditions="cuda_core.fp32: 67.0 TFLOP/s x 0.8548"),
+            source="Machine.roof", conditions=_rate_text(cal, "cuda_core.fp32", ".1f")),
         fig("machines.h200.cal.fp32_balance", cal.balance_for("cuda_core.fp32"), "FLOP/B", digits=2,
             source="Machine.balance_for", conditions="cuda_core.fp32 roof against HBM envelope"),
         fig("machines.h200.cal.fp8_tflops", cal.roof("tensor_core.fp8") / 1e12, "TFLOP/s", digits=2,
-            source="Machine.roof", conditions="tensor_core.fp8: 1979 TFLOP/s x 0.6977 (burst)"),
+            source="Machine.roof", conditions=_rate_text(cal, "tensor_core.fp8", "g") + " (burst)"),
         fig("machines.h200.cal.fp8_balance", cal.balance_for("tensor_core.fp8"), "FLOP/B", digits=2,
             source="Machine.balance_for", conditions="tensor_core.fp8 burst roof against HBM envelope"),
         fig("machines.h200.cal.datasheet_over_cal", spec.peak_flops / cal.peak_flops, "x", digits=2,
             source="Machine.peak_flops", conditions="datasheet fp16 over calibrated fp16 (burst)"),
         fig("machines.h100.spec.tflops", h100.peak_flops / 1e12, "TFLOP/s", digits=0, source=src,
-            conditions=f"h100-spec (SXM5): {h100.source}; {h100.conditions}"),
+            conditions=f"{h100.name} (SXM5): {h100.source}; {h100.conditions}"),
         fig("machines.h100.spec.tbs", h100.bandwidth / 1e12, "TB/s", digits=1, source=src,
-            conditions=f"h100-spec (SXM5): {h100.source}"),
+            conditions=f"{h100.name} (SXM5): {h100.source}"),
         fig("machines.h100.spec.balance", h100.balance, "FLOP/B", digits=0, source="Machine.balance",
-            conditions="1000 TFLOP/s / 3.0 TB/s, preliminary datasheet"),
+            conditions=c_h100),
         fig("machines.h100.spec.balance_1", h100.balance, "FLOP/B", digits=1, source="Machine.balance",
-            conditions="1000 TFLOP/s / 3.0 TB/s, preliminary datasheet"),
+            conditions=c_h100),
     ]
     return out

@@ -17,15 +17,15 @@ import argparse
 from typing import Optional
 
 from ledger import ascend, case_study as cs
-from ledger.cost import Cost
+from ledger.cost import Cost, dtype_bytes
 from ledger.figures import Figure, fig
-from ledger.machines import get_machine
+from ledger.machines import DEFAULT_MACHINE, get_machine
 
 __all__ = ["m1_datasheet_factor", "m2_roof_mixup", "m3_roofs", "m4_split_vs_fused", "m5_transcendental",
            "m6_lookup", "m7_decode_sol", "m8_scale", "softmax_row_cycles", "figures"]
 
-CAL = "h200-calibrated"
-SPEC = "h200-spec"
+CAL = DEFAULT_MACHINE  #: the calibrated profile the chapter computes with
+SPEC = "h200-spec"  #: the datasheet profile of the same board
 
 
 def m1_datasheet_factor(unit: str = "tensor_core.fp16") -> float:
@@ -125,7 +125,9 @@ def figures() -> list[Figure]:
             fig(f"perfmodel.m4.{tag}ratio", one.intensity / two.intensity, "x", digits=2, source=src + ".m4_split_vs_fused", conditions=c4),
         ]
     flat, weighted = softmax_row_cycles()
-    c5 = "Ascend vector ops/cycle from the installed estimate_latency.h; 8192-wide softmax row, 5 ops per score, 1 of them exp"
+    src5 = ascend.SOURCE
+    c5 = (f"Ascend vector ops/cycle of {src5['package']} {src5['version']} estimate_latency.h (ledger.ascend_params); "
+          "8192-wide softmax row, 5 ops per score, 1 of them exp")
     out += [
         fig("perfmodel.m5.ratio", m5_transcendental(), "x", digits=2, source=src + ".m5_transcendental", conditions=c5),
         fig("perfmodel.m5.softmax_flat_kcycles", flat / 1000, "k cycles", digits=1, source=src + ".softmax_row_cycles", conditions=c5),
@@ -168,18 +170,28 @@ def figures() -> list[Figure]:
     ]
     # errata: draft numbers this ledger does not reproduce
     two, _ = m4_split_vs_fused("fused_absmax")
+    s, draft_mb = cs.CASE, 134.87
+    inter_b = dtype_bytes(s.in_dtype)
+    k_mb = 2 * s.tokens * s.kv_heads * s.head_dim * inter_b / 1e6
+    ideal_mb = cs.ideal_bytes(s) / 1e6
+    book_c, alt_c = cs.case_cost(s, cs.BOOK_READING), cs.case_cost(s, "fused_absmax")
     out += [
         fig("perfmodel.erratum.m4_split_mb", two.bytes / 1e6, "MB", digits=2, source=src + ".m4_split_vs_fused",
-            conditions="draft printed 134.87 MB (AI 1.40, 2.0x). 134.87 - 67.76 = 67.11 MB is exactly the bf16 "
-                       "intermediate of the 32 q heads written and read back (2 x 4096x32x128x2 B); the 8 k heads' "
-                       "intermediate (16.78 MB) is missing. With every row: 151.65 MB."),
+            conditions=f"draft printed {draft_mb:.2f} MB (AI 1.40, 2.0x). {draft_mb:.2f} - {ideal_mb:.2f} = "
+                       f"{draft_mb - ideal_mb:.2f} MB is exactly the {s.in_dtype} intermediate of the {s.q_heads} q "
+                       f"heads written and read back (2 x {s.tokens}x{s.q_heads}x{s.head_dim}x{inter_b:g} B); the "
+                       f"{s.kv_heads} k heads' intermediate ({k_mb:.2f} MB) is missing. With every row: "
+                       f"{two.bytes / 1e6:.2f} MB."),
         fig("perfmodel.erratum.m7_decode_sol_us", dec * 1e6, "µs", digits=3, source=src + ".m7_decode_sol",
             conditions=f"draft printed 0.003 µs, which is the payload alone ({cs.payload_bytes(cs.DECODE):.0f} B); "
                        f"with the RoPE row and the norm weights the step moves {cs.ideal_bytes(cs.DECODE):.0f} B."),
-        fig("perfmodel.erratum.case_flop_readings", "210.2 MFLOP / AI 3.10 (book) vs 189.2 MFLOP / AI 2.79", "",
+        fig("perfmodel.erratum.case_flop_readings",
+            f"{book_c.flops / 1e6:.1f} MFLOP / AI {book_c.intensity:.2f} (book) vs "
+            f"{alt_c.flops / 1e6:.1f} MFLOP / AI {alt_c.intensity:.2f}", "",
             source="ledger.case_study.FLOP_READINGS",
             conditions="the draft counts |x| and max as one op in section 2.3 and as two in 6.2; the ledger rule "
-                       "(one FLOP per operation) gives 10 per element; both readings are registered (perfmodel.case.*, perfmodel.case.alt.*)"),
+                       f"(one FLOP per operation) gives {cs.FLOP_READINGS[cs.BOOK_READING][0]} per element; both "
+                       "readings are registered (perfmodel.case.*, perfmodel.case.alt.*)"),
     ]
     return out
 

@@ -28,7 +28,7 @@ from ledger.cost import (
     fmt_time,
     judge,
 )
-from ledger.machines import Machine, get_machine
+from ledger.machines import DEFAULT_MACHINE, Machine, get_machine
 
 __all__ = [
     "elementwise",
@@ -312,10 +312,10 @@ def figures() -> list:
     """Every chapter-02 operator figure (keys ``pytorch.*``)."""
     from ledger.figures import fig
 
-    cal = get_machine("h200-calibrated")
+    cal = get_machine(DEFAULT_MACHINE)
     spec = get_machine("h200-spec")
     h100 = get_machine("h100-spec")
-    C = "H200 calibrated profile (tensor_core.fp16 burst, HBM envelope)"
+    C = f"{cal.name} profile ({cal.default_compute} burst, HBM envelope)"
     out: list = []
 
     def add(key: str, value: float, unit: str, digits: int, source: str, conditions: str,
@@ -401,9 +401,9 @@ def figures() -> list:
     add("pytorch.adamw.gb_7b", a7.bytes / 1e9, "GB", 0, "ledger.ops.adamw", cO + "; 7e9 parameters")
     ar = ring_allreduce(ALLREDUCE_PARAMS, 8)
     add("pytorch.allreduce.gb_8b", ar.bytes / 1e9, "GB", 2, "ledger.ops.ring_allreduce",
-        "8.03e9 bf16 gradients, ring over 8 ranks: 2(N-1)/N = 1.75")
+        f"{ALLREDUCE_PARAMS / 1e9:g}e9 bf16 gradients, ring over 8 ranks: 2(N-1)/N = 1.75")
     add("pytorch.allreduce.gb_8b_int", ar.bytes / 1e9, "GB", 0, "ledger.ops.ring_allreduce",
-        "8.03e9 bf16 gradients, ring over 8 ranks")
+        f"{ALLREDUCE_PARAMS / 1e9:g}e9 bf16 gradients, ring over 8 ranks")
     add("pytorch.allreduce.factor_8", 2 * 7 / 8, "x", 2, "ledger.ops.ring_allreduce", "2(N-1)/N at N = 8")
     add("pytorch.add.ai", elementwise_add(N_ELEM).intensity, "FLOP/B", 2, "ledger.ops.elementwise_add",
         "fp16: 1 FLOP per 3 x 2 bytes = 1/6, independent of size")
@@ -412,7 +412,8 @@ def figures() -> list:
     add("pytorch.fusion.attn_ratio", pa.bytes / pf.bytes, "x", 0, "ledger.ops.attention_prefill", cA)
 
     # -- exercises ------------------------------------------------------------------------
-    add("pytorch.e3.balance_spec", spec.balance, "FLOP/B", 1, "Machine.balance", "989.5 TFLOP/s / 4800 GB/s")
+    add("pytorch.e3.balance_spec", spec.balance, "FLOP/B", 1, "Machine.balance",
+        f"{spec.peak_flops / 1e12:g} TFLOP/s / {spec.bandwidth / 1e9:g} GB/s")
     e5f, e5t = layernorm(4096, 4096, passes=1), layernorm(4096, 4096, passes=3)
     c5 = "LayerNorm 4096 x 4096 fp16, 8 FLOP/elem; " + C
     add("pytorch.e5.fused_mb", e5f.bytes / 1e6, "MB", 1, "ledger.ops.layernorm", c5)
@@ -424,7 +425,7 @@ def figures() -> list:
     add("pytorch.e5.ai_fused_h512", layernorm(4096, 512).intensity, "FLOP/B", 1, "Cost.intensity",
         "H = 512: AI does not depend on the size")
     e6 = gemm(2048, 2048, 2048)
-    c6 = "2048^3 fp16 on h100-spec (1000 TFLOP/s / 3.0 TB/s)"
+    c6 = f"2048^3 fp16 on {h100.name} ({h100.peak_flops / 1e12:g} TFLOP/s / {h100.bandwidth / 1e12:.1f} TB/s)"
     out.append(fig("pytorch.e6.flop_sci", float(f"{e6.flops:.3e}"), "FLOP", source="ledger.ops.gemm",
                    conditions=c6, text=f"{e6.flops / 1e10:.3f}e10"))
     add("pytorch.e6.mb", e6.bytes / 1e6, "MB", 2, "ledger.ops.gemm", c6)
@@ -448,7 +449,7 @@ def figures() -> list:
     add("pytorch.e11.ai_min", min(ais), "FLOP/B", 2, "ledger.ops.op_table", cT)
     add("pytorch.e11.ai_max", max(ais), "FLOP/B", 0, "ledger.ops.op_table", cT)
     add("pytorch.e11.flips_h100", len(flips(cal, h100)), "", 0, "ledger.ops.flips",
-        "default table, h200-calibrated vs h100-spec")
+        f"default table, {cal.name} vs {h100.name}")
     g512 = gemm(512, 512, 512)
     for key, mach in (("cal", cal), ("h100", h100), ("spec", spec)):
         out.append(fig(f"pytorch.e11.gemm512.{key}", judge(g512, mach).bound, "", source="ledger.cost.judge",

@@ -6,7 +6,7 @@ measurement protocol.  :class:`BenchProtocol` is the fifth: target milliseconds 
 warm-up and for measurement (converted into iteration counts from a first estimate,
 as ``tilelang.profiler.do_bench`` does: ``n = max(1, int(target_ms / estimate_ms))``),
 an L2 flush before every sample, the statistic reported and the timing backend.
-:func:`fair_comparison_checklist` is the whole list; ``kernels.harness`` prints
+:func:`fair_comparison_checklist` is the whole list; ``measure.timing`` prints
 :meth:`BenchProtocol.describe` with every result.
 
 Public API (kept small and stable): :class:`BenchProtocol`, :data:`DEFAULT_PROTOCOL`,

@@ -240,8 +240,10 @@ def figures() -> list:
     from ledger.figures import fig
 
     b = step_budget()
-    cond = ("8B-class model (32 layers, hidden 4096, ffn 14336, 32/8 heads, params 8.03e9), seq 4096, "
-            "batch 1, 8 ranks, bf16 weights/grads, fp32 optimizer states; h200-calibrated; lower bound")
+    m = b.model
+    cond = (f"8B-class model ({m.layers} layers, hidden {m.hidden}, ffn {m.ffn}, {m.heads}/{m.kv_heads} heads, "
+            f"params {m.params / 1e9:g}e9), seq {b.seq}, batch {b.batch}, {b.world} ranks, bf16 weights/grads, "
+            f"fp32 optimizer states; {b.machine.name}; lower bound")
     src = "ledger.step_budget.step_budget"
     out = []
     for s in b.train:

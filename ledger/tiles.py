@@ -11,8 +11,8 @@ C4 parallelism: tiles / (blocks per SM x SMs) = waves; the fill of the last wave
 
 ``tile_decision(...)`` runs the four checks and names the binding limit; its
 ``format()`` prints the report the chapter shows.  The limits are a
-:class:`TileLimits` (default :data:`HOPPER`, an H100/H200 SM); counts are computed,
-never typed.  Only the accumulator is counted in C2: addresses, A/B fragments and
+:class:`TileLimits` (default :data:`HOPPER`, an H100/H200 SM, read from the
+``resources`` of the default machine profile); counts are computed, never typed.  Only the accumulator is counted in C2: addresses, A/B fragments and
 the epilogue add registers on top, so a tile that fails here fails for certain and
 one that passes may still spill.
 
@@ -30,6 +30,7 @@ from typing import Optional
 
 from ledger.cost import check_size
 from ledger.figures import Figure, fig
+from ledger.machines import DEFAULT_MACHINE, Machine, get_machine
 
 __all__ = [
     "TileLimits",
@@ -66,20 +67,35 @@ class TileLimits:
     reg_alloc_unit: int = 256  # registers, allocated per warp
     warp_size: int = 32
     max_blocks_per_sm: int = 32
+    max_threads_per_block: int = 1024
     source: str = ""
 
     def __post_init__(self) -> None:
         for f in ("sms", "smem_per_block", "smem_per_sm", "regs_per_sm", "max_threads_per_sm",
-                  "max_regs_per_thread", "reg_alloc_unit", "warp_size", "max_blocks_per_sm"):
+                  "max_regs_per_thread", "reg_alloc_unit", "warp_size", "max_blocks_per_sm",
+                  "max_threads_per_block"):
             check_size(f, getattr(self, f))
 
+    @classmethod
+    def from_machine(cls, machine: "Machine | str | None" = None, *, name: str | None = None,
+                     cite: str = "") -> "TileLimits":
+        """The limits held in a machine profile's ``resources`` (default :data:`DEFAULT_MACHINE`)."""
+        m = get_machine(machine)
+        r = {k: int(m.resource(k)) for k in ("sms", "smem_per_block_kb", "smem_per_sm_kb", "regs_per_sm",
+                                              "max_threads_per_sm", "max_regs_per_thread", "max_threads_per_block")}
+        held = (f"{r['smem_per_sm_kb']} KB shared per SM, {r['smem_per_block_kb']} KB per block; "
+                f"{r['regs_per_sm'] // 1024}K 32-bit registers, {r['max_threads_per_sm']} threads, "
+                f"{r['max_regs_per_thread']} registers per thread; {r['sms']} SMs")
+        return cls(name=name or m.name, sms=r["sms"], smem_per_block=r["smem_per_block_kb"] * KB,
+                   smem_per_sm=r["smem_per_sm_kb"] * KB, regs_per_sm=r["regs_per_sm"],
+                   max_threads_per_sm=r["max_threads_per_sm"], max_regs_per_thread=r["max_regs_per_thread"],
+                   max_threads_per_block=r["max_threads_per_block"],
+                   source=f"{cite + ', as held by ' if cite else ''}machine profile {m.name}: {held}")
 
-HOPPER = TileLimits(
-    name="hopper-sm90 (H100/H200 SXM)", sms=132, smem_per_block=227 * KB, smem_per_sm=228 * KB,
-    regs_per_sm=65536, max_threads_per_sm=2048,
-    source="NVIDIA Hopper tuning guide: 228 KB shared per SM, 227 KB per block; 64K 32-bit registers, "
-           "2048 threads, 255 registers per thread; H200/H100 SXM have 132 SMs",
-)
+
+#: An H100/H200 SM: the resources of the default machine profile.
+HOPPER = TileLimits.from_machine(DEFAULT_MACHINE, name="hopper-sm90 (H100/H200 SXM)",
+                                 cite="NVIDIA Hopper tuning guide")
 
 #: The ruler of the CUDA C++ Best Practices Guide (compute capability 7.0).
 VOLTA_BEST_PRACTICES = TileLimits(
@@ -234,8 +250,8 @@ def tile_decision(block_m: int, block_n: int, block_k: int, *, stages: int, thre
     if acc > limits.max_regs_per_thread:
         fails.append(f"C2 accumulator {acc:.0f} regs/thread > {limits.max_regs_per_thread}")
     fails += ["C3 " + f for f in instruction_check(block_m, block_n, block_k, threads, instr)]
-    if threads > 1024:
-        fails.append(f"threads {threads} > 1024 per block")
+    if threads > limits.max_threads_per_block:
+        fails.append(f"threads {threads} > {limits.max_threads_per_block} per block")
     by_regs = limits.regs_per_sm // per_block
     by_smem = int(limits.smem_per_sm // tot)
     by_threads = limits.max_threads_per_sm // threads
@@ -255,7 +271,8 @@ def tile_decision(block_m: int, block_n: int, block_k: int, *, stages: int, thre
 def figures() -> list[Figure]:
     src = "ledger.tiles.tile_decision"
     out: list[Figure] = []
-    c = f"4096x4096 output, fp16 inputs, fp32 accumulator, {HOPPER.name}: {HOPPER.sms} SMs, 227 KB/block, 228 KB/SM"
+    c = (f"4096x4096 output, fp16 inputs, fp32 accumulator, {HOPPER.name}: {HOPPER.sms} SMs, "
+         f"{HOPPER.smem_per_block // KB} KB/block, {HOPPER.smem_per_sm // KB} KB/SM")
     r = tile_decision(128, 256, 64, stages=3, threads=256)
     out += [
         fig("perfmodel.tile.good.smem_stage_kb", r.smem_stage / KB, "KB", digits=1, source=src, conditions=c),
@@ -297,7 +314,7 @@ def figures() -> list[Figure]:
         fig("gemm.budget.smem_per_sm_kb", HOPPER.smem_per_sm // KB, "KB", source="ledger.tiles.HOPPER",
             conditions=HOPPER.source),
         fig("gemm.budget.blocks_by_smem", int(HOPPER.smem_per_sm // s3), "blocks", source="ledger.tiles.smem_total",
-            conditions=c14 + "; shared memory alone, 228 KB per SM"),
+            conditions=c14 + f"; shared memory alone, {HOPPER.smem_per_sm // KB} KB per SM"),
         fig("gemm.budget.acc_elements", 128 * 128, "elements", source="ledger.tiles.accumulator_per_thread",
             conditions=c14),
         fig("gemm.budget.acc_regs_per_thread", accumulator_per_thread(128, 128, 128), "regs", digits=0,

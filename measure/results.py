@@ -27,7 +27,7 @@ from typing import Iterable
 
 __all__ = ["RESULTS_DIR", "RAW_DIR", "SCHEMA", "SUITE_ALIASES", "RECORD_PREFIX_ALIASES", "device_slug",
            "read_results", "write_results", "merge_results", "manifest", "merge_inputs", "repeat_runs", "next_raw_path",
-           "load_results", "available_devices", "records", "summary_provenance"]
+           "load_results", "available_devices", "records", "summary_provenance", "run_of"]
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 RAW_DIR = RESULTS_DIR / "raw"
@@ -217,6 +217,16 @@ def load_results(device: str, results_dir: Path | str | None = None) -> dict:
     if not path.exists():
         raise FileNotFoundError(f"no results for {device!r} in {d}; have {available_devices(d)}")
     return read_results(path)
+
+
+def run_of(results: dict, suite: str) -> dict:
+    """The provenance of the run that measured ``suite`` in a merged file (its ``run`` names the
+    run's file); a single run's file (no ``runs``) answers its own provenance."""
+    name = results.get("suites", {}).get(suite, {}).get("run")
+    for run in results.get("runs") or []:
+        if name is not None and run.get("file") == name:
+            return run
+    return results.get("provenance", {})
 
 
 def records(results: dict, kind: str | None = None) -> list[dict]:

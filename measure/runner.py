@@ -46,6 +46,7 @@ SUITES_DIR = Path(__file__).resolve().parent / "suites"
 #: Topic -> the suites (names or package prefixes) that measure it.
 TOPICS = {
     "pytorch": ("pytorch",),
+    "primer": ("primer",),
     "elementwise": ("elementwise", "quant", "norm", "rope", "fused"),
     "gemm": ("gemm",),
     "perfmodel": ("case_study", "carver"),

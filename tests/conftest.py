@@ -76,6 +76,8 @@ def _hook_compiles() -> None:
         targets = [(importlib.import_module("tilelang.jit"), "compile"),  # the module, not the decorator
                    (importlib.import_module("tilelang.jit"), "par_compile"),
                    (importlib.import_module("tilelang"), "compile"),
+                   (importlib.import_module("tilelang"), "lower"),  # lowering and codegen without nvcc
+                   (importlib.import_module("tilelang.engine"), "lower"),
                    (importlib.import_module("tilelang.engine.lower"), "lower")]
     except Exception:
         return

@@ -8,8 +8,8 @@ exist and how a few of them behave; the test suite asserts the result and the bo
 prints it.  All of it is *lowered on the CPU, never run on an NPU*.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: T.prim_func evaluates its parameter annotations,
+# and on Python 3.10 typing rejects a string annotation that evaluates to a buffer.
 import inspect
 from dataclasses import dataclass
 from typing import Any

@@ -22,8 +22,8 @@ def limits():
 
 
 @pytest.fixture(scope="session")
-def lab02():
-    spec, source = load_lab("lab02")
+def lab():
+    spec, source = load_lab("pytorch")
     return spec, source
 
 
@@ -59,7 +59,7 @@ def crafted(source: Path, subs: Path) -> dict[str, dict]:
         return nb, out[name]["lost"]
 
     new("instructor")
-    out["released"] = {"nb": strip_solutions(copy.deepcopy(base), "lab02"), "lost": "all"}
+    out["released"] = {"nb": strip_solutions(copy.deepcopy(base), "pytorch"), "lost": "all"}
 
     nb, lost = new("partly_right")
     _append(nb, "e05_a", 'ANSWER["e05_a"]["value"] *= 1.5')
@@ -114,7 +114,7 @@ def crafted(source: Path, subs: Path) -> dict[str, dict]:
     _set(nb, "e07_d", f"try:\n    stolen = open({spy!r}).read()\n    ANSWER['e07_d'] = 193.0\n"
                       f"except Exception:\n    ANSWER['e07_d'] = -1.0")
     _prepend(nb, "e12_b", "import os\nos.listdir('/work')")
-    _prepend(nb, "e01_b", "open('/tmp/ag-pwned', 'w').write('x')")
+    _prepend(nb, "e01_b", f"open({str(subs / 'pwned.txt')!r}, 'w').write('x')")  # next to the submissions
     _prepend(nb, "e02_b", "import socket\nsocket.create_connection(('1.1.1.1', 80), timeout=1)")
     lost.update(e07_c="error", e07_d="wrong", e12_b="error", e01_b="error", e02_b="error")
 
@@ -145,8 +145,8 @@ def crafted(source: Path, subs: Path) -> dict[str, dict]:
 
 
 @pytest.fixture(scope="session")
-def batch(tmp_path_factory, lab02):
-    spec, source = lab02
+def batch(tmp_path_factory, lab):
+    spec, source = lab
     root = tmp_path_factory.mktemp("batch")
     subs = root / "subs"
     subs.mkdir()
@@ -158,9 +158,9 @@ def batch(tmp_path_factory, lab02):
         else:
             nbformat.write(case["nb"], str(p))
     out = root / "out"
-    summary = grade_batch(sorted(subs.glob("*.ipynb")), "lab02", out, jobs=2, limits=LIMITS, progress=False)
+    summary = grade_batch(sorted(subs.glob("*.ipynb")), "pytorch", out, jobs=2, limits=LIMITS, progress=False, variants="common")
     from autograder.report import merge
 
-    merge([out], out, "lab02")
+    merge([out], out, "pytorch")
     recs = {f.stem: json.loads(f.read_text(encoding="utf-8")) for f in (out / "records").glob("*.json")}
     return {"spec": spec, "cases": cases, "records": recs, "out": out, "subs": subs, "summary": summary}

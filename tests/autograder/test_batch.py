@@ -74,7 +74,7 @@ def test_infinite_loops_are_charged_to_their_part(batch):
 
 def test_memory_bomb(batch):
     rec = _check_losses(batch, "memory_bomb")
-    assert "MemoryError" in rec["parts"]["e05_b"]["message"]
+    assert "MemoryError" in rec["parts"]["e05_b"]["message"] and "memory limit (2048 MiB)" in rec["parts"]["e05_b"]["message"]
 
 
 def test_fork_bomb_is_refused(batch):
@@ -85,8 +85,9 @@ def test_fork_bomb_is_refused(batch):
 
 def test_snooping_on_other_submissions_and_grader_files_fails(batch):
     rec = _check_losses(batch, "snooper")
-    assert "not allowed" in rec["parts"]["e07_c"]["message"]
-    assert not os.path.exists("/tmp/ag-pwned")
+    # refused by the fences, or (bubblewrap) simply not there: the sandbox has its own /tmp
+    assert any(w in rec["parts"]["e07_c"]["message"] for w in ("not allowed", "No such file")), rec["parts"]["e07_c"]
+    assert not (batch["subs"] / "pwned.txt").exists()
     assert "landlock" in rec["sandbox"]["confinement"] or "unavailable" in rec["sandbox"]["confinement"]
 
 
@@ -148,5 +149,5 @@ def test_rerun_skips_already_graded(batch, limits):
     from autograder.grade import grade_batch
 
     subs = sorted(batch["subs"].glob("*.ipynb"))
-    again = grade_batch(subs, "lab02", batch["out"], jobs=2, limits=limits, progress=False)
+    again = grade_batch(subs, "lab02", batch["out"], jobs=2, limits=limits, progress=False, variants="common")
     assert again["graded"] == 0 and len(again["skipped"]) == len(subs)

@@ -23,8 +23,8 @@ def _cli(*args, cwd=None):
 
 def test_unknown_lab_and_bad_input_are_clear_errors(tmp_path):
     r = _cli("grade", "lab99", tmp_path / "x.ipynb", "--out", tmp_path / "out")
-    assert r.returncode == 2 and "unknown lab 'lab99'" in r.stderr and "lab02" in r.stderr
-    r = _cli("grade", "lab02", tmp_path / "nothing.ipynb", "--out", tmp_path / "out")
+    assert r.returncode == 2 and "unknown lab 'lab99'" in r.stderr and "pytorch" in r.stderr
+    r = _cli("grade", "lab02", tmp_path / "nothing.ipynb", "--out", tmp_path / "out")  # the old name still works
     assert r.returncode == 2 and "no such submission" in r.stderr
     r = _cli("grade", "lab02", tmp_path, "--out", tmp_path / "out", "--shard", "3/2")
     assert r.returncode == 2
@@ -43,7 +43,7 @@ def test_shards_then_merge_equal_one_run(batch, tmp_path):
     outs = []
     for i in range(2):
         out = tmp_path / f"shard{i}"
-        r = _cli("grade", "lab02", subs, "--out", out, "--shard", f"{i}/2", "-j", "1", "--no-progress")
+        r = _cli("grade", "pytorch", subs, "--out", out, "--shard", f"{i}/2", "-j", "1", "--no-progress", "--common")
         assert r.returncode == 0, r.stderr
         assert not (out / "grades.csv").exists()  # shards only write records
         outs.append(out)
@@ -56,29 +56,37 @@ def test_shards_then_merge_equal_one_run(batch, tmp_path):
 
 
 def test_cli_check_prints_feedback_without_expected_values(batch):
-    r = _cli("check", "lab02", batch["subs"] / "partly_right.ipynb")
+    r = _cli("check", "pytorch", batch["subs"] / "partly_right.ipynb")
     assert r.returncode == 0, r.stderr
     assert "e06_b" in r.stdout and "expected" not in r.stdout
 
 
-def _run(src, **kw):
-    return run_cells([{"index": 0, "source": src}], {}, Limits(cell_timeout=5, notebook_timeout=30, **kw))
+def _run(src, isolation="auto", **kw):
+    return run_cells([{"index": 0, "source": src}], {}, Limits(cell_timeout=5, notebook_timeout=30, **kw),
+                     isolation=isolation)
 
 
-def test_kernel_fences_hold_without_the_audit_hook():
-    """Landlock and seccomp refuse what the audit hook would: call libc directly."""
+@pytest.mark.parametrize("isolation", ["auto", "uid"])
+def test_kernel_fences_hold_without_the_audit_hook(isolation):
+    """Landlock, seccomp and the namespaces refuse what the audit hook would: call libc directly."""
+    if isolation == "uid" and os.geteuid() != 0:
+        pytest.skip("the uid fallback needs a root grader")
     src = ("import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
-           f"fd = libc.open({str(ROOT / 'labs' / 'lab02' / 'lab02.ipynb').encode()!r}, 0)\n"
+           f"fd = libc.open({str(ROOT / 'labs' / 'pytorch' / 'pytorch.ipynb').encode()!r}, 0)\n"
            "print('open', fd, ctypes.get_errno())\n"
            f"fd2 = libc.open(b'/proc/{os.getpid()}/environ', 0)\n"
            "print('environ', fd2, ctypes.get_errno())\n"
+           "fd3 = libc.open(b'/etc/shadow', 0)\n"
+           "print('shadow', fd3, ctypes.get_errno())\n"
            "f = getattr(libc, 'getpid')\nprint('pid ok', f() > 0)\n")
-    r = _run(src)
+    r = _run(src, isolation)
     out = r.cells[0]["output"]
     if "landlock ABI" not in r.confinement:
         pytest.skip(f"no Landlock here: {r.confinement}")
-    assert "open -1 13" in out, out  # EACCES from the kernel
-    assert "environ -1 13" in out, out  # the grader's environment stays private
+    # EACCES from the kernel, or ENOENT: under bubblewrap the path does not exist inside
+    for what in ("open", "environ", "shadow"):
+        assert f"{what} -1 13" in out or f"{what} -1 2" in out, out
+    assert "pid ok True" in out
 
 
 def test_network_is_isolated():
@@ -90,14 +98,17 @@ def test_network_is_isolated():
 
 @pytest.mark.slow
 def test_throughput_100_submissions(capsys):
-    """Issue 9's bar: >= 0.67 submissions per second per core (reports the numbers)."""
+    """Issue 15's bar, with full isolation: >= 3 submissions per CPU-second (reports the numbers).
+
+    Counted in CPU time (the grader, its children and the runners' own account), so other
+    work on a shared machine does not decide it; ``per_second_per_core`` is printed too."""
     from autograder.bench import bench
 
-    res = bench("lab02", 100, jobs=os.cpu_count() or 1)
+    res = bench("pytorch", 100, jobs=os.cpu_count() or 1)
     with capsys.disabled():
         print("\nbench:", json.dumps(res))
-    assert res["all_full_marks"]
-    assert res["per_second_per_core"] >= 0.67, res
+    assert res["all_full_marks"] and res["isolation"].startswith(("bwrap", "uid", "process"))
+    assert res["per_cpu_second"] >= 3, res
 
 
 def test_progress_bar_reports_rate():

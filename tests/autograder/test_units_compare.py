@@ -28,7 +28,7 @@ def test_bad_units(bad):
 
 
 def _q(**kw):
-    return Part("x_a", "E0", 1, "quantity", "p", lambda: 0, unit=kw.pop("unit", "MB"), **kw)
+    return Part("x_a", "E0", 1, "quantity", "p", lambda v: 0, unit=kw.pop("unit", "MB"), **kw)
 
 
 def test_quantity_conversion_and_messages():
@@ -83,3 +83,24 @@ def test_spec_validation():
         Part("a", "E0", 1, "function", "p", lambda: 0)  # no probes
     with pytest.raises(SpecError):
         LabSpec("x", "x", (Part("a", "E0", 1, "manual", "p"), Part("a", "E0", 1, "manual", "p")))
+
+
+def test_a_dict_answer_never_reveals_its_keys():
+    p = Part("x_m", "E0", 1, "mapping", "p", lambda v: 0)
+    want = {"kind": "cuda", "arch": "sm_90"}
+    for answer in ({"kind": "cuda"}, {"kind": "cuda", "arch": "sm_80"}, {"kind": "cuda", "arch": "sm_90", "x": 1},
+                   {"kind": "cuda", "arch": 5}):
+        v = compare(p, answer, want)
+        assert v.status == "wrong" and "arch" not in v.message and "kind" not in v.message, v
+        assert "2" not in v.message  # not even how many keys
+    assert compare(p, {"arch": "sm_90", "kind": "CUDA"}, want).status == "right"
+    assert compare(p, None, want).status == "missing" and compare(p, [1], want).status == "malformed"
+
+
+def test_tolerances_are_stated_per_part():
+    assert _q(rel_tol=0.01).tolerance == "相对误差 ≤ 1%，按你写的单位换算后比较"
+    p = Part("x_n", "E0", 1, "number", "p", lambda v: 0, rel_tol=1e-4)
+    assert p.tolerance == "相对误差 ≤ 0.01%"
+    p = Part("x_t", "E0", 1, "table", "p", lambda v: 0, rel_tol=0.01, abs_tol=0.15)
+    assert p.tolerance.startswith("每一格 相对误差 ≤ 1% 或 绝对误差 ≤ 0.15")
+    assert Part("x_c", "E0", 1, "choice", "p", lambda v: 0).tolerance == "精确匹配"

@@ -10,7 +10,6 @@
   section reads whatever fp8 records exist (verdicts not fixed in the text), the lowered
   evidence of a rung names its instruction path.
 """
-from __future__ import annotations
 
 import re
 from pathlib import Path

@@ -72,3 +72,9 @@ def test_chapters_execute_code():
         text = (ROOT / f"{c['file']}.md").read_text(encoding="utf-8")
         assert "```{code-cell}" in text, f"{c['file']} has no executed code cell"
         assert "kernelspec:" in text, f"{c['file']} is not a MyST notebook"
+
+
+def test_primer_is_the_second_chapter():
+    chapters = [c["file"] for c in _toc()["parts"][0]["chapters"]]
+    assert chapters[:2] == ["book/ch_pytorch_to_kernel", "book/ch_primer"]
+    assert "(ch-primer)=" in (ROOT / "book" / "ch_primer.md").read_text(encoding="utf-8")

@@ -158,6 +158,7 @@ def test_committed_record_matches_a_fresh_capture(caps):
         assert "never run on an NPU" in (C.RESULTS_DIR / f"{name}.asc").read_text().splitlines()[0]
 
 
+@pytest.mark.slow
 def test_language_surface_audit():
     findings = surface.audit()
     bad = [f for f in findings if not f.ok]

@@ -55,6 +55,49 @@ def test_machines_and_errata_commands():
     assert any(e["figure"] == "pytorch.e6.ridge_edge" for e in json.loads(err.stdout))
 
 
+def test_errata_lists_every_erratum_the_registry_holds():
+    figs = json.loads(_run("ledger", "figures", "--json").stdout)
+    err = _run("ledger", "errata", "--json")
+    assert err.returncode == 0, err.stderr
+    listed = json.loads(err.stdout)
+    in_registry = sorted(k for k in figs if "erratum" in k.split("."))
+    assert len(in_registry) > 30
+    # every erratum figure belongs to exactly one listed erratum, and nothing else does
+    assert sorted(k for e in listed for k in e["figures"]) == in_registry
+    assert len({e["key"] for e in listed}) == len(listed)
+    for e in listed:
+        assert e["why"] and e["ours"] == figs[e["key"] + ".ours" if e["key"] + ".ours" in figs else e["key"]]
+    # both kinds: the recorded ones (draft, ours, why) and the single erratum figures of other modules
+    from ledger.errata import errata
+
+    recorded = {e.key for e in errata()}
+    assert recorded < {e["key"] for e in listed}
+    singles = [e for e in listed if e["key"] not in recorded]
+    assert all(e["draft"] is None and e["figures"] == [e["key"]] for e in singles)
+    # the chapters errata() alone never reached are listed too
+    assert {e["key"].split(".")[0] for e in singles} - {k.split(".")[0] for k in recorded}
+    assert any(e["key"].endswith(".erratum.m4_split_mb") and "draft printed" in e["why"] for e in listed)
+    text = _run("ledger", "errata").stdout
+    assert all(f"{e['key']}\n" in text or f"{e['key']} (" in text for e in listed)
+
+
+def test_listed_reads_only_the_registry_it_is_given():
+    from ledger.errata import errata, listed
+    from ledger.figures import collect, fig
+
+    e = errata()[0]
+    reg = collect()
+    part = {k: reg[k] for k in (f"{e.key}.draft", f"{e.key}.ours", f"{e.key}.why")}
+    part["x.erratum.made_up"] = fig("x.erratum.made_up", 1.5, "MB", digits=1, source="test", conditions="draft 2.0")
+    part["x.not_an_erratum"] = fig("x.not_an_erratum", 1, "", source="test")
+    got = listed(part)
+    assert [g.key for g in got] == sorted([e.key, "x.erratum.made_up"])
+    mine = {g.key: g for g in got}
+    assert mine[e.key].draft == e.draft and mine[e.key].figure == e.figure and len(mine[e.key].figures) == 3
+    made = mine["x.erratum.made_up"]
+    assert (made.ours, made.text, made.unit, made.why, made.draft) == (1.5, "1.5", "MB", "draft 2.0", None)
+
+
 def test_model_tables_print_the_chapter_numbers():
     ops = _run("ledger.ops", "--compare", "h100-spec", "--gemm-sweep")
     assert ops.returncode == 0, ops.stderr

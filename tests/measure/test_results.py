@@ -92,3 +92,16 @@ def test_loading_needs_a_named_device(tmp_path):
         R.load_results("")
     with pytest.raises(FileNotFoundError, match="have"):
         R.load_results("nvidia-b200")
+
+
+def test_a_suite_names_the_run_that_measured_it():
+    """In the committed merge every suite's run is one of the inputs, and ``run_of`` returns that
+    run's own provenance (not the summary's)."""
+    data = R.load_results("nvidia-h200")
+    files = {i["file"] for i in data["inputs"]}
+    for name, suite in data["suites"].items():
+        assert suite["run"] in files, name
+        run = R.run_of(data, name)
+        assert run["file"] == suite["run"] and run.get("command"), name
+    single = {"provenance": {"device": "X", "command": "c"}, "suites": {"s": {"records": []}}}
+    assert R.run_of(single, "s") == single["provenance"]

@@ -1,10 +1,14 @@
-"""Build ``labs/lab02/lab02.ipynb`` (the instructor notebook) from this file and ``spec.py``.
+"""Build ``labs/pytorch/pytorch.ipynb`` (the instructor notebook) from this file and ``spec.py``.
 
-``python labs/lab02/build.py`` rewrites the notebook; ``--check`` exits 1 when the file
+``python labs/pytorch/build.py`` rewrites the notebook; ``--check`` exits 1 when the file
 on disk differs from what this script builds (CI uses it).  The solutions below compute
-their answers from first principles (formulas on the exercise's numbers); the grader's
-references come from ``ledger``, so the instructor notebook scoring 100 % is a real
-cross-check of both.
+their answers from first principles (formulas on the exercise's numbers, read from ``P``);
+the grader's references come from ``ledger``, so the instructor notebook scoring 100 % is
+a real cross-check of both.
+
+:func:`build` also makes one student's notebook: ``build(variant, student)`` puts that
+student's numbers in the exercise texts, the prompts and ``P``, and binds ``check`` to the
+student (``python -m autograder release pytorch --student ID`` strips the solutions).
 """
 from __future__ import annotations
 
@@ -16,17 +20,20 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parents[1]))
+if str(HERE.parents[1]) not in sys.path:
+    sys.path.insert(0, str(HERE.parents[1]))
 
 import nbformat  # noqa: E402
 
 from autograder.labs import load_lab  # noqa: E402
+from autograder.parts import render as render_text  # noqa: E402
 
-OUT = HERE / "lab02.ipynb"
+OUT = HERE / "pytorch.ipynb"
+LAB = "pytorch"
 
-INTRO = """# Lab 02 · 给算子记账（第 02 章习题 E1–E13）
+INTRO = """# 实验 · 从 PyTorch 到 kernel：给算子记账（习题 E1–E13）
 
-这份实验把第 02 章的 13 道习题拆成一个个可以自动判分的小问。每个小问都有一个答案格，
+这份实验把「从 PyTorch 到 kernel」一章的 13 道习题拆成一个个可以自动判分的小问。每个小问都有一个答案格，
 你只需要把结果赋给字典 `ANSWER` 里对应的键，再运行紧跟其后的 `check(...)` 格，就能知道这一问
 **对、错，还是格式不对**（它从不告诉你标准答案）。
 
@@ -37,6 +44,11 @@ INTRO = """# Lab 02 · 给算子记账（第 02 章习题 E1–E13）
 * 单选题写一个字符串，多选题写一个集合（`set()` 表示一个都没有），表格题写字典。
 * 函数题给出一个函数，评分程序会用它自己挑的输入去调用。
 * 需要文字解释的小问写在 Markdown 格里，由助教人工批改。
+* 每个数值小问的标题后面写着它的容差（例如「相对误差 ≤ 1%」）。
+
+**你的题目参数（variant）**：{{WHO}}题目里的尺寸与数据类型（正文中的数字）每人不同，也与书上的例子不同；
+准备格里的字典 `P` 列出了你的全部参数，`check` 也按你的参数判对错。书上的参考答案对应的是书里的数字，
+不能直接照抄。
 
 默认约定（题目没有另行说明时）：fp16/bf16 每元素 2 字节；机器用 H200 的标定参数
 （`ledger.machines.get_machine("h200-calibrated")`）；账本口径与正文相同：输入读一次、输出写一次、
@@ -44,12 +56,14 @@ INTRO = """# Lab 02 · 给算子记账（第 02 章习题 E1–E13）
 
 你可以随时 `import ledger` 来验算，但请先自己推一遍。"""
 
-SETUP = """# 运行本格一次：准备答案字典与自查函数
+SETUP = """# 运行本格一次：准备答案字典、自查函数与你的题目参数
 try:
-    from autograder import check
+    from autograder import checker
+    check = checker({{CHECKER}})
 except ImportError:  # 不在课程环境里时，自查不可用，作答不受影响
     def check(*args, **kwargs):
         print("autograder 未安装：请在课程仓库的 .venv 里打开本 notebook")
+P = {{P}}  # 你的题目参数：正文里的数字就是这些
 ANSWER = {}"""
 
 # exercise statements: markdown shown before the exercise's parts
@@ -59,12 +73,12 @@ EXERCISES = {
 一次训练迭代由前向、反向、优化器更新与梯度通信组成。请按「算术强度与平衡点之比」这一个标准，
 把每个阶段归入 `"compute-bound"`、`"memory-bound"` 或 `"transfer"`（只搬数据、不做运算）之一；
 参照的模型是正文 2.4 节的 8B 模型（序列长度 4096、8 卡、H200 标定参数）。
-再算出 AdamW 每更新一个参数要搬多少字节：梯度为 bf16，参数与两个动量 m、v 都是 fp32。""",
+再算出 AdamW 每更新一个参数要搬多少字节：梯度为 {{E1.grad}}，参数与两个动量 m、v 都是 {{E1.state}}。""",
     "E2": """## E2 · 同一个 attention，两种判据（★）
 
-取 1 个样本、32 个头、head_dim 128、fp16。prefill 用 flash 式写法（分数不落显存），序列长度 4096；
-decode 每步只有 1 个 query，KV cache 长度 32768。分别求两者的算术强度，并解释为什么一个偏算力、
-一个偏带宽。""",
+取 1 个样本、32 个头、head_dim 128。prefill 用 flash 式写法（分数不落显存）、fp16，序列长度 {{E2.S}}；
+decode 每步只有 1 个 query，KV cache 长度 {{E2.L}}，数据类型（KV cache 与 q、o）为 {{E2.dtype}}。
+分别求两者的算术强度，并解释为什么一个偏算力、一个偏带宽。""",
     "E3": """## E3 · 规格值与标定值（★★）
 
 H200 的厂商规格是 fp16 张量核 989.5 TFLOPS、显存 4800 GB/s；课程采用的标定系数把它们折成约
@@ -84,27 +98,27 @@ H200 的厂商规格是 fp16 张量核 989.5 TFLOPS、显存 4800 GB/s；课程�
     "E4": """## E4 · 链越长，收益越大吗？（★★）
 
 $k$ 个逐元素算子串成一条链：逐个执行时每个算子都读一遍输入、写一遍输出；融合成一个 kernel 后只读
-一遍、写一遍。先求 $k=4$ 时这条链融合前后的访存之比；再设想这条链（融合前）只占整个
-（纯带宽受限的）模型访存的 1%，融合后整个模型最多能快多少倍。""",
+一遍、写一遍。先求 $k={{E4.k}}$ 时这条链融合前后的访存之比；再设想这条链（融合前）只占整个
+（纯带宽受限的）模型访存的 {{E4.pct}}%，融合后整个模型最多能快多少倍。""",
     "E5": """## E5 · 手算 LayerNorm（★★）
 
-$M = 4096$ 行、$H = 4096$ 列、fp16，按每元素 8 FLOP 记运算量（gamma、beta 不计访存）。对比
+$M = {{E5.M}}$ 行、$H = {{E5.H}}$ 列、fp16，按每元素 8 FLOP 记运算量（gamma、beta 不计访存）。对比
 「一个融合 kernel」与「均值、方差、归一化加仿射各一趟」两种实现的访存量、算术强度与 H200 标定参数下的
 时间下界。最后把 $H$ 改成 512，融合版的判据是什么？""",
     "E6": """## E6 · GEMM 的脊点（★★）
 
-机器换成 H100 的规格值（1000 TFLOPS、3.0 TB/s）。按「A、B 各读一次、C 写一次」记账，求 $2048^3$ fp16 GEMM
+机器换成 H100 的规格值（1000 TFLOPS、3.0 TB/s）。按「A、B 各读一次、C 写一次」记账，求 ${{E6.N}}^3$ fp16 GEMM
 的算术强度和判据。再写一个函数 `ridge_edge(balance, elem_bytes)`：给定平衡点（FLOP/B）与每元素字节数，
 返回方阵 GEMM 的算术强度恰好等于平衡点时的边长 $N$（实数即可，不必取整），形如 `{"n": ...}`。""",
     "E7": """## E7 · 分数矩阵为什么是 $O(S^2)$（★★★）
 
 prefill attention，1 个样本、32 头、$d = 128$、fp16，运算量与访存按正文 2.3 节的口径：Q、K、V 读一次、
 O 写一次；「分数落显存」的写法里，$S\\times S$ 的分数（与概率）矩阵在显存里往返 6 趟。
-求 $S = 8192$ 时两种写法的访存量与比值，再求 $S = 16384$ 时的比值，并判断比值随 $S$ 怎样增长。""",
+求 $S = {{E7.S}}$ 时两种写法的访存量与比值，再求 $S = {{E7.S2}}$ 时的比值，并判断比值随 $S$ 怎样增长。""",
     "E8": """## E8 · 读账本代码（★★）
 
 打开 `ledger/ops.py`，读 `attention_prefill` 的实现与文档。它给 softmax 的每个分数记几个 FLOP？如果某个实现把
-softmax 与 PV 融合了、但分数矩阵仍写回显存再读一次（共 2 趟），$S = 4096$（其余同 E2）时总访存是多少？
+softmax 与 PV 融合了、但分数矩阵仍写回显存再读一次（共 2 趟），$S = {{E8.S}}$（其余同 E2 的 prefill）时总访存是多少？
 FLOPs 公式里的两项各代表什么？""",
     "E9": """## E9 · 读 `tilelang.compile` 的签名（★★）
 
@@ -120,7 +134,7 @@ FLOPs 公式里的两项各代表什么？""",
 
 运行 `python -m ledger.ops` 与 `python -m ledger.ops --machine h100-spec`，逐行比较判据列（算子 id 见 E3 的表）。
 哪些算子在 H200 标定参数与 H100 规格之间翻转？`gemm_512` 在三台机器（`h200-calibrated`、`h200-spec`、
-`h100-spec`）上各是什么判据？fp16 逐元素加的算术强度是多少，为什么它在哪台机器上都是 memory-bound？""",
+`h100-spec`）上各是什么判据？{{E11.dtype}} 逐元素加的算术强度是多少，为什么它在哪台机器上都是 memory-bound？""",
     "E12": """## E12 · 序列长度与训练一步的构成（★★★）
 
 用 `ledger.step_budget`（或 `python -m ledger.step_budget --seq-len S`）在 H200 标定参数下，把序列长度依次设为
@@ -134,7 +148,7 @@ FLOPs 公式里的两项各代表什么？""",
 * RoPE 的旋转部分，张量形状 $B\\times H\\times S\\times d$，沿最后一维两两配对，每对算
   $y_1 = x_1\\cos\\theta - x_2\\sin\\theta$、$y_2 = x_2\\cos\\theta + x_1\\sin\\theta$（cos、sin 已预先算好，不计访存）。
 
-`dtype` 取 `"fp32"`、`"fp16"`、`"bf16"`、`"fp8"` 之一。再求 SiLU 在 $n = 4096^2$、fp16 时的时间下界与 RoPE
+`dtype` 取 `"fp32"`、`"fp16"`、`"bf16"`、`"fp8"` 之一。再求 SiLU 在 $n = {{E13.side}}^2$、{{E13.dtype}} 时的时间下界与 RoPE
 （$1\\times32\\times4096\\times128$，fp16）的判据，并说明把它们与残差相加融进一个 kernel 后访存量怎样变化。""",
 }
 
@@ -142,17 +156,19 @@ FLOPs 公式里的两项各代表什么？""",
 SOLUTIONS = {
     "e01_a": 'ANSWER["e01_a"] = {"forward": "compute-bound", "backward": "compute-bound",\n'
              '                  "optimizer": "memory-bound", "communication": "transfer"}',
-    "e01_b": 'grad, state = 2, 4  # bf16 gradient; fp32 param, m, v\n'
+    "e01_b": 'ELEM = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1}  # bytes per element\n'
+             'grad, state = ELEM[P["E1.grad"]], ELEM[P["E1.state"]]  # gradient; param, m, v\n'
              'ANSWER["e01_b"] = {"value": grad + 3 * state + 3 * state, "unit": "B/param"}',
     "e01_c": "前向与反向以 GEMM 和 attention 为主，长序列下运算量远超必须搬运的字节，落在脊点右侧；反向对每个 GEMM "
              "要算输入梯度与权重梯度两次乘法，运算量约是前向的两倍。优化器每个参数只有十几次运算，却要读梯度、参数、"
              "m、v 再写回后三者，强度远低于脊点。通信只搬梯度、不做运算。字节数来自 AdamW 的输入输出张量："
              "bf16 的 grad（2 B）加上 fp32 的 param、m、v 各读一次写一次（24 B），见 CANN 的 aclnnApplyAdamW 文档。",
-    "e02_a": 'B, H, S, d, b = 1, 32, 4096, 128, 2\n'
+    "e02_a": 'B, H, S, d, b = 1, 32, P["E2.S"], 128, 2\n'
              'flops = B * H * (4 * S * S * d + 5 * S * S)\n'
              'nbytes = 4 * B * H * S * d * b  # Q, K, V read, O written\n'
              'ANSWER["e02_a"] = {"value": flops / nbytes, "unit": "FLOP/B"}',
-    "e02_b": 'B, H, L, d, b = 1, 32, 32768, 128, 2\n'
+    "e02_b": 'ELEM = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1}\n'
+             'B, H, L, d, b = 1, 32, P["E2.L"], 128, ELEM[P["E2.dtype"]]\n'
              'flops = B * H * (4 * L * d + 5 * L)\n'
              'nbytes = 2 * B * H * L * d * b + 2 * B * H * d * b  # K/V cache, q and o\n'
              'ANSWER["e02_b"] = {"value": flops / nbytes, "unit": "FLOP/B"}',
@@ -166,11 +182,11 @@ SOLUTIONS = {
     "e03_d": "其一，H200 标定文件里 fp16 张量核的系数只有 0.737（短时）与 0.668（持续，受 700 W 功耗上限）；"
              "其二，显存带宽系数 0.938，而纯拷贝混合只有 0.818。条件：2048 MB 工作集、5 次×200 轮、显存 3201 MHz。"
              "换成规格值后平衡点从约 162 升到约 206，只影响强度落在两者之间的算子（如 512 边长的 GEMM）。",
-    "e04_a": 'k = 4\nANSWER["e04_a"] = (2 * k) / 2  # 2k passes eager, 2 fused',
-    "e04_b": 'p, r = 0.01, 4.0\nANSWER["e04_b"] = 1 / ((1 - p) + p / r)',
+    "e04_a": 'k = P["E4.k"]\nANSWER["e04_a"] = (2 * k) / 2  # 2k passes eager, 2 fused',
+    "e04_b": 'k = P["E4.k"]\np, r = P["E4.pct"] / 100, (2 * k) / 2\nANSWER["e04_b"] = 1 / ((1 - p) + p / r)',
     "e04_c": "链本身的收益由省下的中间张量往返决定，约为 k 倍；端到端收益取决于这条链的访存在整个模型里占多大比例。"
              "例如大模型训练里一条很长的逐元素链，只占总时间的百分之一，融合后整体也快不到百分之一。",
-    "e05_a": 'M = H = 4096; b = 2\nANSWER["e05_a"] = {"value": 2 * M * H * b / 1e6, "unit": "MB"}',
+    "e05_a": 'M, H, b = P["E5.M"], P["E5.H"], 2\nANSWER["e05_a"] = {"value": 2 * M * H * b / 1e6, "unit": "MB"}',
     "e05_b": 'ANSWER["e05_b"] = {"value": 8 * M * H / (2 * M * H * b), "unit": "FLOP/B"}',
     "e05_c": 'ANSWER["e05_c"] = {"value": 4 * M * H * b / 1e6, "unit": "MB"}  # x read 3 times, y written once',
     "e05_d": 'ANSWER["e05_d"] = {"value": 8 * M * H / (4 * M * H * b), "unit": "FLOP/B"}',
@@ -178,8 +194,9 @@ SOLUTIONS = {
     "e05_f": 'ANSWER["e05_f"] = {"value": 4 * M * H * b / bw * 1e3, "unit": "ms"}  # any time unit works',
     "e05_g": 'ANSWER["e05_g"] = "memory-bound"',
     "e05_h": "算术强度是每元素运算数与每元素字节数之比，与 H 无关；H 变小只让总量变小，强度仍是 1～2 FLOP/B，远在脊点左侧。",
-    "e06_a": 'N, b = 2048, 2\nANSWER["e06_a"] = {"value": 2 * N**3 / (3 * N * N * b), "unit": "FLOP/B"}',
-    "e06_b": 'ANSWER["e06_b"] = "compute-bound"',
+    "e06_a": 'N, b = P["E6.N"], 2\nANSWER["e06_a"] = {"value": 2 * N**3 / (3 * N * N * b), "unit": "FLOP/B"}',
+    "e06_b": 'N, b = P["E6.N"], 2\nbalance = 1000e12 / 3.0e12  # H100 spec: FLOP/s over B/s\n'
+             'ANSWER["e06_b"] = "compute-bound" if 2 * N / (3 * b) > balance else "memory-bound"',
     "e06_c": 'def ridge_edge(balance, elem_bytes):\n'
              '    # AI = 2N^3 / (3 N^2 b) = 2N / (3b)  ->  N = 3 b balance / 2\n'
              '    return {"n": 3 * elem_bytes * balance / 2}\n\n'
@@ -187,17 +204,18 @@ SOLUTIONS = {
     "e07_a": 'H, d, b = 32, 128, 2\n'
              'def attn_bytes(S, passes):\n'
              '    return 4 * H * S * d * b + passes * H * S * S * b\n'
-             'ANSWER["e07_a"] = {"value": attn_bytes(8192, 6) / 1e9, "unit": "GB"}',
-    "e07_b": 'ANSWER["e07_b"] = {"value": attn_bytes(8192, 0) / 2**20, "unit": "MiB"}',
-    "e07_c": 'ANSWER["e07_c"] = attn_bytes(8192, 6) / attn_bytes(8192, 0)',
-    "e07_d": 'ANSWER["e07_d"] = attn_bytes(16384, 6) / attn_bytes(16384, 0)',
+             'S = P["E7.S"]\n'
+             'ANSWER["e07_a"] = {"value": attn_bytes(S, 6) / 1e9, "unit": "GB"}',
+    "e07_b": 'S = P["E7.S"]\nANSWER["e07_b"] = {"value": attn_bytes(S, 0) / 2**20, "unit": "MiB"}',
+    "e07_c": 'S = P["E7.S"]\nANSWER["e07_c"] = attn_bytes(S, 6) / attn_bytes(S, 0)',
+    "e07_d": 'S2 = P["E7.S2"]\nANSWER["e07_d"] = attn_bytes(S2, 6) / attn_bytes(S2, 0)',
     "e07_e": 'ANSWER["e07_e"] = "linear"  # ratio = 1 + 6 S / (4 d)',
     "e07_f": "分数矩阵有 S² 个元素，它的往返访存随 S 平方增长，而 Q、K、V、O 只随 S 线性增长，所以两者之比随 S "
              "线性变大；flash 式把分数留在片上，访存回到 O(S)。",
     "e08_a": 'import inspect, ledger.ops\n'
              'print(inspect.getsource(ledger.ops.attention_prefill)[:300])\n'
              'ANSWER["e08_a"] = 5  # subtract max, exp, sum, divide ... per score (SOFTMAX_FLOPS_PER_SCORE)',
-    "e08_b": 'S = 4096\nANSWER["e08_b"] = {"value": attn_bytes(S, 2) / 1e9, "unit": "GB"}',
+    "e08_b": 'S = P["E8.S"]\nANSWER["e08_b"] = {"value": attn_bytes(S, 2) / 1e9, "unit": "GB"}',
     "e08_c": "4·S²·d 是两次矩阵乘（QKᵀ 与 PV）的运算量：各有 S²·d 次乘加，每次乘加记 2 FLOP；"
              "5·S² 是 softmax 对每个分数做的约 5 次运算（减最大值、exp、求和、除法等）。",
     "e09_a": '# 在交互环境里查看（评分时不必再导入 tilelang，导入要几秒）：\n'
@@ -219,7 +237,9 @@ SOLUTIONS = {
     "e11_a": 'ANSWER["e11_a"] = {"gemm_512"}',
     "e11_b": 'ANSWER["e11_b"] = {"h200-calibrated": "compute-bound", "h200-spec": "memory-bound",\n'
              '                  "h100-spec": "memory-bound"}',
-    "e11_c": 'ANSWER["e11_c"] = {"value": 1 / (3 * 2), "unit": "FLOP/B"}  # 1 FLOP per 3 fp16 elements moved',
+    "e11_c": 'ELEM = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1}\n'
+             'b = ELEM[P["E11.dtype"]]\n'
+             'ANSWER["e11_c"] = {"value": 1 / (3 * b), "unit": "FLOP/B"}  # 1 FLOP per 3 elements moved',
     "e11_d": "它每个元素只做 1 次加法，却要读两个、写一个元素；强度恒为 1/(3b)，与规模无关。"
              "要让它偏算力，平衡点得低于 1/6，没有哪台加速器的带宽会比算力还充裕到这种程度。",
     "e12_a": 'from ledger.step_budget import step_budget\n'
@@ -242,8 +262,8 @@ SOLUTIONS = {
              '    # per pair: 4 multiplies + 2 add/sub = 6 FLOP -> 3 FLOP per element\n'
              '    return {"flops": 3 * n, "bytes": 2 * n * ELEM[dtype]}\n\n'
              'ANSWER["e13_b"] = rope_cost',
-    "e13_c": 'n = 4096 * 4096\nbw = 4800e9 * 0.9380\n'
-             'ANSWER["e13_c"] = {"value": silu_cost(n)["bytes"] / bw * 1e6, "unit": "us"}',
+    "e13_c": 'n = P["E13.side"] ** 2\nbw = 4800e9 * 0.9380\n'
+             'ANSWER["e13_c"] = {"value": silu_cost(n, P["E13.dtype"])["bytes"] / bw * 1e6, "unit": "us"}',
     "e13_d": 'ANSWER["e13_d"] = "memory-bound"',
     "e13_e": "单看「输入读一次、输出写一次」，融合后这一趟读写并不会少；省下的是几个算子之间中间张量的写回与再读，"
              "原本 k 个算子要 2k 趟，融合后回到 2 趟。",
@@ -257,30 +277,54 @@ def _meta(gid: str, *, solution: bool, grade: bool, locked: bool, points: float 
     return {"nbgrader": m}
 
 
-def build() -> nbformat.NotebookNode:
-    spec, _ = load_lab("lab02")
+def _p_literal(variant: dict) -> str:
+    items = [f"{k!r}: {v!r}" for k, v in variant.items()]
+    lines, cur = [], "{"
+    for it in items:
+        if len(cur) + len(it) > 96:
+            lines.append(cur)
+            cur = "     "
+        cur += it + ", "
+    return "\n".join(lines + [cur.rstrip(", ") + "}"])
+
+
+def build(variant: dict | None = None, student: str | None = None) -> nbformat.NotebookNode:
+    """The instructor notebook (solutions in place) for ``variant`` (default: the book's numbers)."""
+    spec, _ = load_lab(LAB)
+    variant = spec.default_variant() if variant is None else variant
     missing = [p.grade_id for p in spec.parts if p.grade_id not in SOLUTIONS]
     if missing:
         raise SystemExit(f"build: no solution for {missing}")
+    who = (f"这份 notebook 是发给 `{student}` 的，" if student else
+           "这是公共版本（数字与书上相同，nbgrader 课程与自学使用），")
+    intro = render_text(INTRO.replace("{{WHO}}", who), variant)
+    setup = (SETUP.replace("{{CHECKER}}", repr(LAB) + (f", {student!r}" if student else ""))
+             .replace("{{P}}", _p_literal(variant)))
     nb = nbformat.v4.new_notebook()
     nb.metadata.update({"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
                         "language_info": {"name": "python"}})
-    cells = [nbformat.v4.new_markdown_cell(INTRO, metadata=_meta("intro", solution=False, grade=False, locked=True)),
-             nbformat.v4.new_code_cell(SETUP, metadata=_meta("setup", solution=False, grade=False, locked=True))]
+    cells = [nbformat.v4.new_markdown_cell(intro, metadata=_meta("intro", solution=False, grade=False, locked=True)),
+             nbformat.v4.new_code_cell(setup, metadata=_meta("setup", solution=False, grade=False, locked=True))]
     for ex in spec.exercises:
-        cells.append(nbformat.v4.new_markdown_cell(EXERCISES[ex], metadata=_meta(
+        cells.append(nbformat.v4.new_markdown_cell(render_text(EXERCISES[ex], variant), metadata=_meta(
             f"{ex.lower()}_text", solution=False, grade=False, locked=True)))
         for p in (q for q in spec.parts if q.exercise == ex):
-            label = f"**{p.grade_id}**（{p.points:g} 分）· {p.prompt}"
+            prompt = p.prompt_for(variant)
+            label = f"**{p.grade_id}**（{p.points:g} 分）· {prompt}"
             if p.kind == "manual":
                 cells.append(nbformat.v4.new_markdown_cell(
                     f"{label}\n\n" + SOLUTIONS[p.grade_id],
                     metadata=_meta(p.grade_id, solution=True, grade=True, locked=False, points=p.points)))
                 continue
-            src = (f"# {p.grade_id} · {p.prompt}\n### BEGIN SOLUTION\n{SOLUTIONS[p.grade_id]}\n### END SOLUTION")
+            src = (f"# {p.grade_id} · {prompt}（容差：{p.tolerance}）\n"
+                   f"### BEGIN SOLUTION\n{SOLUTIONS[p.grade_id]}\n### END SOLUTION")
             cells.append(nbformat.v4.new_code_cell(src, metadata=_meta(
                 f"{p.grade_id}_answer", solution=True, grade=False, locked=False)))
-            cells.append(nbformat.v4.new_code_cell(f'check(ANSWER, "{p.grade_id}")', metadata=_meta(
+            test = (f'check(ANSWER, "{p.grade_id}")\n'
+                    "### BEGIN HIDDEN TESTS\n"
+                    f'check(ANSWER, "{p.grade_id}", strict=True, quiet=True)  # nbgrader: raises unless right\n'
+                    "### END HIDDEN TESTS")
+            cells.append(nbformat.v4.new_code_cell(test, metadata=_meta(
                 p.grade_id, solution=False, grade=True, locked=True, points=p.points)))
     nb.cells = cells
     for i, c in enumerate(nb.cells):  # stable ids: rebuilding gives the same file
@@ -293,15 +337,18 @@ def render(nb) -> str:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description="Build the lab 02 instructor notebook.")
-    ap.add_argument("--check", action="store_true", help="exit 1 if lab02.ipynb is out of date")
+    ap = argparse.ArgumentParser(description="Build the pytorch lab's instructor notebook.")
+    ap.add_argument("--check", action="store_true", help="exit 1 if pytorch.ipynb is out of date")
     args = ap.parse_args(argv)
     text = render(build())
     if args.check:
         same = OUT.exists() and OUT.read_text(encoding="utf-8") == text
-        print("lab02.ipynb is up to date" if same else "lab02.ipynb is out of date: run labs/lab02/build.py")
+        print("pytorch.ipynb is up to date" if same else "pytorch.ipynb is out of date: run labs/pytorch/build.py")
         return 0 if same else 1
     fd, tmp = tempfile.mkstemp(dir=OUT.parent, suffix=".tmp")
+    mask = os.umask(0)
+    os.umask(mask)
+    os.chmod(tmp, 0o666 & ~mask)  # mkstemp makes 0600; the notebook is for everyone to read
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         f.write(text)
     os.replace(tmp, OUT)

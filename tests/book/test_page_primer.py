@@ -1,0 +1,229 @@
+"""Checks on the TileLang primer page (book/ch_primer.md) and its helpers (coursebook/primer.py).
+
+* its place in the book: second chapter of _toc.yml, in the intro's map, referenced by label;
+* every glued key exists (``primer.*`` / ``machines.*`` in the ledger, ``rec.*`` among the
+  recorded measurements, ``calc.primer.*`` among the values the page derives at build time);
+* the prose is long enough, types no decimal and no registry number, names no draft;
+* the sections, the exercises with collapsible answers, the references with URLs;
+* kernel code is read from the package; the footnotes cite tests that exist;
+* the measured section says "not recorded" without records (and shows no number) and shows
+  provenance with records; the sentences concluding from records are chosen by them.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from coursebook.pagecheck import CJK, GLUE, typed_decimals, typed_numbers
+from coursebook.pagecheck import prose_of as _prose
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGE = ROOT / "book" / "ch_primer.md"
+
+
+def _text() -> str:
+    return PAGE.read_text(encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def registry():
+    from ledger.figures import collect
+
+    return {k: f for k, f in collect().items() if k.startswith(("primer.", "machines."))}
+
+
+@pytest.fixture(scope="module")
+def results():
+    from measure.results import load_results
+
+    return load_results("nvidia-h200")
+
+
+@pytest.fixture(scope="module")
+def values(results):
+    from coursebook import primer as C
+
+    return C.page_values(results)
+
+
+# ------------------------------------------------------------------ place in the book
+def test_second_chapter_of_the_toc():
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    chapters = [c["file"] for c in toc["parts"][0]["chapters"]]
+    assert chapters[:2] == ["book/ch_pytorch_to_kernel", "book/ch_primer"]
+    assert _text().count("(ch-primer)=") == 1
+
+
+def test_intro_map_and_cross_references_use_the_label():
+    intro = (ROOT / "book" / "intro.md").read_text(encoding="utf-8")
+    assert "{ref}`ch-primer`" in intro and "正文五章" in intro
+    m = re.search(r"^1\. \{ref\}`ch-pytorch-to-kernel`.*?\n2\. \{ref\}`ch-primer`", intro, flags=re.M | re.S)
+    assert m, "the intro lists the primer second"
+    others = [p for p in (ROOT / "book").glob("ch_*.md") if p != PAGE]
+    assert sum("{ref}`ch-primer`" in p.read_text(encoding="utf-8") for p in others) >= 2
+    t = _text()
+    for ref in ("ch-pytorch-to-kernel", "ch-elementwise-norm-rope", "ch-gemm", "ch-perf-model"):
+        assert "{ref}`" + ref + "`" in t, ref
+    assert not re.search(r"第\s*[0-9一二三四五六七八九十]+\s*章", t)
+
+
+# ------------------------------------------------------------------ numbers
+@pytest.mark.slow
+def test_every_glue_key_exists(registry, results, values):
+    from coursebook.measured import measured_values
+
+    have = set(registry) | set(measured_values(results)) | set(values)
+    used = set(GLUE.findall(_text()))
+    missing = sorted(used - have)
+    assert not missing, f"glued keys nobody provides: {missing}"
+    assert any(k.startswith("primer.") for k in used) and any(k.startswith("rec.") for k in used)
+    assert any(k.startswith("calc.primer.") for k in used)
+
+
+def test_page_glues_its_sources():
+    t = _text()
+    assert 'glue_figures(("primer", "machines"))' in t and "glue_measured()" in t and "C.page_values()" in t
+
+
+# problem statements (shapes, configs, bit widths, warp sizes), not results
+_SHAPES = {"0", "1", "2", "3", "4", "8", "16", "32", "64", "100", "128", "256", "512", "1024", "2048", "4096",
+           "16384", "65536", "262144", "1000003", "2026", "5"}
+
+
+def test_prose_types_no_registry_number(registry):
+    texts = {str(f.text) for f in registry.values() if re.fullmatch(r"[0-9.,]+", str(f.text))}
+    typed = typed_numbers(_prose(_text()), texts, _SHAPES)
+    assert not typed, f"numbers typed into the prose that the registry holds (glue them): {typed}"
+
+
+def test_prose_has_no_decimal_number():
+    assert not typed_decimals(_prose(_text()))
+
+
+def test_prose_is_long_enough():
+    n = len(CJK.findall(_prose(_text())))
+    assert n >= 12000, f"chapter prose has {n} Chinese characters outside code, want >= 12000"
+
+
+def test_no_bookkeeping_in_the_prose():
+    prose = _prose(_text())
+    assert "草稿" not in _text()
+    assert not re.search(r"measure/results|kernels/results|\.json|tests/", prose), "file paths belong in footnotes or cells"
+
+
+# ------------------------------------------------------------------ structure
+SECTIONS = ("primer-goals", "primer-ledger", "primer-launch", "primer-memory", "primer-parallel", "primer-copy",
+            "primer-pipeline", "primer-gemm", "primer-reduce", "primer-compile", "primer-passes", "primer-debug",
+            "primer-measure", "primer-pitfalls", "primer-summary", "primer-exercises", "primer-references",
+            "primer-numbers")
+
+
+def test_every_section_is_there_in_order():
+    t = _text()
+    pos = [t.index(f"({label})=") for label in SECTIONS]
+    assert pos == sorted(pos)
+
+
+def test_exercises_have_collapsible_answers():
+    t = _text()
+    body = t[t.index("(primer-exercises)="):t.index("(primer-references)=")]
+    parts = re.split(r"^\*\*(E\d+)（", body, flags=re.M)
+    blocks = {parts[i]: parts[i + 1] for i in range(1, len(parts) - 1, 2)}
+    assert sorted(blocks, key=lambda e: int(e[1:])) == [f"E{i}" for i in range(1, len(blocks) + 1)]
+    assert len(blocks) >= 8
+    for name, block in blocks.items():
+        assert re.search(r"^````\{dropdown\} 参考答案$", block, flags=re.M), f"{name} has no collapsible answer"
+    # numeric answers come from the ledger (primer.*) or from this page's build-time lowerings (calc.primer.*)
+    assert sum(("{glue:text}`primer." in b) or ("{glue:text}`calc.primer." in b) for b in blocks.values()) >= 6
+
+
+def test_references_carry_urls():
+    t = _text()
+    refs = t[t.index("(primer-references)="):t.index("(primer-numbers)=")]
+    assert len([ln for ln in refs.splitlines() if ln.startswith("- ") and "<http" in ln]) >= 12
+
+
+def test_kernel_code_is_read_from_the_package():
+    t = _text()
+    for factory in ("P.copy_kernel", "P.scale_kernel", "P.row_sum_kernel", "P.gemm_tile_kernel", "P.mirror_kernel",
+                    "P.row_sum_ascend"):
+        assert f"C.source_md({factory}" in t, factory
+
+
+def test_generated_code_is_lowered_at_build_time_and_labelled():
+    t = _text()
+    assert "lowered on CPU" in t and "在 CPU 上降级" in t
+    passes = t[t.index("(primer-passes)="):t.index("(primer-debug)=")]
+    assert "C.trace()" in passes and "C.ascend_trace()" in passes and "TL_LOWER_TRACE" in passes
+    assert "从未在 NPU 上运行" in passes
+    for name in ("ProducerConsumerWarpSpecialized", "LayoutInference", "LowerTileOp"):
+        assert name in passes
+
+
+def test_footnotes_cite_tests_that_exist():
+    t = _text()
+    notes = re.findall(r"^\[\^([\w-]+)\]: (.*)$", t, flags=re.M)
+    refs = set(re.findall(r"\[\^([\w-]+)\](?!:)", t))
+    assert {n for n, _ in notes} == refs, "every footnote is referenced and defined once"
+    cited = set(re.findall(r"`(test_\w+)`", " ".join(body for _, body in notes)))
+    have = set(re.findall(r"^def (test_\w+)", (ROOT / "tests/kernels/test_primer.py").read_text(encoding="utf-8"),
+                          flags=re.M))
+    assert cited and not (cited - have), f"footnotes cite missing tests: {sorted(cited - have)}"
+
+
+def test_every_debugging_cell_really_raises():
+    t = _text()
+    debug = t[t.index("(primer-debug)="):t.index("(primer-measure)=")]
+    assert debug.count("C.attempt(") >= 8
+
+
+# ------------------------------------------------------------------ measured section
+def test_measured_block_without_records_says_so_and_shows_no_number():
+    from coursebook import primer as C
+
+    for res in (None, {"suites": {}}, {"suites": {"elementwise": {"records": []}}}):
+        text = C.measured_block(res if res is not None else {"suites": {}})
+        assert C.NOT_RECORDED in text and "python -m measure.runner --topic primer" in text
+        assert not re.search(r"\d+\.\d+", text)
+
+
+def test_measured_block_with_records_shows_provenance():
+    from coursebook import primer as C
+
+    fake = {"runs": [{"file": "nvidia-h200.run30.json", "device": "NVIDIA H200", "date": "2027-01-02T03:04:05Z",
+                      "tilelang": "0.1.15", "command": "python -m measure.runner --topic primer"}],
+            "suites": {"primer": {"run": "nvidia-h200.run30.json", "records": [
+                {"kind": "bench", "name": "copy fp16 n=2^28", "ms": 0.5, "gbps": 2147.0, "frac_copy_bw": 0.5,
+                 "speedup": {"torch copy_": 0.6}}]}}}
+    text = C.measured_block(fake)
+    assert C.NOT_RECORDED not in text and "2027-01-02" in text and "`copy fp16 n=2^28`" in text
+    assert "500.0" in text and "50.0%" in text and "torch copy_ 0.60×" in text
+    prov = C.provenance_md("primer", fake)
+    assert "NVIDIA H200" in prov and "2027-01-02" in prov and "`python -m measure.runner --topic primer`" in prov
+    assert C.NOT_RECORDED in C.provenance_md("elementwise", fake)
+
+
+@pytest.mark.slow
+def test_sentences_from_records_hold_for_the_records(results, values):
+    """The measuring section says the vectorised add is faster by the recorded ratio and that its
+    share of the copy bandwidth is above one hundred percent: the records must agree."""
+    t = _text()
+    assert "{glue:text}`calc.primer.add.ratio` 倍" in t and float(values["calc.primer.add.ratio"]) > 1
+    if "第二行的占比超过了百分之百" in t:
+        rec = next(r for r in results["suites"]["elementwise"]["records"]
+                   if r.get("kind") == "bench" and r["name"].startswith("add[per_thread]"))
+        assert rec["frac_copy_bw"] > 1
+    assert "C.provenance_md(\"elementwise\")" in t
+
+
+@pytest.mark.slow
+def test_page_values_match_the_lowerings(values):
+    assert values["calc.primer.ws.threads_before"] == "128" and values["calc.primer.ws.threads_after"] == "256"
+    assert values["calc.primer.layout.xf_per_thread"] == "64" and values["calc.primer.layout.acc_replicate"] == "16"
+    assert values["calc.primer.scale.npt8_load"] == "uint4" and values["calc.primer.scale.npt4_load"] == "uint2"
+    assert int(values["calc.primer.big.smem"]) > 227 * 1024
+    assert int(values["calc.primer.trace.changed"]) < int(values["calc.primer.trace.passes"])
+    assert values["calc.primer.asc.x_versions"] == "2"
