@@ -378,6 +378,22 @@ def test_trace_env_var_in_a_fresh_process(tmp_path):
 def test_cache_hit_records_no_trace():
     """A kernel the disk cache already holds is loaded, not lowered: tracing it records nothing,
     while the same compile with the cache off records every pass."""
+    from tilelang.env import env
+
+    if env.is_cache_globally_disabled():
+        pytest.skip("TILELANG_DISABLE_CACHE is set: there is no cache to hit")
+    # The session may have switched the cache off (the fresh_compiles fixture): this test needs it
+    # on, and gives back the state it found.
+    cache_was_on = env.is_cache_enabled()
+    tilelang.enable_cache()
+    try:
+        _cache_hit_records_no_trace(tilelang, env)
+    finally:
+        if not cache_was_on:
+            tilelang.disable_cache()
+
+
+def _cache_hit_records_no_trace(tilelang, env):
     import contextlib
     import io
     import tempfile
@@ -385,10 +401,6 @@ def test_cache_hit_records_no_trace():
     from tilelang.tools import lower_trace as LT
     from tilelang.tools.lower_trace.core import get_last_session
 
-    from tilelang.env import env
-
-    if env.is_cache_globally_disabled():
-        pytest.skip("TILELANG_DISABLE_CACHE is set: there is no cache to hit")
     func = P.copy_kernel.get_tir(4096, "float32")
     tilelang.compile(func, target=P.TARGET)  # now in the disk cache
 
