@@ -127,8 +127,17 @@ def grade_notebook(path: Path, lab: str, refs: dict, limits: Limits, read_paths:
     if strangers:
         rec["problems"].append("nbgrader metadata names grade_ids this lab does not have (ignored): "
                                + ", ".join(strangers[:10]))
-    run = run_cells([{"index": c["index"], "source": c["source"]} for c in sub.cells],
-                    spec.probes(), limits, read_paths)
+    # --- kernel labs (autograder.kernelgrade): kernel cells are graded apart, not run here
+    from .kernelgrade import analytic_cells, grade_kernel_parts, has_kernel_parts
+
+    kernel_verdicts: dict = {}
+    if has_kernel_parts(spec):
+        kernel_verdicts, rec["kernels"] = grade_kernel_parts(lab, spec, sub, student, load_lab(lab)[1])
+        rec["problems"] += rec["kernels"].pop("problems", [])
+    cells = analytic_cells(spec, sub) if has_kernel_parts(spec) else \
+        [{"index": c["index"], "source": c["source"]} for c in sub.cells]
+    # --- end kernel labs
+    run = run_cells(cells, spec.probes(), limits, read_paths)
     rec["sandbox"] = {"confinement": run.confinement, "network": run.network, "restarts": run.restarts,
                       "wall_s": round(run.wall_s, 3), "peak_rss_kb": run.peak_rss_kb,
                       "finished": run.finished}
@@ -139,7 +148,10 @@ def grade_notebook(path: Path, lab: str, refs: dict, limits: Limits, read_paths:
         rec["stray_output"] = run.stray_output[:2000]
     score = 0.0
     for p in spec.parts:
-        if not p.auto:
+        if p.kind == "kernel":  # kernel labs: verdict from autograder.kernelgrade
+            v = kernel_verdicts[p.grade_id]
+            score += v.score
+        elif not p.auto:
             text = sub.markdown.get(p.grade_id)
             v = Verdict("manual", "graded by hand" if text else "graded by hand (answer cell not found)",
                         (text or "")[:4000])
