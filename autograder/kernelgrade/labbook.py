@@ -38,6 +38,8 @@ STRUCTURE_TEXT = {
     "vf_region": "计算在 `T.SimtVF` / SIMD 向量函数区域里",
     "double_buffered": "调度后 UB 缓冲至少有两份（搬运与计算重叠）",
     "pipe_sync": "编译器插入了流水之间的同步标志",
+    "row_reduction": "每行有一次块内或 warp 内的归约",
+    "reads_tables": "读了 cos/sin 表",
 }
 
 
@@ -121,9 +123,10 @@ def build_notebook(lab: str, intro: str, setup: str, kernel_setup: str, texts: d
     nb.metadata.update({"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
                         "language_info": {"name": "python"}})
     cells = [nbformat.v4.new_markdown_cell(intro, metadata=_meta("intro", solution=False, grade=False, locked=True)),
-             nbformat.v4.new_code_cell(setup, metadata=_meta("setup", solution=False, grade=False, locked=True)),
-             nbformat.v4.new_code_cell(kernel_setup, metadata=_meta("kernel_setup", solution=False, grade=False,
-                                                                    locked=True))]
+             nbformat.v4.new_code_cell(setup, metadata=_meta("setup", solution=False, grade=False, locked=True))]
+    if kernel_setup:
+        cells.append(nbformat.v4.new_code_cell(kernel_setup, metadata=_meta("kernel_setup", solution=False, grade=False,
+                                                                            locked=True)))
     for ex in spec.exercises:
         cells.append(nbformat.v4.new_markdown_cell(texts[ex], metadata=_meta(f"{ex.lower()}_text", solution=False,
                                                                              grade=False, locked=True)))

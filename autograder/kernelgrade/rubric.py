@@ -182,7 +182,7 @@ def score_ascend(points: float, task: Any, R: dict) -> Verdict:
     if not a.get("lowers"):
         return Verdict("wrong", f"lowered on CPU: failed before the bisheng call -- {a.get('error', '')}")
     checks = a.get("checks") or []
-    frac = _fraction(checks)
+    frac = _fraction([c for c in checks if c.get("key") != "lowers"])  # lowering is the entry ticket
     status = "right" if frac >= 1.0 else "partial" if frac > 0 else "wrong"
     return Verdict(status, "lowered on CPU (never run on an NPU): " + _checks_text(checks), score=round(points * frac, 6))
 

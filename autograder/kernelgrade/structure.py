@@ -147,14 +147,23 @@ def analyse_cuda(src: str, func: Any | None = None, params: Any = ()) -> dict:
     if func is not None and params:
         rename = dict(zip(tir_param_names(func), [p.name for p in params]))
     widths = {rename.get(p, p): {r: (max(v) if v else 0) for r, v in d.items()} for p, d in acc.items()}
-    return {"accesses": widths, "paths": instruction_path(src),
+    return {"accesses": widths, "paths": instruction_path(src), "reduction": _reduction_kind(src),
             "stages": pipeline_stages(func) if func is not None else []}
+
+
+def _reduction_kind(src: str) -> str:
+    for pat, name in ((r"\bAllReduce<", "tl::AllReduce"), (r"__shfl_(?:xor|down)_sync", "warp shuffles"),
+                      (r"\bAscendAllReduce<", "tl::AscendAllReduce"), (r"\breduce_sum\b|ReduceSum", "reduce_sum")):
+        if re.search(pat, src):
+            return name
+    return ""
 
 
 def analyse_ascend(capture: Any) -> dict:
     return {"kernel_kind": capture.kernel_kind, "buffer_versions": dict(capture.buffer_versions),
             "sync": dict(capture.sync), "flags": list(capture.flags), "tasks": len(capture.tasks),
-            "vf_region": bool(re.search(r"__sim[dt]_vf__", capture.source)), "lowers": True}
+            "vf_region": bool(re.search(r"__sim[dt]_vf__", capture.source)), "lowers": True,
+            "reduction": _reduction_kind(capture.source)}
 
 
 # ----------------------------------------------------------------------------- expectations
@@ -210,7 +219,20 @@ def _async(a, params):
     return ok, f"asynchronous global->shared copies: {which}" + (" with mbarriers" if p.get("mbarrier") else "")
 
 
+def _reduction(a, params):
+    ok = bool(a.get("reduction"))
+    return ok, ("a block or warp reduction per row (" + a["reduction"] + ")") if ok else "no per-row reduction found"
+
+
+def _tables(a, params):
+    seen = {n: a["accesses"].get(n, {}).get("load", 0) for n in ("Cos", "Sin")}
+    ok = all(v > 0 for v in seen.values())
+    return ok, "reads the cos/sin tables" if ok else "does not read the cos/sin tables"
+
+
 EXPECTATIONS: dict[str, Callable[[dict, list], tuple[bool, str]]] = {
+    "row_reduction": _reduction,
+    "reads_tables": _tables,
     "vector_load_16B": _width("load", 16),
     "vector_store_16B": _width("store", 16),
     "vector_load_8B": _width("load", 8),
@@ -235,6 +257,9 @@ def _asc(key: str):
             v = a.get("buffer_versions") or {}
             ok = bool(v) and max(v.values()) >= 2
             return ok, f"buffer versions after AutoSchedule: {v or 'none'} (expected a double-buffered tile)"
+        if key == "row_reduction":
+            ok = bool(a.get("reduction"))
+            return ok, "a reduction over each row" + (f" ({a['reduction']})" if ok else " is missing")
         if key == "pipe_sync":
             n = int((a.get("sync") or {}).get("asc_sync_notify", 0))
             return n > 0, f"{n} pipe-to-pipe flag notifications inserted"
@@ -242,7 +267,8 @@ def _asc(key: str):
     return check
 
 
-ASCEND_EXPECTATIONS = {k: _asc(k) for k in ("lowers", "vector_core", "vf_region", "double_buffered", "pipe_sync")}
+ASCEND_EXPECTATIONS = {k: _asc(k) for k in ("lowers", "vector_core", "vf_region", "double_buffered", "pipe_sync",
+                                              "row_reduction")}
 
 
 def evaluate(keys, analysis: dict, params, ascend: bool = False) -> list[dict]:

@@ -218,7 +218,7 @@ RMSNORM = CudaTask(
     make_inputs=_rms_inputs, reference=_rms_ref, cost=_rms_cost,
     baseline=_rms_baseline, baseline_label="F.rms_norm",
     metric="frac_copy", levels=((0.60, 0.5), (0.80, 1.0)),
-    structure=("vector_load_8B", "vector_store_8B"),
+    structure=("row_reduction", "vector_load_8B", "vector_store_8B"),
     interface_doc="rmsnorm_kernel(M, N, dtype) -> kernel(X, W, Y)；X、Y 形状 (M, N)，W 形状 (N,)，"
                   "dtype 为 float16 / bfloat16；y = x / sqrt(mean(x²) + 1e-6) · w，在 fp32 中计算",
 )
@@ -294,7 +294,7 @@ ROPE = CudaTask(
     make_inputs=_rope_inputs, reference=_rope_ref, cost=_rope_cost,
     baseline=_rope_baseline, baseline_label="PyTorch eager",
     metric="frac_copy", levels=((0.60, 0.5), (0.85, 1.0)),
-    structure=("vector_store_8B",),
+    structure=("reads_tables", "vector_store_8B"),
     interface_doc="rope_kernel(S, H, D, rope_dim, dtype) -> kernel(X, Cos, Sin, Y)；X、Y 形状 (S, H, D)，"
                   "Cos、Sin 形状 (S, rope_dim/2)、float32；前 D - rope_dim 个通道原样拷贝，"
                   "其余按 NeoX 配对 (p, p + rope_dim/2) 旋转",
@@ -364,7 +364,7 @@ FUSED = CudaTask(
     make_inputs=_fused_inputs, reference=_fused_ref, cost=_fused_cost, tolerance=_fused_tol,
     baseline=_fused_baseline, baseline_label="PyTorch eager (F.rms_norm + RoPE)",
     metric="frac_copy", levels=((0.60, 0.5), (0.80, 1.0)),
-    structure=("vector_load_8B", "vector_store_8B"),
+    structure=("row_reduction", "reads_tables", "vector_load_8B", "vector_store_8B"),
     interface_doc="rmsnorm_rope_kernel(M, N, rope_dim, dtype) -> kernel(X, W, Cos, Sin, Y)；X、Y 形状 (M, N)，"
                   "W 形状 (N,)，Cos、Sin 形状 (M, rope_dim/2)、float32；先 RMSNorm（结果舍入到 dtype），"
                   "再对最后 rope_dim 个通道做 NeoX RoPE",
@@ -467,7 +467,7 @@ ASCEND_ADD = AscendTask(
 ASCEND_RMSNORM = AscendTask(
     key="ascend_rmsnorm", title="昇腾方言的 RMSNorm（在 CPU 上降级到 AscendC）",
     factory_args=("tokens", "d"), signature=_asc_rms_sig, shape={"tokens": 4096, "d": 4096},
-    structure=("lowers", "vector_core", "vf_region", "double_buffered", "pipe_sync"),
+    structure=("lowers", "vector_core", "vf_region", "double_buffered", "pipe_sync", "row_reduction"),
     interface_doc="ascend_rmsnorm(tokens, d) -> T.prim_func(X, W, Y)；bfloat16，X、Y 形状 (tokens, d)，W 形状 (d,)",
 )
 

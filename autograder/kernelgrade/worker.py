@@ -76,7 +76,7 @@ def _compiled(source: str, name: str):
 
     filename = f"<{name}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    return compile(source, filename, "exec")
+    return compile(source, filename, "exec", dont_inherit=True)  # no __future__ flags of this file
 
 
 def _timed(seconds, fn, *args, **kwargs):
