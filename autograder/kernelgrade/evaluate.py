@@ -251,8 +251,13 @@ def _ascend(part: dict, task, send) -> None:
                                                              ascend=True)})
 
 
-def evaluate_part(part: dict, h, gpu: bool, workers: int, send, rounds: int = ROUNDS) -> None:
-    """Everything about one kernel part, reported as events through ``send``."""
+def evaluate_part(part: dict, h, gpu: bool, workers: int, send, rounds: int = ROUNDS, compile_all: bool = False,
+                  read: bool = True) -> None:
+    """Everything about one kernel part, reported as events through ``send``.
+
+    ``compile_all`` builds every shape (filling the kernel cache) even without a GPU;
+    ``read`` reports the interface, build and structure findings (the GPU pass of a
+    two-pass grading leaves them to the build pass)."""
 
     from . import structure, tirsafe
 
@@ -261,7 +266,8 @@ def evaluate_part(part: dict, h, gpu: bool, workers: int, send, rounds: int = RO
     send({"event": "start", "gid": gid})
     t_part = time.perf_counter()
     if task.kind == "ascend":
-        _ascend(part, task, send)
+        if read:
+            _ascend(part, task, send)
         send({"event": "part_done", "gid": gid, "seconds": round(time.perf_counter() - t_part, 2)})
         return
     funcs, errors = {}, {}
@@ -273,14 +279,16 @@ def evaluate_part(part: dict, h, gpu: bool, workers: int, send, rounds: int = RO
             funcs[t["label"]] = (func, tirsafe.compile_options(t.get("jit")), t)
         except tirsafe.TirError as exc:
             errors[t["label"]] = str(exc)
-    send({"event": "interface", "gid": gid, "errors": errors})
+    if read:
+        send({"event": "interface", "gid": gid, "errors": errors})
     time_label = next((t["label"] for t in part["tirs"] if t["role"] == "time"), None)
-    wanted = list(funcs) if gpu else [lb for lb in funcs if lb == time_label]
+    wanted = list(funcs) if (gpu or compile_all) else [lb for lb in funcs if lb == time_label]
     built = _par_compile({lb: funcs[lb][:2] for lb in wanted}, workers)
-    send({"event": "build", "gid": gid, "errors": {k: v["error"] for k, v in built.items() if v["error"]},
-          "compile_s": {k: round(v["s"], 2) for k, v in built.items()}})
+    if read:
+        send({"event": "build", "gid": gid, "errors": {k: v["error"] for k, v in built.items() if v["error"]},
+              "compile_s": {k: round(v["s"], 2) for k, v in built.items()}})
     tk = built.get(time_label, {}).get("kernel") if time_label else None
-    if tk is not None:
+    if tk is not None and read:
         try:
             src = tk.get_kernel_source()
             params = task.signature(funcs[time_label][2]["shape"])
@@ -339,7 +347,8 @@ def run_evaluation(job: dict, send, confinement: list[str]) -> None:
         if part["gid"] in skip:
             continue
         try:
-            evaluate_part(part, h, gpu, workers, send)
+            evaluate_part(part, h, gpu, workers, send, compile_all=bool(job.get("compile_all")),
+                          read=bool(job.get("read", True)))
         except ContextLost:
             os._exit(4)  # the parent restarts a worker for the remaining parts
     send({"event": "done"})

@@ -19,7 +19,11 @@ Environment knobs (instructor): ``KERNELGRADE_GPU=off`` (never use a GPU),
 ``KERNELGRADE_CACHE`` (root of the per-student kernel caches, default
 ``~/.cache/tilelang-course/kernelgrade``), ``KERNELGRADE_LANDLOCK=0`` (evaluate without
 Landlock, for a GPU node whose driver needs paths the rules do not grant),
-``KERNELGRADE_EVAL_TIMEOUT`` / ``KERNELGRADE_ELAB_TIMEOUT`` (seconds).
+``KERNELGRADE_EVAL_TIMEOUT`` / ``KERNELGRADE_ELAB_TIMEOUT`` / ``KERNELGRADE_CALL_TIMEOUT`` (seconds),
+``KERNELGRADE_SHARED_CACHE=1`` (one kernel cache for the whole lab: a kernel every student
+wrote the same way compiles once; the cache is written only by the evaluate worker, from TIR
+that passed :mod:`tirsafe`), ``KERNELGRADE_VARIANT_ID`` (draw every variant shape from this
+id instead of the student's: benchmarks and the recorded grading run only).
 """
 from __future__ import annotations
 
@@ -357,6 +361,39 @@ def _fold_evaluate(events: list[dict], R: dict, meta: dict) -> tuple[set, str | 
     return finished, current
 
 
+def _evaluate_pass(parts: list, base: dict, timeout: float, R: dict, detail: dict, scratch: str) -> bool:
+    """Run the evaluate worker over ``parts``; a part that hangs or kills the worker is charged
+    to itself and a fresh worker continues with the others.  Returns whether a worker said hello."""
+    done: set = set()
+    restarts, hello = 0, False
+    t0 = time.monotonic()
+    while True:
+        todo = [p for p in parts if p["gid"] not in done]
+        if not todo:
+            break
+        left = timeout - (time.monotonic() - t0)
+        events, state = run_worker("evaluate", {**base, "parts": todo}, max(left, 1.0), scratch)
+        hello = hello or any(e.get("event") == "hello" for e in events)
+        finished, current = _fold_evaluate(events, R, detail)
+        done |= finished
+        if state == "done" or detail.get("evaluate_fatal"):
+            break
+        if current is None or restarts >= MAX_RESTARTS or left <= 1.0:
+            why = "timed out" if state == "timeout" else "died: " + _tail(scratch, 300).strip()[-200:]
+            for p in todo:
+                if p["gid"] not in done:
+                    R[p["gid"]]["timeout" if state == "timeout" else "crash"] = f"the evaluation {why}"
+            break
+        if state == "timeout":
+            R[current]["timeout"] = "the kernel did not finish (a hang?): the evaluation was stopped"
+        elif not R[current].get("crash"):
+            R[current]["crash"] = "the evaluation process died while checking it: " + _tail(scratch, 300).strip()[-200:]
+        done.add(current)
+        restarts += 1
+    detail["restarts"] = detail.get("restarts", 0) + restarts
+    return hello
+
+
 def grade_kernel_parts(lab: str, spec, sub, student: str, instructor_source: Path, *,
                        gpu: str | None = None, elab_timeout: float | None = None,
                        eval_timeout: float | None = None) -> tuple[dict[str, Verdict], dict]:
@@ -372,7 +409,7 @@ def grade_kernel_parts(lab: str, spec, sub, student: str, instructor_source: Pat
                       if c.get("grade_id") == "kernel_setup"), "")
     except Exception:
         setup = ""
-    elab, info = _jobs_for(spec, lab, sub, student)
+    elab, info = _jobs_for(spec, lab, sub, os.environ.get("KERNELGRADE_VARIANT_ID") or student)
     R = {a: {"elaborate": {"errors": {}, "tirs": []}, "interface": {}, "build": {}, "structure": None,
              "correct": None, "speed": None, "crash": None, "timeout": None, "ascend": None, "gpu": False}
          for a in info}
@@ -387,7 +424,8 @@ def grade_kernel_parts(lab: str, spec, sub, student: str, instructor_source: Pat
         if elab["parts"]:
             shim = _shim(scratch)
             job = {**elab, "setup": setup, "scratch": scratch, "sys_path": _sys_path(shim),
-                   "read_paths": _read_paths([scratch], "self"), "call_timeout": 30,
+                   "read_paths": _read_paths([scratch], "self"),
+                   "call_timeout": float(os.environ.get("KERNELGRADE_CALL_TIMEOUT", 30)),
                    "memory_bytes": int(os.environ.get("KERNELGRADE_ELAB_MEMORY_MB", 16384)) << 20}
             ta = time.monotonic()
             events, state = run_worker("elaborate", job, elab_timeout, scratch)
@@ -396,50 +434,39 @@ def grade_kernel_parts(lab: str, spec, sub, student: str, instructor_source: Pat
                           course_modules=folded["course_modules"])
             parts = [{"gid": a, "task": info[a]["task"], "tirs": folded["tirs"][a]} for a in info if folded["tirs"][a]]
             confined = any(ln.startswith("landlock ABI") for ln in folded["confinement"])
-            cache = root / _safe_id(lab) / _safe_id(student) if confined else Path(scratch) / ".cache-once"
+            owner = "_shared" if os.environ.get("KERNELGRADE_SHARED_CACHE") == "1" else _safe_id(student)
+            cache = root / _safe_id(lab) / owner if confined else Path(scratch) / ".cache-once"
             if not confined:
                 detail.setdefault("problems", []).append(
                     "kernel elaboration ran without Landlock: compiled with a throw-away kernel cache")
             cache.mkdir(parents=True, exist_ok=True)
             seed = secrets.randbits(62)
             detail["seed"] = seed
-            use_gpu = gpu != "off"
             from .confine import gpu_device_paths
 
-            lock_on = use_gpu and bool(gpu_device_paths())
-            done: set = set()
-            restarts = 0
+            use_gpu = gpu != "off" and bool(gpu_device_paths())
+            base = {"scratch": scratch, "cache_dir": str(cache), "seed": seed,
+                    "sys_path": _sys_path(_shim(scratch)), "read_paths": _read_paths([scratch, str(cache)], "all"),
+                    "landlock": os.environ.get("KERNELGRADE_LANDLOCK", "1") != "0"}
             te = time.monotonic()
-            with _GpuLock(root, lock_on):
-                detail["lock_wait_s"] = round(time.monotonic() - te, 2)
-                te = time.monotonic()
-                while parts:
-                    todo = [p for p in parts if p["gid"] not in done]
-                    if not todo:
-                        break
-                    ejob = {"parts": todo, "scratch": scratch, "cache_dir": str(cache), "seed": seed, "gpu": gpu,
-                            "sys_path": _sys_path(_shim(scratch)), "read_paths": _read_paths([scratch, str(cache)], "all"),
-                            "landlock": os.environ.get("KERNELGRADE_LANDLOCK", "1") != "0"}
-                    left = eval_timeout - (time.monotonic() - te)
-                    events, state = run_worker("evaluate", ejob, max(left, 1.0), scratch)
-                    finished, current = _fold_evaluate(events, R, detail)
-                    done |= finished
-                    if state == "done" or detail.get("evaluate_fatal"):
-                        break
-                    if current is None or restarts >= MAX_RESTARTS or left <= 1.0:
-                        why = ("timed out" if state == "timeout" else "died: " + _tail(scratch, 300).strip()[-200:])
-                        for p in todo:
-                            if p["gid"] not in done:
-                                R[p["gid"]]["timeout" if state == "timeout" else "crash"] = f"the evaluation {why}"
-                        break
-                    if state == "timeout":
-                        R[current]["timeout"] = "the kernel did not finish (a hang?): the evaluation was stopped"
-                    elif not R[current].get("crash"):
-                        R[current]["crash"] = "the evaluation process died while checking it: " + _tail(scratch, 300).strip()[-200:]
-                    done.add(current)
-                    restarts += 1
-                detail["evaluate_s"] = round(time.monotonic() - te, 2)
-                detail["restarts"] = restarts
+            # pass 1 (no lock, CPU): interface, build (every shape when a GPU pass follows), structure, Ascend
+            _evaluate_pass(parts, {**base, "gpu": "off", "compile_all": use_gpu, "read": True}, eval_timeout,
+                           R, detail, scratch)
+            detail["build_s"] = round(time.monotonic() - te, 2)
+            if use_gpu and not detail.get("evaluate_fatal"):
+                # pass 2 (one submission per GPU at a time): correctness and speed, kernels from the cache
+                with _GpuLock(root, True):
+                    tg = time.monotonic()
+                    detail["lock_wait_s"] = round(tg - te - detail["build_s"], 2)
+                    ok = [p for p in parts if not R[p["gid"]]["interface"] and not R[p["gid"]]["build"]
+                          and get_task(p["task"]).kind == "cuda"]
+                    seen = _evaluate_pass(ok, {**base, "gpu": gpu, "compile_all": True, "read": False},
+                                          eval_timeout, R, detail, scratch)
+                    if ok and not seen:
+                        for p in ok:
+                            R[p["gid"]]["crash"] = "the GPU evaluation did not start: " + _tail(scratch, 300).strip()[-200:]
+                    detail["gpu_s"] = round(time.monotonic() - tg, 2)
+            detail["evaluate_s"] = round(time.monotonic() - te, 2)
             if detail.get("evaluate_fatal"):
                 for r in R.values():
                     r["elaborate"].setdefault("fatal", "the grader's evaluation failed: " + str(detail["evaluate_fatal"])[:300])

@@ -196,7 +196,8 @@ def elaborate(job: dict) -> None:
             except BaseException as exc:
                 sys.stdout, sys.stderr = out, err
                 msg = str(exc).strip().splitlines()
-                send({"event": "error", "gid": gid, "label": call["label"], "status": "error",
+                send({"event": "error", "gid": gid, "label": call["label"],
+                      "status": "malformed" if isinstance(exc, TypeError) else "error",
                       "error": f"{type(exc).__name__}: {(msg[-1] if msg else '')[:300]}"})
                 if isinstance(exc, TypeError):
                     break  # an interface error is the same for every shape
