@@ -253,7 +253,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=REPO / "labs" / "results")
     ap.add_argument("-j", "--jobs", type=int, default=4, help="submissions in flight (the GPU pass is serialised)")
     ap.add_argument("--keep", type=Path, help="also copy the graded folders (records, feedback) here")
+    ap.add_argument("--dry-run-cpu", action="store_true",
+                    help="run without a GPU (GPU parts not graded): checks the script, never a result to commit")
     args = ap.parse_args(argv)
+    if args.dry_run_cpu:
+        os.environ["KERNELGRADE_GPU"] = "off"
+        for lab in [x for x in args.labs.split(",") if x]:
+            run_lab(lab, args.out, args.jobs, args.keep)
+        return 0
     try:
         import torch
 

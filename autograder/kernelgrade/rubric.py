@@ -119,12 +119,11 @@ def score_correct(points: float, task: CudaTask, R: dict) -> Verdict:
 
 
 def score_speed(points: float, task: CudaTask, R: dict) -> Verdict:
-    v = _early(R)
-    if v is not None:
-        return Verdict(v.status if v.status in ("missing", "timeout") else "error", "no speed points: " + v.message)
+    c = score_correct(1.0, task, R)
+    if c.status in ("missing", "timeout", "error", "malformed"):
+        return Verdict(c.status if c.status in ("missing", "timeout") else "error", "no speed points: " + c.message)
     if not R.get("gpu"):
         return Verdict("skipped", NEEDS_GPU)
-    c = score_correct(1.0, task, R)
     if c.status != "right":
         return Verdict("wrong", "no speed points: the kernel is not correct on every shape")
     sp = R.get("speed")

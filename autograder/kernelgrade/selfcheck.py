@@ -42,7 +42,8 @@ def evaluate_factory(factory: Any, task_key: str, gid: str = "self", gpu: str = 
         try:
             tir, jit = _elaborate_one(factory, {k: s[k] for k in task.factory_args}, task.kind)
         except Exception as exc:
-            R["elaborate"]["errors"][lb] = {"status": "error", "error": f"{type(exc).__name__}: {exc}"[:400]}
+            R["elaborate"]["errors"][lb] = {"status": "malformed" if isinstance(exc, TypeError) else "error",
+                                            "error": f"{type(exc).__name__}: {exc}"[:400]}
             if isinstance(exc, TypeError):
                 break
             continue

@@ -23,13 +23,23 @@ class TirError(ValueError):
 
 _IDENT = re.compile(r"^[A-Za-z_]\w*(?:::[A-Za-z_]\w*)*(?:<[\w\s,:.*]*>)?$")
 _BAD_TEXT = re.compile(r"[;{}#\"\\\n]|/\*|//")
+#: op names without their namespace ("tir." in TVM, "tirx." in the tvm tilelang 0.1.15 ships)
 _FORBIDDEN_OPS = {
-    "tir.call_packed", "tir.call_cpacked", "tir.tvm_call_packed", "tir.tvm_call_cpacked",
-    "tir.call_packed_lowered", "tir.call_cpacked_lowered", "tir.tvm_call_packed_lowered",
-    "tir.tvm_call_cpacked_lowered", "tir.tvm_call_trace_packed", "tir.call_llvm_intrin",
-    "tir.call_llvm_pure_intrin", "tir.tvm_static_handle", "tir.tvm_throw_last_error",
+    "call_packed", "call_cpacked", "tvm_call_packed", "tvm_call_cpacked", "call_packed_lowered",
+    "call_cpacked_lowered", "tvm_call_packed_lowered", "tvm_call_cpacked_lowered", "tvm_call_trace_packed",
+    "call_llvm_intrin", "call_llvm_pure_intrin", "tvm_static_handle", "tvm_throw_last_error",
 }
-_EXTERN_OPS = {"tir.call_extern", "tir.call_pure_extern"}
+_EXTERN_OPS = {"call_extern", "call_pure_extern"}
+
+
+def _op_name(op) -> str:
+    name = str(getattr(op, "name", "") or "")
+    for prefix in ("tirx.", "tir."):
+        if name.startswith(prefix):
+            return name[len(prefix):]
+    return name
+
+
 _FORBIDDEN_ATTRS = ("pragma_import_c", "pragma_import_llvm", "import_c", "c_source")
 ALLOWED_FLAGS = ("-O3", "-O2", "-lineinfo", "--use_fast_math", "-use_fast_math")
 MAX_JSON_BYTES = 32 << 20
@@ -92,7 +102,7 @@ def check_body(func: Any) -> None:
             return
         tname = type(node).__name__
         if tname == "Call":
-            op = getattr(node.op, "name", "")
+            op = _op_name(node.op)
             if op in _FORBIDDEN_OPS:
                 problems.append(f"call {op}")
             elif op in _EXTERN_OPS and node.args:
