@@ -205,6 +205,13 @@ def run_lab(lab: str, out_dir: Path, jobs: int, keep: Path | None) -> Path:
     per_gpu = statistics.mean(gpu_s) if gpu_s else None
     versions = _versions()
     speed = [f for r in rows for f in (r["findings"] or {}).values() if f.get("speed")]
+    # a real class compiles every student's kernels cold: CPU seconds per submission from the
+    # cold reference (its compile threads busy for build_s, plus one elaboration process)
+    ck = cold_rec.get("kernels", {})
+    cores = os.cpu_count() or 1
+    cpu_s = (ck.get("build_s") or 0) * min(8, cores) + (ck.get("elaborate_s") or 0)
+    cpu_bound = 3600 * cores / cpu_s if cpu_s else None
+    cold_rate = min(x for x in (cpu_bound, 3600 / per_gpu if per_gpu else None) if x) if (cpu_bound or per_gpu) else None
     result = {
         "label": "recorded grading run (live on the GPU named below)",
         "lab": lab, "device": versions.get("device"), "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -221,6 +228,9 @@ def run_lab(lab: str, out_dir: Path, jobs: int, keep: Path | None) -> Path:
             "gpu_pass_mean_s": round(per_gpu, 2) if per_gpu else None,
             "gpu_bound_per_hour_per_gpu": round(3600 / per_gpu, 1) if per_gpu else None,
             "class_of_100_hours_per_gpu": round(100 * per_gpu / 3600, 2) if per_gpu else None,
+            "cpu_cores": cores, "cold_cpu_s_per_submission": round(cpu_s, 1),
+            "cold_cpu_bound_per_hour": round(cpu_bound, 1) if cpu_bound else None,
+            "class_of_100_cold_estimate_hours_per_gpu": round(100 / cold_rate, 2) if cold_rate else None,
             "total_wall_s": round(time.monotonic() - t_start, 2),
             "grade_batch_summary": {k: summary.get(k) for k in ("graded", "wall_s", "per_minute", "jobs")},
         },

@@ -416,7 +416,8 @@ def _gemm_shared_variant(h):
 
 
 def _gemm_pipe_variant(h):
-    return {"M": 64 + h % 1500, "N": 8 * (16 + (h >> 12) % 180), "K": 8 * (16 + (h >> 24) % 180)}
+    # K >= 384: at least six 64-wide K steps for a three-stage pipeline
+    return {"M": 64 + h % 1500, "N": 8 * (16 + (h >> 12) % 180), "K": 8 * (48 + (h >> 24) % 150)}
 
 
 GEMM_SHARED = CudaTask(
