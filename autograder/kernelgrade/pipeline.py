@@ -300,9 +300,12 @@ def _fold_elaborate(events: list[dict], info: dict, R: dict, state: str, scratch
             for a in info:
                 R[a]["elaborate"]["fatal"] = ev.get("error")
         elif kind == "error" and gid in R:
-            R[gid]["elaborate"]["errors"][ev.get("label", "*")] = {"status": ev.get("status"), "error": ev.get("error")}
+            R[gid]["elaborate"]["errors"][str(ev.get("label", "*"))[:200]] = {
+                "status": str(ev.get("status"))[:20], "error": str(ev.get("error"))[:600]}
         elif kind == "tir" and gid in R:
-            call = next(c for c in info[gid]["calls"] if c["label"] == ev.get("label"))
+            call = next((c for c in info[gid]["calls"] if c["label"] == ev.get("label")), None)
+            if call is None or call["label"] in R[gid]["elaborate"]["tirs"]:
+                continue  # the elaboration process runs student code: ignore what it was not asked for
             tirs[gid].append({"label": call["label"], "shape": call["shape"], "role": call["role"],
                               "json": ev.get("json"), "jit": ev.get("jit")})
             R[gid]["elaborate"]["tirs"].append(call["label"])

@@ -137,6 +137,8 @@ def compile_options(jit: dict | None) -> dict:
     always the grader's (sm_90a) and the execution backend tilelang's default.
     """
     jit = jit or {}
+    if not isinstance(jit, dict):
+        raise TirError("the jit options of the factory could not be read")
     if jit.get("out_idx") not in (None, [], ()):
         raise TirError("out_idx must be left unset: the grader passes every output buffer (pre-filled with a poison value)")
     flags = jit.get("compile_flags") or []
