@@ -202,13 +202,13 @@ ANSWER["k2_rmsnorm"] = rmsnorm_kernel''',
 
 @tilelang.jit(target=TARGET)
 def rope_kernel(S, H, D, rope_dim, dtype):
-    # the course's blocked kernel (2 tokens per block, staged in shared memory) where its
+    # the course's blocked kernel (one token per block, staged in shared memory) where its
     # tiling constraints hold; the naive one (any shape) elsewhere
     try:
-        threads = course_rope._threads_for(2, H, D, rope_dim)
+        threads = course_rope._threads_for(1, H, D, rope_dim)
     except ValueError:
         return course_rope.rope_naive.get_tir(S, H, D, rope_dim, "neox", dtype, 256)
-    return course_rope.rope_blocked.get_tir(S, H, D, rope_dim, "neox", dtype, 2, threads)
+    return course_rope.rope_blocked.get_tir(S, H, D, rope_dim, "neox", dtype, 1, threads)
 
 
 ANSWER["k3_rope"] = rope_kernel''',
