@@ -81,7 +81,7 @@ def starter_submission(lab: str) -> dict:
     return make_submission(_instructor(lab), starters)
 
 
-def batch_for(lab: str, side: str | None = None) -> list[dict]:
+def batch_for(lab: str, side: str | None = None, only: set | None = None) -> list[dict]:
     """[{"name", "kind", "expect", "nb"}] of the recorded batch of ``lab`` (manifest entries
     filtered by ``side`` when given)."""
     from ..labs import load_lab
@@ -94,7 +94,7 @@ def batch_for(lab: str, side: str | None = None) -> list[dict]:
         out.append({"name": "reference", "kind": "reference", "expect": {g: ["right"] for g in kernel_ids}, "nb": nb})
         out.append({"name": "starter", "kind": "starter", "expect": {}, "nb": starter_submission(lab)})
     for entry in manifest():
-        if entry["lab"] != lab or (side and entry["side"] != side):
+        if entry["lab"] != lab or (side and entry["side"] != side) or (only and entry["name"] not in only):
             continue
         src = (BAD_DIR / f"{entry['name']}.py").read_text(encoding="utf-8")
         out.append({"name": entry["name"], "kind": entry["kind"], "expect": entry["expect"], "side": entry["side"],
@@ -166,7 +166,7 @@ def _summary_of(rec: dict, sub: dict, spec) -> dict:
     }
 
 
-def run_lab(lab: str, out_dir: Path, jobs: int, keep: Path | None) -> Path:
+def run_lab(lab: str, out_dir: Path, jobs: int, keep: Path | None, only: set | None = None, tag: str = "") -> Path:
     from ..grade import grade_batch
     from ..labs import load_lab
 
@@ -175,7 +175,7 @@ def run_lab(lab: str, out_dir: Path, jobs: int, keep: Path | None) -> Path:
     os.environ["KERNELGRADE_CACHE"] = str(work / "kernel-cache")
     os.environ["KERNELGRADE_SHARED_CACHE"] = "1"
     os.environ["KERNELGRADE_VARIANT_ID"] = VARIANT_ID
-    subs = batch_for(lab)
+    subs = batch_for(lab, only=only)
     sub_dir = work / "submissions"
     sub_dir.mkdir(parents=True)
     for s in subs:
@@ -238,7 +238,7 @@ def run_lab(lab: str, out_dir: Path, jobs: int, keep: Path | None) -> Path:
         "submissions": rows,
     }
     out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / f"gpu-grading-{_slug(versions.get('device') or 'cpu')}-{lab}.json"
+    path = out_dir / f"gpu-grading-{_slug(versions.get('device') or 'cpu')}-{lab}{'-' + _slug(tag) if tag else ''}.json"
     path.write_text(json.dumps(result, indent=1, ensure_ascii=False, sort_keys=True) + "\n", encoding="utf-8")
     print(f"[gpurun] {lab}: wrote {path}", flush=True)
     print(f"{'submission':<22s} {'kind':<13s} {'kernels':>9s}  expectations", flush=True)
@@ -263,13 +263,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=REPO / "labs" / "results")
     ap.add_argument("-j", "--jobs", type=int, default=4, help="submissions in flight (the GPU pass is serialised)")
     ap.add_argument("--keep", type=Path, help="also copy the graded folders (records, feedback) here")
+    ap.add_argument("--only", help="comma list of manifest names (the reference and the starter always run)")
+    ap.add_argument("--tag", default="", help="suffix of the result file (for a batch split over several runs)")
     ap.add_argument("--dry-run-cpu", action="store_true",
                     help="run without a GPU (GPU parts not graded): checks the script, never a result to commit")
     args = ap.parse_args(argv)
+    only = set(args.only.split(",")) if args.only else None
     if args.dry_run_cpu:
         os.environ["KERNELGRADE_GPU"] = "off"
         for lab in [x for x in args.labs.split(",") if x]:
-            run_lab(lab, args.out, args.jobs, args.keep)
+            run_lab(lab, args.out, args.jobs, args.keep, only, args.tag)
         return 0
     try:
         import torch
@@ -281,7 +284,7 @@ def main(argv: list[str] | None = None) -> int:
         print("error: torch is not installed", file=sys.stderr)
         return 2
     for lab in [x for x in args.labs.split(",") if x]:
-        run_lab(lab, args.out, args.jobs, args.keep)
+        run_lab(lab, args.out, args.jobs, args.keep, only, args.tag)
     return 0
 
 
