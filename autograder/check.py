@@ -24,7 +24,8 @@ from .parts import Part, Verdict, compare
 __all__ = ["check", "check_part", "checker"]
 
 _SYMBOL = {"right": "✔ 正确", "wrong": "✘ 错误", "malformed": "⚠ 格式不对", "missing": "… 尚未作答",
-           "manual": "✎ 人工批改", "error": "✘ 出错"}
+           "manual": "✎ 人工批改", "error": "✘ 出错",
+           "partial": "◐ 部分得分", "skipped": "… 需要 GPU，本机未评", "flagged": "⚑ 已标记"}  # kernel labs
 
 
 def _normalise(value: Any) -> Any:
@@ -48,6 +49,10 @@ def _function_outputs(part: Part, fn: Any) -> Any:
 def check_part(answers: dict, part: Part, variant: dict) -> Verdict:
     if not part.auto:
         return Verdict("manual", "graded by hand")
+    if part.kind == "kernel":  # kernel labs: compile, read and (on a GPU) test the factory here
+        from .kernelgrade.selfcheck import check_kernel_part
+
+        return check_kernel_part(answers, part)
     if not isinstance(answers, dict) or part.grade_id not in answers:
         return Verdict("missing", f'ANSWER["{part.grade_id}"] is not assigned yet')
     raw = answers[part.grade_id]
