@@ -1,165 +1,118 @@
-"""Confinement of the kernel-grading workers (standard library only).
+"""The confinement layers the kernel-grading workers add themselves (standard library only).
 
-Two workers run per submission, each a fresh process started by
-:mod:`autograder.kernelgrade.pipeline`:
+Both workers are started by :meth:`autograder.sandbox.Sandbox.run_program`, inside the
+isolation the grader uses for every submission (bubblewrap, or -- as root without it -- a
+private mount, network, IPC and UTS namespace and a one-way drop to an unprivileged uid;
+:func:`bootstrap` finishes that part exactly as the notebook runner does).  Then each
+worker adds its own layers, with the same implementations as the runner
+(:mod:`autograder.runner`):
 
-* ``elaborate`` runs the student's kernel cell and calls the factory.  It may not
-  create processes or exec anything (seccomp), has no network, reads only the Python
-  installation, the compiler packages and the course's packages, writes only its
-  scratch directory (Landlock), under CPU-time, memory, file-size and open-file limits.
-* ``evaluate`` never runs the student's Python: it compiles the TIR that came back
-  (nvcc runs here, so process creation stays allowed), checks and times it.  It has no
-  network, reads the same trees plus the CUDA toolkit, writes only its scratch and its
-  kernel cache, and may open the GPU's device files (read, write, ioctl).
+* ``elaborate`` (runs the student's Python): resource limits, Landlock (read-only
+  packages, a writable scratch directory, no TCP, no signals outside), a seccomp filter
+  (no fork, no exec) and the runner's audit hook (the same refusals with readable
+  messages);
+* ``evaluate`` (never runs the student's Python; nvcc runs here, so processes stay
+  allowed): resource limits and Landlock (read-only trees, the CUDA toolkit, writable
+  scratch and kernel cache, the GPU's device files read-write-ioctl).
 
-Each function returns a line saying what it achieved; the record keeps those lines, so
-a machine that lacks a mechanism (an old kernel without Landlock, a container without
-user namespaces) says so instead of pretending.  The parent adds the outer layers: a
-new session and process group, a stripped environment, a wall-clock watchdog that ends
-the whole group.
+Every step returns a line saying what it achieved; the record keeps those lines, so a
+machine that lacks a mechanism says so instead of pretending.
 """
 from __future__ import annotations
 
 import ctypes
 import os
+import signal
+import sys
 
-__all__ = ["limit", "private_network", "landlock", "no_new_processes", "gpu_device_paths"]
+__all__ = ["bootstrap", "limit", "landlock", "no_new_processes", "audit_hook", "gpu_device_paths",
+           "gpu_models", "GPU_DEVICE_GLOBS"]
 
-_SYS_CREATE, _SYS_ADD, _SYS_RESTRICT = 444, 445, 446
-_EXECUTE, _WRITE_FILE, _READ_FILE, _READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
-_TRUNCATE, _IOCTL_DEV = 1 << 14, 1 << 15
-
-
-class _RulesetAttr(ctypes.Structure):
-    _fields_ = [("handled_access_fs", ctypes.c_uint64), ("handled_access_net", ctypes.c_uint64),
-                ("scoped", ctypes.c_uint64)]
+#: the device nodes a CUDA process opens (read, write and ioctl)
+GPU_DEVICE_GLOBS = ("/dev/nvidia*", "/dev/nvidia-caps/*")
 
 
-class _PathBeneath(ctypes.Structure):
-    _pack_ = 1
-    _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+def _runner():
+    from autograder import runner  # standard library only, no grader state
+
+    return runner
 
 
-def limit(*, cpu_s: int | None = None, memory_bytes: int | None = None, fsize_bytes: int | None = None,
-          nofile: int = 1024, nproc: int | None = None) -> str:
-    import resource
-
-    done = []
-    for name, val in (("RLIMIT_CPU", cpu_s), ("RLIMIT_AS", memory_bytes), ("RLIMIT_FSIZE", fsize_bytes),
-                      ("RLIMIT_NOFILE", nofile), ("RLIMIT_CORE", 0), ("RLIMIT_NPROC", nproc)):
-        if val is None:
-            continue
-        try:
-            resource.setrlimit(getattr(resource, name), (int(val), int(val)))
-            done.append(name[7:].lower())
-        except (ValueError, OSError):
-            pass
-    return "limits: " + (", ".join(done) or "none")
-
-
-def private_network() -> str:
-    """A new network namespace (only loopback, down) where the OS allows it."""
+def bootstrap(box: dict) -> str:
+    """Finish the sandbox's isolation (``job["sandbox"]`` of ``Sandbox.run_program``) and set
+    up the environment; returns who we are now."""
+    R = _runner()
+    mode = box.get("mode", "process")
     libc = ctypes.CDLL(None, use_errno=True)
-    CLONE_NEWUSER, CLONE_NEWNET = 0x10000000, 0x40000000
-    if libc.unshare(CLONE_NEWNET) != 0 and libc.unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0:
-        return "network: host namespace (unshare not permitted)"
-    return "network: private namespace (no interfaces)"
+    if mode != "bwrap":  # end with the grader (bubblewrap's --die-with-parent does it there)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)
+    if mode == "uid":
+        who = R._as_root_then_drop(box)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # changing credentials cleared it
+    elif mode == "process":
+        who = R._userns_scratch(box)
+        R._limit_self(box.get("limits", {}))
+    else:
+        who = f"uid {os.getuid()} in bubblewrap (user, mount, pid, net, ipc, uts namespaces)"
+        R._limit_self(box.get("limits", {}))
+    scratch = box["scratch"]
+    os.chdir(scratch)
+    env = {"HOME": scratch, "TMPDIR": scratch, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "PYTHONHASHSEED": "0",
+           "OMP_NUM_THREADS": "1", "PATH": "/usr/local/cuda/bin:/usr/bin:/bin"}
+    env.update({str(k): str(v) for k, v in (box.get("env") or {}).items()})
+    if env.get("CUDA_HOME"):
+        env["PATH"] = env["CUDA_HOME"] + "/bin:" + env["PATH"]
+    os.environ.clear()
+    os.environ.update(env)
+    return who
 
 
-def gpu_device_paths() -> list[str]:
-    """The NVIDIA device files a CUDA process opens (read, write and ioctl)."""
-    try:
-        names = sorted(n for n in os.listdir("/dev") if n.startswith("nvidia"))
-    except OSError:
-        return []
-    out = []
-    for n in names:
-        p = os.path.join("/dev", n)
-        out.append(p)
-        if os.path.isdir(p):  # /dev/nvidia-caps
-            out += [os.path.join(p, m) for m in sorted(os.listdir(p))]
-    return out
+def limit(**lim) -> str:
+    """Resource limits on top of the sandbox's (``R._limit_self`` keys: memory_bytes, cpu_s,
+    fsize_bytes, nproc, nofile)."""
+    _runner()._limit_self(lim)
+    return "limits: " + ", ".join(k for k, v in lim.items() if v is not None)
 
 
 def landlock(read_paths, write_paths, device_paths=()) -> str:
     """Read-only ``read_paths``, read-write ``write_paths``, read-write-ioctl ``device_paths``."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        abi = libc.syscall(_SYS_CREATE, None, ctypes.c_size_t(0), ctypes.c_uint32(1))
-    except Exception as exc:  # pragma: no cover - non-Linux
-        return f"landlock: unavailable ({exc})"
-    if abi < 1:
-        return "landlock: unavailable (kernel)"
-    fs_all = (1 << 13) - 1
-    if abi >= 2:
-        fs_all |= 1 << 13
-    if abi >= 3:
-        fs_all |= _TRUNCATE
-    if abi >= 5:
-        fs_all |= _IOCTL_DEV
-    file_bits = _EXECUTE | _WRITE_FILE | _READ_FILE | (_TRUNCATE if abi >= 3 else 0) | (_IOCTL_DEV if abi >= 5 else 0)
-    attr = _RulesetAttr(fs_all, 0, 0)
-    size = 8
-    if abi >= 4:
-        attr.handled_access_net = (1 << 0) | (1 << 1)  # no TCP bind or connect at all
-        size = 16
-    fd = libc.syscall(_SYS_CREATE, ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0))
-    if fd < 0:
-        return f"landlock: ruleset failed (errno {ctypes.get_errno()})"
-    read_dir = _EXECUTE | _READ_FILE | _READ_DIR
-    dev = _READ_FILE | _WRITE_FILE | (_IOCTL_DEV if abi >= 5 else 0)
-    try:
-        for paths, rights in ((read_paths, read_dir), (write_paths, fs_all), (device_paths, dev)):
-            for p in paths:
-                try:
-                    pfd = os.open(p, os.O_PATH | os.O_CLOEXEC)
-                except OSError:
-                    continue
-                try:
-                    r = rights if os.path.isdir(p) else rights & file_bits
-                    rule = _PathBeneath(r, pfd)
-                    libc.syscall(_SYS_ADD, ctypes.c_int(fd), ctypes.c_int(1), ctypes.byref(rule), ctypes.c_uint32(0))
-                finally:
-                    os.close(pfd)
-        if libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
-            return "landlock: no_new_privs failed"
-        if libc.syscall(_SYS_RESTRICT, ctypes.c_int(fd), ctypes.c_uint32(0)) != 0:
-            return f"landlock: restrict failed (errno {ctypes.get_errno()})"
-    finally:
-        os.close(fd)
-    return f"landlock ABI {abi}: file system" + (" and TCP" if abi >= 4 else "")
-
-
-class _SockFilter(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8), ("k", ctypes.c_uint32)]
-
-
-class _SockFprog(ctypes.Structure):
-    _fields_ = [("len", ctypes.c_uint16), ("filter", ctypes.POINTER(_SockFilter))]
+    return _runner()._landlock(list(read_paths), list(write_paths), list(device_paths))
 
 
 def no_new_processes() -> str:
-    """seccomp: fork, vfork, execve, execveat and process-creating clone fail with EPERM (x86-64)."""
-    import platform
+    """seccomp: fork, vfork, execve, execveat and process-creating clone fail (x86-64)."""
+    return _runner()._seccomp_no_processes()
 
-    if platform.machine() != "x86_64":
-        return "seccomp: not installed (x86-64 only)"
-    LD, JEQ, JGE, JSET, RET = 0x20, 0x15, 0x35, 0x45, 0x06
-    ALLOW, KILL, EPERM, ENOSYS = 0x7FFF0000, 0x80000000, 0x00050001, 0x00050026
-    prog = [(LD, 4, None, None), (JEQ, 0xC000003E, None, "kill"), (LD, 0, None, None),
-            (JGE, 0x40000000, "eperm", None), (JEQ, 57, "eperm", None), (JEQ, 58, "eperm", None),
-            (JEQ, 59, "eperm", None), (JEQ, 322, "eperm", None), (JEQ, 435, "enosys", None),
-            (JEQ, 56, None, "allow"), (LD, 16, None, None), (JSET, 0x10000, "allow", "eperm")]
-    labels = {"allow": len(prog), "eperm": len(prog) + 1, "enosys": len(prog) + 2, "kill": len(prog) + 3}
-    rets = [ALLOW, EPERM, ENOSYS, KILL]
-    arr = (_SockFilter * (len(prog) + len(rets)))()
-    for i, (op, k, t, f) in enumerate(prog):
-        arr[i] = _SockFilter(op, labels[t] - i - 1 if t else 0, labels[f] - i - 1 if f else 0, k)
-    for j, r in enumerate(rets):
-        arr[len(prog) + j] = _SockFilter(RET, 0, 0, r)
-    fprog = _SockFprog(len(arr), arr)
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(38, 1, 0, 0, 0)
-    if libc.prctl(22, 2, ctypes.byref(fprog), 0, 0) != 0:
-        return f"seccomp: failed (errno {ctypes.get_errno()})"
-    return "seccomp: no new processes, no exec"
+
+def audit_hook(read_paths, scratch) -> str:
+    """The runner's Python audit hook: processes, sockets, files outside ``read_paths`` refused."""
+    _runner()._install_audit(list(read_paths), scratch)
+    return "audit hook: processes, sockets, signals and files outside the sandbox refused"
+
+
+def gpu_device_paths() -> list[str]:
+    """The NVIDIA device files present on this machine."""
+    import glob
+
+    return sorted({p for g in GPU_DEVICE_GLOBS for p in glob.glob(g)})
+
+
+def gpu_models() -> list[str]:
+    """The GPU models the driver reports (``/proc/driver/nvidia/gpus/*/information``), without
+    starting CUDA; ``[]`` on a machine without an NVIDIA driver."""
+    import glob
+
+    out = []
+    for f in sorted(glob.glob("/proc/driver/nvidia/gpus/*/information")):
+        try:
+            with open(f, encoding="utf-8", errors="replace") as fh:
+                for line in fh:
+                    if line.startswith("Model:"):
+                        out.append(line.split(":", 1)[1].strip())
+        except OSError:
+            pass
+    return out
+
+
+if __name__ == "__main__":  # pragma: no cover - a manual probe
+    print(gpu_device_paths(), gpu_models(), file=sys.stderr)

@@ -46,12 +46,19 @@ def _dtype(name: str):
 
 
 def build_args(h, task: CudaTask, shape: dict) -> tuple[dict, dict, list]:
-    """(inputs, outputs, kernel arguments in the interface's order); outputs poisoned."""
+    """(inputs, outputs, kernel arguments in the interface's order); outputs poisoned.
+
+    A scalar parameter (``Param.scalar``) is passed as a Python number drawn by the task."""
     inputs = task.make_inputs(h, shape)
     params = task.signature(shape)
     outputs = {p.name: h.poisoned(p.shape, _dtype(p.dtype)) for p in params if p.output}
     args = [outputs[p.name] if p.output else inputs[p.name] for p in params]
     return inputs, outputs, args
+
+
+def _tensors(d: dict) -> dict:
+    torch = _torch()
+    return {k: v for k, v in d.items() if isinstance(v, torch.Tensor)}
 
 
 def _compare(h, task: CudaTask, shape: dict, label: str, outputs: dict, want: dict) -> list[dict]:
@@ -66,18 +73,23 @@ def _compare(h, task: CudaTask, shape: dict, label: str, outputs: dict, want: di
 
 def _unchanged(inputs: dict, saved: dict) -> list[str]:
     torch = _torch()
-    return [k for k in inputs if not torch.equal(inputs[k], saved[k])]
+    return [k for k in saved if not torch.equal(inputs[k], saved[k])]
+
+
+def _saved(inputs: dict) -> dict:
+    """Copies of the input tensors (scalars are passed by value: nothing to compare)."""
+    return {**inputs, **{k: v.clone() for k, v in _tensors(inputs).items()}}
 
 
 def check_shape(h, task: CudaTask, shape: dict, launch: Callable, label: str) -> dict:
     """Run the kernel once on fresh inputs and compare; never raises for a wrong result."""
     torch = _torch()
     inputs, outputs, args = build_args(h, task, shape)
-    saved = {k: v.clone() for k, v in inputs.items()}
+    saved = _saved(inputs)
     launch(*args)
     if h.is_cuda:
         torch.cuda.synchronize()
-    changed = _unchanged(inputs, saved)
+    changed = _unchanged(inputs, _tensors(saved))
     want = task.reference(saved, shape)  # computed only now, from the untouched copies
     recs = _compare(h, task, shape, label, outputs, want)
     ok = all(r["ok"] for r in recs) and not changed
@@ -128,7 +140,7 @@ def measure_speed(h, task: CudaTask, shape: dict, launch: Callable, rounds: int 
     """Time kernel and library at ``shape`` with the course's protocol; check the timed outputs."""
     torch = _torch()
     inputs, outputs, args = build_args(h, task, shape)
-    saved = {k: v.clone() for k, v in inputs.items()}
+    saved = _saved(inputs)
     params = task.signature(shape)
     base_out = {p.name: torch.empty(p.shape, dtype=_dtype(p.dtype), device=h.device) for p in params if p.output}
     base = task.baseline(inputs, base_out, shape)
@@ -158,7 +170,7 @@ def measure_speed(h, task: CudaTask, shape: dict, launch: Callable, rounds: int 
         out["metric"] = out["frac_copy"] if task.metric == "frac_copy" else out["x_library"]
     if h.is_cuda:
         torch.cuda.synchronize()
-    changed = _unchanged(inputs, saved)
+    changed = _unchanged(inputs, _tensors(saved))
     want = task.reference(saved, shape)
     recs = _compare(h, task, shape, "timed", outputs, want)
     out["after_timing_ok"] = all(r["ok"] for r in recs) and not changed
@@ -220,9 +232,8 @@ def _par_compile(jobs: dict, workers: int) -> dict:
 
 
 def _ascend(part: dict, task, send) -> None:
-    from kernels.ascend.capture import capture
-
     from . import structure, tirsafe
+    from .measure import ascend_capture
 
     gid = part["gid"]
     t = part["tirs"][0] if part["tirs"] else None
@@ -238,7 +249,7 @@ def _ascend(part: dict, task, send) -> None:
     send({"event": "interface", "gid": gid, "errors": {}})
     t0 = time.perf_counter()
     try:
-        cap = capture(gid, func, t["shape"])
+        cap = ascend_capture(gid, func, t["shape"])
     except Exception as exc:
         msg = [ln for ln in str(exc).strip().splitlines() if ln.strip()]
         send({"event": "ascend", "gid": gid, "lowers": False, "seconds": round(time.perf_counter() - t0, 2),
@@ -251,25 +262,18 @@ def _ascend(part: dict, task, send) -> None:
                                                              ascend=True)})
 
 
-def evaluate_part(part: dict, h, gpu: bool, workers: int, send, rounds: int = ROUNDS, compile_all: bool = False,
-                  read: bool = True) -> None:
-    """Everything about one kernel part, reported as events through ``send``.
-
-    ``compile_all`` builds every shape (filling the kernel cache) even without a GPU;
-    ``read`` reports the interface, build and structure findings (the GPU pass of a
-    two-pass grading leaves them to the build pass)."""
-
+def build_part(part: dict, gpu: bool, workers: int, send) -> dict:
+    """Interface, build (every shape when a GPU pass follows, else the timing shape), structure,
+    Ascend lowering -- everything that needs no GPU; returns what the GPU pass needs."""
     from . import structure, tirsafe
 
     gid = part["gid"]
     task = get_task(part["task"])
-    send({"event": "start", "gid": gid})
+    send({"event": "start", "gid": gid, "phase": "build"})
     t_part = time.perf_counter()
     if task.kind == "ascend":
-        if read:
-            _ascend(part, task, send)
-        send({"event": "part_done", "gid": gid, "seconds": round(time.perf_counter() - t_part, 2)})
-        return
+        _ascend(part, task, send)
+        return {"gid": gid, "task": task, "gpu": False, "t0": t_part}
     funcs, errors = {}, {}
     for t in part["tirs"]:
         try:
@@ -279,16 +283,14 @@ def evaluate_part(part: dict, h, gpu: bool, workers: int, send, rounds: int = RO
             funcs[t["label"]] = (func, tirsafe.compile_options(t.get("jit")), t)
         except tirsafe.TirError as exc:
             errors[t["label"]] = str(exc)
-    if read:
-        send({"event": "interface", "gid": gid, "errors": errors})
+    send({"event": "interface", "gid": gid, "errors": errors})
     time_label = next((t["label"] for t in part["tirs"] if t["role"] == "time"), None)
-    wanted = list(funcs) if (gpu or compile_all) else [lb for lb in funcs if lb == time_label]
+    wanted = list(funcs) if gpu else [lb for lb in funcs if lb == time_label]
     built = _par_compile({lb: funcs[lb][:2] for lb in wanted}, workers)
-    if read:
-        send({"event": "build", "gid": gid, "errors": {k: v["error"] for k, v in built.items() if v["error"]},
-              "compile_s": {k: round(v["s"], 2) for k, v in built.items()}})
+    send({"event": "build", "gid": gid, "errors": {k: v["error"] for k, v in built.items() if v["error"]},
+          "compile_s": {k: round(v["s"], 2) for k, v in built.items()}})
     tk = built.get(time_label, {}).get("kernel") if time_label else None
-    if tk is not None and read:
+    if tk is not None:
         try:
             src = tk.get_kernel_source()
             params = task.signature(funcs[time_label][2]["shape"])
@@ -297,58 +299,91 @@ def evaluate_part(part: dict, h, gpu: bool, workers: int, send, rounds: int = RO
                   "checks": structure.evaluate(task.structure, analysis, params)})
         except Exception as exc:
             send({"event": "structure", "gid": gid, "error": f"{type(exc).__name__}: {exc}"[:400]})
-    if gpu:
-        results = []
-        try:
-            for t in part["tirs"]:
-                if t["role"] != "check":
-                    continue
-                lb = t["label"]
-                k = built.get(lb, {}).get("kernel")
-                if k is None:
-                    results.append({"label": lb, "shape": t["shape"], "ok": False,
-                                    "error": errors.get(lb) or built.get(lb, {}).get("error") or "not built"})
-                    continue
-                results.append(check_shape(h, task, t["shape"], k, lb))
-            send({"event": "correct", "gid": gid, "shapes": results})
-            if results and all(r["ok"] for r in results) and tk is not None:
-                sp = measure_speed(h, task, funcs[time_label][2]["shape"], tk, rounds=rounds)
-                send({"event": "speed", "gid": gid, **sp})
-        except Exception as exc:
-            text = f"{type(exc).__name__}: {exc}"
-            send({"event": "crash", "gid": gid, "error": text[:600]})
-            if any(s in text for s in _STICKY):
-                raise ContextLost(text) from exc
-    send({"event": "part_done", "gid": gid, "seconds": round(time.perf_counter() - t_part, 2)})
+    ready = gpu and not errors and not any(v["error"] for v in built.values()) and tk is not None
+    return {"gid": gid, "task": task, "gpu": ready, "built": built, "errors": errors, "funcs": funcs,
+            "time_label": time_label, "tirs": part["tirs"], "t0": t_part}
+
+
+def gpu_part(pre: dict, h, send, rounds: int = ROUNDS) -> None:
+    """Correctness on every shape, then (for a correct kernel) speed: needs the GPU."""
+    gid, task, built = pre["gid"], pre["task"], pre["built"]
+    send({"event": "start", "gid": gid, "phase": "gpu"})
+    results = []
+    try:
+        for t in pre["tirs"]:
+            if t["role"] != "check":
+                continue
+            lb = t["label"]
+            k = built.get(lb, {}).get("kernel")
+            if k is None:
+                results.append({"label": lb, "shape": t["shape"], "ok": False,
+                                "error": pre["errors"].get(lb) or built.get(lb, {}).get("error") or "not built"})
+                continue
+            results.append(check_shape(h, task, t["shape"], k, lb))
+        send({"event": "correct", "gid": gid, "shapes": results})
+        tk = built[pre["time_label"]]["kernel"]
+        if results and all(r["ok"] for r in results):
+            sp = measure_speed(h, task, pre["funcs"][pre["time_label"]][2]["shape"], tk, rounds=rounds)
+            send({"event": "speed", "gid": gid, **sp})
+    except Exception as exc:
+        text = f"{type(exc).__name__}: {exc}"
+        send({"event": "crash", "gid": gid, "error": text[:600]})
+        if any(s in text for s in _STICKY):
+            raise ContextLost(text) from exc
+
+
+def evaluate_part(part: dict, h, gpu: bool, workers: int, send, rounds: int = ROUNDS) -> None:
+    """One part, both phases, in this process (the notebook's self-check)."""
+    pre = build_part(part, gpu, workers, send)
+    if pre.get("gpu"):
+        gpu_part(pre, h, send, rounds)
+    send({"event": "part_done", "gid": part["gid"], "seconds": round(time.perf_counter() - pre["t0"], 2)})
 
 
 class ContextLost(RuntimeError):
     """A CUDA error that poisons the context: no further kernel can run in this process."""
 
 
-def run_evaluation(job: dict, send, confinement: list[str]) -> None:
+def run_evaluation(job: dict, send, confinement: list[str], wait_reply=None) -> None:
+    """The evaluate worker: build every part, then -- holding the GPU, which the parent grants
+    (``gpu_wait`` -> ``go``) -- check and time the parts that built, then give it back."""
     import logging
     import os
 
     logging.getLogger("tilelang").setLevel(logging.WARNING)
     import tilelang  # noqa: F401
-    import torch
-
-    from .measure import make_harness
 
     want_gpu = job.get("gpu", "auto") != "off"
-    gpu = bool(want_gpu and torch.cuda.is_available())
+    torch = None
+    if want_gpu:
+        import torch
+    gpu = bool(want_gpu and torch is not None and torch.cuda.is_available())
     dev = torch.cuda.get_device_name(0) if gpu else None
     send({"event": "hello", "confinement": confinement, "gpu": gpu, "device": dev, "versions": _versions()})
-    h = make_harness(job["seed"], "cuda") if gpu else None
-    skip = set(job.get("skip", []))
     workers = int(job.get("compile_workers") or max(1, min(8, os.cpu_count() or 1)))
+    pres = []
     for part in job["parts"]:
-        if part["gid"] in skip:
-            continue
-        try:
-            evaluate_part(part, h, gpu, workers, send, compile_all=bool(job.get("compile_all")),
-                          read=bool(job.get("read", True)))
-        except ContextLost:
-            os._exit(4)  # the parent restarts a worker for the remaining parts
+        pre = build_part(part, gpu, workers, send)
+        if pre.get("gpu"):
+            pres.append(pre)
+        else:
+            send({"event": "part_done", "gid": part["gid"], "seconds": round(time.perf_counter() - pre["t0"], 2)})
+    if pres:
+        from .measure import make_harness
+
+        h = make_harness(job["seed"], "cuda")
+        torch.cuda.synchronize()
+        send({"event": "gpu_wait"})
+        if wait_reply is not None and wait_reply() != "go":
+            send({"event": "fatal", "error": "the grader did not grant the GPU"})
+            return
+        t_gpu = time.perf_counter()
+        for pre in pres:
+            try:
+                gpu_part(pre, h, send, rounds=int(job.get("rounds", ROUNDS)))
+            except ContextLost:
+                os._exit(4)  # the parent restarts a worker for the remaining parts
+            send({"event": "part_done", "gid": pre["gid"], "seconds": round(time.perf_counter() - pre["t0"], 2)})
+        torch.cuda.synchronize()
+        send({"event": "gpu_release", "seconds": round(time.perf_counter() - t_gpu, 3)})
     send({"event": "done"})

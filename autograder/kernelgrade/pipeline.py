@@ -1,44 +1,43 @@
-"""Grade the kernel parts of one submission: two worker processes, a watchdog, the rubric.
+"""Grade the kernel parts of one submission: two confined workers, a watchdog, the rubric.
 
-Called by :func:`autograder.grade.grade_notebook` for a lab whose spec has kernel parts.
-For each kernel part the source of its answer cell is taken from the submission (the cell
-carrying the part's ``<grade_id>_answer`` metadata, else the cell that assigns
-``ANSWER["<grade_id>"]``) and the lab's locked kernel-setup cell from the *instructor's*
-notebook.  Then:
+Called by :mod:`autograder.grade` for a lab whose spec has kernel parts.  For each kernel
+part the source of its answer cell is taken from the submission (the cell carrying the
+part's ``<grade_id>_answer`` metadata, else the cell that assigns ``ANSWER["<grade_id>"]``)
+and the lab's locked kernel-setup cell from the *instructor's* notebook.  The shapes are
+the task's fixed ones plus the student's variant shape -- the lab's per-student parameters
+(``K1.N`` ...), drawn and tag-checked by the grader like every variant.  Then:
 
-1. ``elaborate`` worker (confined, student code): the factory is elaborated for every
-   shape -- the fixed ones, the student's variant, the timing shape -- and the TIR comes
-   back as data;
-2. ``evaluate`` worker (no student code): compile for sm_90a, structural reading, Ascend
-   lowering, and on a GPU correctness and speed.  On a GPU the phase holds a lock so that
-   one submission at a time is timed per device; a kernel that hangs or loses the CUDA
+1. ``elaborate`` (student code): :meth:`Sandbox.run_program` starts the worker inside the
+   same isolation as the notebook's cells (bubblewrap, or the uid drop), where it adds
+   Landlock, seccomp and the runner's audit hook; the factory is elaborated for every
+   shape and the TIR comes back as data;
+2. ``evaluate`` (no student code): a second sandbox -- the lab's GPU policy (device nodes,
+   the CUDA toolkit), one unprivileged uid for the grader's trusted programs, the kernel
+   cache bound writable -- compiles for sm_90a, reads the structure, lowers Ascend kernels,
+   and on a GPU asks for the GPU (the parent holds a lock file: one submission on a GPU at a
+   time), checks correctness and times the kernels.  A kernel that hangs or loses the CUDA
    context is charged to its own part and a fresh worker continues with the others;
 3. :mod:`rubric` turns the findings into verdicts.
 
 Environment knobs (instructor): ``KERNELGRADE_GPU=off`` (never use a GPU),
-``KERNELGRADE_CACHE`` (root of the per-student kernel caches, default
-``~/.cache/tilelang-course/kernelgrade``), ``KERNELGRADE_LANDLOCK=0`` (evaluate without
-Landlock, for a GPU node whose driver needs paths the rules do not grant),
-``KERNELGRADE_EVAL_TIMEOUT`` / ``KERNELGRADE_ELAB_TIMEOUT`` / ``KERNELGRADE_CALL_TIMEOUT`` (seconds),
-``KERNELGRADE_SHARED_CACHE=1`` (one kernel cache for the whole lab: a kernel every student
-wrote the same way compiles once; the cache is written only by the evaluate worker, from TIR
-that passed :mod:`tirsafe`), ``KERNELGRADE_VARIANT_ID`` (draw every variant shape from this
-id instead of the student's: benchmarks and the recorded grading run only).
+``KERNELGRADE_CACHE`` (root of the kernel caches; default ``~/.cache/tilelang-course/kernelgrade``,
+``/var/tmp/tilelang-course-kernelgrade`` for a grader running as root),
+``KERNELGRADE_SHARED_CACHE=1`` (one kernel cache for the whole lab: a kernel two students
+wrote the same way compiles once; written only by the evaluate worker, from TIR that passed
+:mod:`tirsafe`), ``KERNELGRADE_EVAL_ISOLATION`` (``auto``/``bwrap``/``uid``/``process``: the
+evaluate worker's isolation, default the grade's), ``KERNELGRADE_LANDLOCK=0`` (evaluate
+without its Landlock layer), ``KERNELGRADE_ELAB_TIMEOUT`` / ``KERNELGRADE_BUILD_TIMEOUT`` /
+``KERNELGRADE_GPU_TIMEOUT`` / ``KERNELGRADE_CALL_TIMEOUT`` (seconds: the whole elaboration,
+the build of one part, the GPU work of one part, one call of a factory),
+``KERNELGRADE_COMPILE_WORKERS`` (parallel compiles per submission), ``KERNELGRADE_ROUNDS``
+(timing rounds, kernel and library alternating; default 3).
 """
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 import re
 import secrets
-import select
-import shutil
-import signal
-import subprocess
-import sys
-import sysconfig
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,26 +45,28 @@ from typing import Any
 
 from ..parts import Verdict
 from .rubric import score
-from .tasks import get_task, variant
+from .tasks import get_task, variant_values
 
 __all__ = ["KernelRef", "kernel_refs", "has_kernel_parts", "analytic_cells", "grade_kernel_parts",
-           "answer_cell", "WORKER"]
+           "answer_cell", "WORKER", "cache_root", "eval_policy", "gpu_state", "elab_limits", "eval_limits"]
 
-WORKER = Path(__file__).with_name("worker.py")
-REPO = Path(__file__).resolve().parents[2]
-PACKAGES = ("autograder", "kernels", "ledger")
+WORKER = "autograder/kernelgrade/worker.py"
+ELAB_PACKAGES = ("autograder", "kernels", "ledger")
+EVAL_PACKAGES = ("autograder", "kernels", "measure", "ledger")
 MAX_RESTARTS = 4
 
 
 @dataclass(frozen=True)
 class KernelRef:
-    """The ``reference`` of a kernel part: which task, which aspect, which ANSWER key."""
+    """The ``reference`` of a kernel part: which task, which aspect, which ANSWER key, and the
+    exercise whose parameters (``K1.N`` ...) make the student's variant shape."""
 
     task: str
     aspect: str
     answer: str
+    exercise: str = ""
 
-    def __call__(self) -> "KernelRef":
+    def __call__(self, variant: dict | None = None) -> "KernelRef":
         return self
 
 
@@ -77,9 +78,12 @@ def has_kernel_parts(spec) -> bool:
     return any(p.kind == "kernel" for p in spec.parts)
 
 
-def _answers(spec) -> dict[str, str]:
-    """ANSWER key -> task key, one per kernel answer cell."""
-    return {r.answer: r.task for r in kernel_refs(spec).values()}
+def _answers(spec) -> dict[str, KernelRef]:
+    """ANSWER key -> its reference (one per kernel answer cell)."""
+    out: dict[str, KernelRef] = {}
+    for r in kernel_refs(spec).values():
+        out.setdefault(r.answer, r)
+    return out
 
 
 def _is_kernel_cell(cell: dict, answers: dict) -> bool:
@@ -90,9 +94,10 @@ def _is_kernel_cell(cell: dict, answers: dict) -> bool:
 
 
 def analytic_cells(spec, sub) -> list[dict]:
-    """The code cells the analytic sandbox runs: every cell except the kernel ones."""
+    """The code cells the notebook sandbox runs: every cell except the kernel ones."""
     answers = _answers(spec) if has_kernel_parts(spec) else {}
-    return [{"index": c["index"], "source": c["source"]} for c in sub.cells if not _is_kernel_cell(c, answers)]
+    return [{"index": c["index"], "source": c["source"], "keys": c["keys"]} for c in sub.cells
+            if not _is_kernel_cell(c, answers)]
 
 
 def answer_cell(sub, answer: str) -> str | None:
@@ -106,174 +111,128 @@ def answer_cell(sub, answer: str) -> str | None:
     return None
 
 
-# ----------------------------------------------------------------------------- worker plumbing
-def _read_paths(extra: list[str], proc: str) -> list[str]:
-    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
-             os.path.dirname(os.path.realpath(sys.executable))}
-    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
-        p = sysconfig.get_paths().get(key)
-        if p:
-            paths.add(p)
-    for p in sys.path:  # site directories (an unpacked offline bundle on PYTHONPATH too), never the repo
-        rp = os.path.realpath(p or ".")
-        if os.path.isdir(rp) and rp != str(REPO) and not str(REPO).startswith(rp + os.sep) and not rp.startswith(str(REPO) + os.sep):
-            paths.add(rp)
-    for pkg in PACKAGES:
-        paths.add(str(REPO / pkg))
-    for p in ("/usr", "/lib", "/lib64", "/bin", "/etc", "/dev", "/sys", "/opt"):
-        paths.add(p)
-    cuda = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH")
-    if cuda:
-        paths.add(cuda)
-    if proc == "all":
-        paths.add("/proc")
-    else:
-        paths.update(("/proc/self", "/proc/thread-self", "/proc/cpuinfo", "/proc/meminfo", "/proc/stat"))
-    paths.update(extra)
-    return sorted(os.path.realpath(p) for p in paths if os.path.exists(p))
-
-
-def _shim(scratch: str) -> str:
-    """A directory of symlinks to the course packages: importable without reading the repo root."""
-    d = os.path.join(scratch, ".pkgs")
-    os.makedirs(d, exist_ok=True)
-    for pkg in PACKAGES:
-        link = os.path.join(d, pkg)
-        if not os.path.lexists(link):
-            os.symlink(REPO / pkg, link)
-    return d
-
-
-def _sys_path(shim: str) -> list[str]:
-    out = [shim]
-    for p in sys.path:
-        rp = os.path.realpath(p or ".")
-        if p and os.path.isdir(rp) and rp != str(REPO) and not rp.startswith(str(REPO) + os.sep):
-            out.append(p)
-    return out
-
-
-def _env(scratch: str) -> dict:
-    env = {"PATH": "/usr/local/cuda/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "HOME": scratch,
-           "TMPDIR": scratch, "OMP_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1"}
-    for k in ("CUDA_HOME", "CUDA_PATH", "CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "NVIDIA_VISIBLE_DEVICES"):
-        if os.environ.get(k):
-            env[k] = os.environ[k]
-    if os.environ.get("CUDA_HOME"):
-        env["PATH"] = os.environ["CUDA_HOME"] + "/bin:" + env["PATH"]
-    return env
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def run_worker(mode: str, job: dict, timeout: float, scratch: str) -> tuple[list[dict], str]:
-    """Start a worker, feed it ``job``, collect its events until it finishes or the watchdog fires.
-
-    Returns ``(events, state)`` with state ``done``, ``timeout``, ``died`` or ``flood``."""
-    rfd, wfd = os.pipe()
-    out_path = os.path.join(scratch, ".worker-output")
-    with open(out_path, "wb") as out_f:
-        proc = subprocess.Popen([sys.executable, "-I", "-X", "utf8", str(WORKER), mode, str(wfd)],
-                                stdin=subprocess.PIPE, stdout=out_f, stderr=subprocess.STDOUT, cwd=scratch,
-                                env=_env(scratch), pass_fds=(wfd,), close_fds=True, start_new_session=True)
-    os.close(wfd)
-    events: list[dict] = []
-    buf, state, received = b"", "died", 0
-    deadline = time.monotonic() + timeout
-    try:
-        try:
-            proc.stdin.write(json.dumps(job).encode())
-            proc.stdin.close()
-        except (BrokenPipeError, OSError):
-            pass
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                state = "timeout"
-                break
-            ready, _, _ = select.select([rfd], [], [], min(left, 1.0))
-            if not ready:
-                continue
-            chunk = os.read(rfd, 1 << 20)
-            if not chunk:
-                break
-            received += len(chunk)
-            if received > (128 << 20):
-                state = "flood"
-                break
-            buf += chunk
-            while b"\n" in buf:
-                line, buf = buf.split(b"\n", 1)
-                try:
-                    ev = json.loads(line)
-                except ValueError:
-                    continue
-                if isinstance(ev, dict):
-                    events.append(ev)
-                    if ev.get("event") == "done":
-                        state = "done"
-    finally:
-        os.close(rfd)
-        _kill_group(proc)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL is not ignorable
-            pass
-    return events, state
-
-
-def _tail(scratch: str, n: int = 1500) -> str:
-    try:
-        with open(os.path.join(scratch, ".worker-output"), "rb") as f:
-            return f.read()[-n:].decode("utf-8", "replace")
-    except OSError:
-        return ""
-
-
-class _GpuLock:
-    """One submission at a time per GPU: an exclusive lock on a file under the cache root."""
-
-    def __init__(self, root: Path, active: bool):
-        self.active = active
-        dev = re.sub(r"[^\w,-]", "_", os.environ.get("CUDA_VISIBLE_DEVICES", "all"))
-        self.path = root / f"gpu-{dev}.lock"
-        self.f = None
-
-    def __enter__(self):
-        if self.active:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.f = open(self.path, "a+")
-            fcntl.flock(self.f, fcntl.LOCK_EX)
-        return self
-
-    def __exit__(self, *exc):
-        if self.f is not None:
-            fcntl.flock(self.f, fcntl.LOCK_UN)
-            self.f.close()
-
-
+# ----------------------------------------------------------------------------- machine facts
 def cache_root() -> Path:
     env = os.environ.get("KERNELGRADE_CACHE")
-    return Path(env) if env else Path.home() / ".cache" / "tilelang-course" / "kernelgrade"
+    if env:
+        return Path(env)
+    if os.geteuid() == 0:  # reachable by the unprivileged uid the evaluate worker runs as
+        return Path("/var/tmp/tilelang-course-kernelgrade")
+    return Path.home() / ".cache" / "tilelang-course" / "kernelgrade"
 
 
 def _safe_id(s: str) -> str:
     return re.sub(r"[^\w.-]", "_", s)[:80] or "_"
 
 
+def use_gpu() -> bool:
+    from .confine import gpu_device_paths
+
+    return os.environ.get("KERNELGRADE_GPU", "auto") != "off" and bool(gpu_device_paths())
+
+
+def gpu_state() -> str:
+    """What the kernel parts are graded on here, for the rerun key: ``cpu`` (no GPU, or
+    ``KERNELGRADE_GPU=off``) or ``gpu:<models>`` -- a record graded on the CPU is regraded
+    when a GPU appears, and one graded on another GPU model too."""
+    from .confine import gpu_models
+
+    if not use_gpu():
+        return "cpu"
+    return "gpu:" + (",".join(sorted(set(gpu_models()))) or "nvidia")
+
+
+def eval_policy():
+    """The evaluate worker's extra view: the GPU's device nodes, the CUDA toolkit, /sys and
+    /etc (read by the driver and the toolkit), ``CUDA_HOME``."""
+    from ..sandbox import SandboxPolicy
+    from .confine import GPU_DEVICE_GLOBS
+
+    cuda = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH") or "/usr/local/cuda"
+    reads = tuple(p for p in (cuda, os.path.realpath(cuda), "/sys", "/etc", "/opt") if os.path.exists(p))
+    env = (("CUDA_HOME", cuda),) if os.path.exists(cuda) else ()
+    for k in ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES"):
+        if os.environ.get(k):
+            env += ((k, os.environ[k]),)
+    return SandboxPolicy(read_paths=reads, devices=GPU_DEVICE_GLOBS if use_gpu() else (), env=env)
+
+
+def _env_f(name: str, default: float) -> float:
+    try:
+        return float(os.environ.get(name, default))
+    except ValueError:
+        return default
+
+
+def elab_limits():
+    from ..sandbox import Limits
+
+    t = _env_f("KERNELGRADE_ELAB_TIMEOUT", 300)
+    return Limits(cell_timeout=t, notebook_timeout=t, cpu_s=t, memory_mb=int(_env_f("KERNELGRADE_ELAB_MEMORY_MB", 16384)),
+                  scratch_mb=256, nproc=256, nofile=1024, fsize_mb=64)
+
+
+def eval_limits():
+    from ..sandbox import Limits
+
+    # no address-space limit: a CUDA context reserves far more virtual memory than it uses
+    return Limits(cell_timeout=600, notebook_timeout=600, cpu_s=36000, memory_mb=0, scratch_mb=4096,
+                  nproc=8192, nofile=8192, fsize_mb=2048)
+
+
+# ----------------------------------------------------------------------------- the GPU lock
+class GpuGrant:
+    """One submission on a GPU at a time: the evaluate worker asks (``gpu_wait``), the parent
+    takes an exclusive lock on a file under the cache root and answers ``go``; the worker
+    says ``gpu_release`` (or dies) and the lock goes.  It also sets the watchdog's deadline:
+    a build phase gets ``build_s`` per part, a GPU phase ``gpu_s`` per part."""
+
+    def __init__(self, root: Path, build_s: float, gpu_s: float):
+        dev = re.sub(r"[^\w,-]", "_", os.environ.get("CUDA_VISIBLE_DEVICES", "all"))
+        self.path = root / f"gpu-{dev}.lock"
+        self.build_s, self.gpu_s = build_s, gpu_s
+        self.f = None
+        self.wait_s = 0.0
+        self.held_s = 0.0
+        self._t = 0.0
+        self.current: tuple[str, str] | None = None  # (gid, phase) in progress
+
+    def __call__(self, ev: dict) -> dict | None:
+        kind = ev.get("event")
+        now = time.monotonic()
+        if kind == "start":
+            self.current = (str(ev.get("gid")), str(ev.get("phase", "build")))
+            return {"deadline": now + (self.gpu_s if ev.get("phase") == "gpu" else self.build_s)}
+        if kind == "gpu_wait":
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.f = open(self.path, "a+")
+            fcntl.flock(self.f, fcntl.LOCK_EX)
+            self._t = time.monotonic()
+            self.wait_s += self._t - now
+            return {"reply": b"go\n", "deadline": self._t + self.gpu_s}
+        if kind == "gpu_release":
+            self.release()
+            return {"deadline": now + 60}
+        if kind == "part_done":
+            self.current = None
+        return None
+
+    def release(self) -> None:
+        if self.f is not None:
+            self.held_s += time.monotonic() - self._t
+            fcntl.flock(self.f, fcntl.LOCK_UN)
+            self.f.close()
+            self.f = None
+
+
 # ----------------------------------------------------------------------------- grading
-def _jobs_for(spec, lab: str, sub, student: str) -> tuple[dict, dict]:
+def _jobs_for(spec, sub, variant: dict | None) -> tuple[dict, dict]:
     """(elaboration parts, per-answer bookkeeping)."""
     parts, info = [], {}
-    for answer, task_key in _answers(spec).items():
-        task = get_task(task_key)
+    for answer, ref in _answers(spec).items():
+        task = get_task(ref.task)
         src = answer_cell(sub, answer)
-        shapes = task.shapes_for(variant(lab, student, task_key))
+        shapes = task.shapes_for(variant_values(ref.exercise, ref.task, variant) if ref.exercise else None)
         calls = [{"label": lb, "kwargs": {k: s[k] for k in task.factory_args}, "shape": s, "role": "check"}
                  for lb, s in shapes]
         if task.kind == "cuda":
@@ -282,23 +241,23 @@ def _jobs_for(spec, lab: str, sub, student: str) -> tuple[dict, dict]:
                           "role": "time"})
         else:
             calls[0]["role"] = "time"
-        info[answer] = {"task": task_key, "calls": calls, "cell": src}
+        info[answer] = {"task": ref.task, "calls": calls, "cell": src}
         if src is not None:
             parts.append({"gid": answer, "kind": task.kind, "cell": src, "calls": calls})
     return {"parts": parts}, info
 
 
-def _fold_elaborate(events: list[dict], info: dict, R: dict, state: str, scratch: str) -> dict:
+def _fold_elaborate(events: list[dict], info: dict, R: dict, res) -> dict:
     tirs: dict[str, list] = {a: [] for a in info}
     meta: dict[str, Any] = {"confinement": [], "course_modules": []}
     for ev in events:
         kind = ev.get("event")
         gid = ev.get("gid")
         if kind == "hello":
-            meta["confinement"] = ev.get("confinement", [])
+            meta["confinement"] = [str(x)[:300] for x in ev.get("confinement", [])][:10]
         elif kind == "fatal":
             for a in info:
-                R[a]["elaborate"]["fatal"] = ev.get("error")
+                R[a]["elaborate"]["fatal"] = str(ev.get("error"))[:600]
         elif kind == "error" and gid in R:
             R[gid]["elaborate"]["errors"][str(ev.get("label", "*"))[:200]] = {
                 "status": str(ev.get("status"))[:20], "error": str(ev.get("error"))[:600]}
@@ -312,13 +271,14 @@ def _fold_elaborate(events: list[dict], info: dict, R: dict, state: str, scratch
         elif kind == "part_done" and gid in R:
             R[gid]["elaborate"]["seconds"] = ev.get("seconds")
             if ev.get("output"):
-                R[gid]["elaborate"]["output"] = ev["output"][:1000]
+                R[gid]["elaborate"]["output"] = str(ev["output"])[:1000]
         elif kind == "done":
-            meta["course_modules"] = ev.get("course_modules", [])
-    if state != "done":
+            meta["course_modules"] = [str(m)[:80] for m in ev.get("course_modules", [])][:50]
+    if res.state != "done":
         why = {"timeout": "the kernel elaboration ran past its time limit",
                "flood": "the kernel elaboration flooded the result channel"}.get(
-            state, "the kernel elaboration process died: " + _tail(scratch, 300).strip().replace("\n", " ")[-200:])
+            res.state, f"the kernel elaboration process {res.exit or 'died'}: "
+            + res.output_tail.strip().replace("\n", " ")[-200:])
         for a in info:
             el = R[a]["elaborate"]
             if not el["tirs"] and not el["errors"] and not el.get("missing"):
@@ -332,16 +292,19 @@ def _fold_evaluate(events: list[dict], R: dict, meta: dict) -> tuple[set, str | 
     for ev in events:
         kind, gid = ev.get("event"), ev.get("gid")
         if kind == "hello":
-            meta.update(gpu=ev.get("gpu"), device=ev.get("device"), versions=ev.get("versions"),
+            meta.update(gpu=bool(ev.get("gpu")), device=ev.get("device"), versions=ev.get("versions"),
                         evaluate_confinement=ev.get("confinement"))
             for r in R.values():
                 r["gpu"] = bool(ev.get("gpu"))
         elif kind == "fatal":
-            meta["evaluate_fatal"] = ev.get("error")
+            meta["evaluate_fatal"] = str(ev.get("error"))[:1000]
+        elif kind == "gpu_release":
+            meta["gpu_work_s"] = round(meta.get("gpu_work_s", 0) + float(ev.get("seconds") or 0), 3)
         elif gid not in R:
             continue
         elif kind == "start":
             current = gid
+            R[gid]["phase"] = ev.get("phase")
         elif kind == "interface":
             R[gid]["interface"].update(ev.get("errors") or {})
         elif kind == "build":
@@ -364,132 +327,119 @@ def _fold_evaluate(events: list[dict], R: dict, meta: dict) -> tuple[set, str | 
     return finished, current
 
 
-def _evaluate_pass(parts: list, base: dict, timeout: float, R: dict, detail: dict, scratch: str) -> bool:
+def _evaluate(parts: list, base: dict, sandbox, R: dict, detail: dict, grant: GpuGrant, cache: Path) -> None:
     """Run the evaluate worker over ``parts``; a part that hangs or kills the worker is charged
-    to itself and a fresh worker continues with the others.  Returns whether a worker said hello."""
+    to itself and a fresh worker continues with the others."""
     done: set = set()
-    restarts, hello = 0, False
-    t0 = time.monotonic()
+    restarts = 0
+    lim = eval_limits()
     while True:
         todo = [p for p in parts if p["gid"] not in done]
         if not todo:
             break
-        left = timeout - (time.monotonic() - t0)
-        events, state = run_worker("evaluate", {**base, "parts": todo}, max(left, 1.0), scratch)
-        hello = hello or any(e.get("event") == "hello" for e in events)
-        finished, current = _fold_evaluate(events, R, detail)
+        try:
+            res = sandbox.run_program(WORKER, ["evaluate"], {**base, "parts": todo}, lim, packages=EVAL_PACKAGES,
+                                      write_dirs=(str(cache),), on_event=grant)
+        finally:
+            grant.release()
+        detail.setdefault("evaluate_isolation", res.isolation)
+        finished, current = _fold_evaluate(res.events, R, detail)
         done |= finished
-        if state == "done" or detail.get("evaluate_fatal"):
+        if res.state == "done" or detail.get("evaluate_fatal"):
+            if detail.get("evaluate_fatal") and res.output_tail:
+                detail["evaluate_output"] = res.output_tail[-1500:]
             break
-        if current is None or restarts >= MAX_RESTARTS or left <= 1.0:
-            why = "timed out" if state == "timeout" else "died: " + _tail(scratch, 300).strip()[-200:]
+        phase = R[current].get("phase") if current else None
+        why = ("timed out" if res.state == "timeout" else f"{res.exit or 'died'}: "
+               + res.output_tail.strip().replace("\n", " ")[-200:])
+        if current is None or restarts >= MAX_RESTARTS:
             for p in todo:
                 if p["gid"] not in done:
-                    R[p["gid"]]["timeout" if state == "timeout" else "crash"] = f"the evaluation {why}"
+                    R[p["gid"]]["timeout" if res.state == "timeout" else "crash"] = f"the evaluation {why}"
             break
-        if state == "timeout":
-            R[current]["timeout"] = "the kernel did not finish (a hang?): the evaluation was stopped"
+        if res.state == "timeout":
+            R[current]["timeout"] = ("the kernel did not finish on the GPU (a hang?): the evaluation was stopped"
+                                     if phase == "gpu" else "building the kernel ran past its time limit")
         elif not R[current].get("crash"):
-            R[current]["crash"] = "the evaluation process died while checking it: " + _tail(scratch, 300).strip()[-200:]
+            R[current]["crash"] = f"the evaluation process {why}"
         done.add(current)
         restarts += 1
     detail["restarts"] = detail.get("restarts", 0) + restarts
-    return hello
 
 
-def grade_kernel_parts(lab: str, spec, sub, student: str, instructor_source: Path, *,
-                       gpu: str | None = None, elab_timeout: float | None = None,
-                       eval_timeout: float | None = None) -> tuple[dict[str, Verdict], dict]:
-    """Verdicts of every kernel part of ``spec`` for submission ``sub``, and the instructor's detail."""
+def grade_kernel_parts(spec, sub, variant: dict | None, instructor_source: Path, sandbox=None, eval_sandbox=None,
+                       *, isolation: str = "auto") -> tuple[dict[str, Verdict], dict]:
+    """Verdicts of every kernel part of ``spec`` for submission ``sub`` (the student's
+    ``variant``), and the instructor's detail.  ``sandbox`` runs the elaboration (the lab's
+    notebook sandbox), ``eval_sandbox`` the evaluation; missing ones are made here."""
     from ..extract import read_submission
+    from ..sandbox import Sandbox, TRUSTED_UID
 
-    gpu = gpu or os.environ.get("KERNELGRADE_GPU", "auto")
-    elab_timeout = elab_timeout or float(os.environ.get("KERNELGRADE_ELAB_TIMEOUT", 300))
-    eval_timeout = eval_timeout or float(os.environ.get("KERNELGRADE_EVAL_TIMEOUT", 1500))
+    own = []
+    if sandbox is None:
+        sandbox = Sandbox(isolation, spec.sandbox)
+        own.append(sandbox)
+    if eval_sandbox is None:
+        eval_sandbox = Sandbox(os.environ.get("KERNELGRADE_EVAL_ISOLATION", isolation), eval_policy(),
+                               uid=TRUSTED_UID, trusted=True)
+        own.append(eval_sandbox)
+    try:
+        return _grade(spec, sub, variant, instructor_source, sandbox, eval_sandbox, read_submission)
+    finally:
+        for sb in own:
+            sb.close()
+
+
+def _grade(spec, sub, variant, instructor_source, sandbox, eval_sandbox, read_submission):
     t0 = time.monotonic()
     try:
-        setup = next((c["source"] for c in read_submission(instructor_source, "").cells
+        setup = next((c["source"] for c in read_submission(instructor_source).cells
                       if c.get("grade_id") == "kernel_setup"), "")
     except Exception:
         setup = ""
-    elab, info = _jobs_for(spec, lab, sub, os.environ.get("KERNELGRADE_VARIANT_ID") or student)
+    elab, info = _jobs_for(spec, sub, variant)
     R = {a: {"elaborate": {"errors": {}, "tirs": []}, "interface": {}, "build": {}, "structure": None,
              "correct": None, "speed": None, "crash": None, "timeout": None, "ascend": None, "gpu": False}
          for a in info}
     for a, i in info.items():
         if i["cell"] is None:
             R[a]["elaborate"]["missing"] = f'no answer cell for {a} (a cell assigning ANSWER["{a}"])'
-    detail: dict[str, Any] = {"seed": None, "gpu": False}
-    scratch = tempfile.mkdtemp(prefix="kg-")
-    os.chmod(scratch, 0o700)
-    try:
+    detail: dict[str, Any] = {"gpu": False, "variant_shapes": {a: i["calls"][-2 if get_task(i["task"]).kind == "cuda"
+                                                                             else 0]["shape"]
+                                                             for a, i in info.items()}}
+    if elab["parts"]:
+        job = {**elab, "setup": setup, "preset": dict(variant or {}),
+               "call_timeout": _env_f("KERNELGRADE_CALL_TIMEOUT", 30)}
+        ta = time.monotonic()
+        res = sandbox.run_program(WORKER, ["elaborate"], job, elab_limits(), packages=ELAB_PACKAGES)
+        folded = _fold_elaborate(res.events, info, R, res)
+        detail.update(elaborate_s=round(time.monotonic() - ta, 2), elaborate_isolation=res.isolation,
+                      elaborate_confinement=folded["confinement"], course_modules=folded["course_modules"])
+        parts = [{"gid": a, "task": info[a]["task"], "tirs": folded["tirs"][a]} for a in info if folded["tirs"][a]]
         root = cache_root()
-        if elab["parts"]:
-            shim = _shim(scratch)
-            job = {**elab, "setup": setup, "scratch": scratch, "sys_path": _sys_path(shim),
-                   "read_paths": _read_paths([scratch], "self"),
-                   "call_timeout": float(os.environ.get("KERNELGRADE_CALL_TIMEOUT", 30)),
-                   "memory_bytes": int(os.environ.get("KERNELGRADE_ELAB_MEMORY_MB", 16384)) << 20}
-            ta = time.monotonic()
-            events, state = run_worker("elaborate", job, elab_timeout, scratch)
-            folded = _fold_elaborate(events, info, R, state, scratch)
-            detail.update(elaborate_s=round(time.monotonic() - ta, 2), elaborate_confinement=folded["confinement"],
-                          course_modules=folded["course_modules"])
-            parts = [{"gid": a, "task": info[a]["task"], "tirs": folded["tirs"][a]} for a in info if folded["tirs"][a]]
-            confined = any(ln.startswith("landlock ABI") for ln in folded["confinement"])
-            owner = "_shared" if os.environ.get("KERNELGRADE_SHARED_CACHE") == "1" else _safe_id(student)
-            cache = root / _safe_id(lab) / owner if confined else Path(scratch) / ".cache-once"
-            if not confined:
-                detail.setdefault("problems", []).append(
-                    "kernel elaboration ran without Landlock: compiled with a throw-away kernel cache")
-            cache.mkdir(parents=True, exist_ok=True)
-            seed = secrets.randbits(62)
-            detail["seed"] = seed
-            from .confine import gpu_device_paths
-
-            use_gpu = gpu != "off" and bool(gpu_device_paths())
-            base = {"scratch": scratch, "cache_dir": str(cache), "seed": seed,
-                    "sys_path": _sys_path(_shim(scratch)), "read_paths": _read_paths([scratch, str(cache)], "all"),
-                    "landlock": os.environ.get("KERNELGRADE_LANDLOCK", "1") != "0"}
-            te = time.monotonic()
-            # pass 1 (no lock, CPU): interface, build (every shape when a GPU pass follows), structure, Ascend
-            _evaluate_pass(parts, {**base, "gpu": "off", "compile_all": use_gpu, "read": True}, eval_timeout,
-                           R, detail, scratch)
-            detail["build_s"] = round(time.monotonic() - te, 2)
-            if use_gpu and not detail.get("evaluate_fatal"):
-                # pass 2 (one submission per GPU at a time): correctness and speed, kernels from the cache
-                with _GpuLock(root, True):
-                    tg = time.monotonic()
-                    detail["lock_wait_s"] = round(tg - te - detail["build_s"], 2)
-                    ok = [p for p in parts if not R[p["gid"]]["interface"] and not R[p["gid"]]["build"]
-                          and get_task(p["task"]).kind == "cuda"]
-                    seen = _evaluate_pass(ok, {**base, "gpu": gpu, "compile_all": True, "read": False},
-                                          eval_timeout, R, detail, scratch)
-                    if ok and not seen:
-                        for p in ok:
-                            R[p["gid"]]["crash"] = "the GPU evaluation did not start: " + _tail(scratch, 300).strip()[-200:]
-                    detail["gpu_s"] = round(time.monotonic() - tg, 2)
-            detail["evaluate_s"] = round(time.monotonic() - te, 2)
-            if detail.get("evaluate_fatal"):
-                for r in R.values():
-                    r["elaborate"].setdefault("fatal", "the grader's evaluation failed: " + str(detail["evaluate_fatal"])[:300])
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        owner = "_shared" if os.environ.get("KERNELGRADE_SHARED_CACHE") == "1" else _safe_id(sub.path.stem)
+        cache = root / _safe_id(spec.name) / owner
+        cache.mkdir(parents=True, exist_ok=True)
+        gpu = use_gpu()
+        base = {"cache_dir": str(cache), "seed": secrets.randbits(62), "gpu": "auto" if gpu else "off",
+                "landlock": os.environ.get("KERNELGRADE_LANDLOCK", "1") != "0",
+                "compile_workers": int(_env_f("KERNELGRADE_COMPILE_WORKERS", 0)) or None,
+                "rounds": int(_env_f("KERNELGRADE_ROUNDS", 3))}
+        grant = GpuGrant(root, _env_f("KERNELGRADE_BUILD_TIMEOUT", 900), _env_f("KERNELGRADE_GPU_TIMEOUT", 180))
+        te = time.monotonic()
+        if parts:
+            _evaluate(parts, base, eval_sandbox, R, detail, grant, cache)
+        detail.update(evaluate_s=round(time.monotonic() - te, 2), lock_wait_s=round(grant.wait_s, 2),
+                      gpu_s=round(grant.held_s, 2))
+        if detail.get("evaluate_fatal"):
+            for r in R.values():
+                r["elaborate"].setdefault("fatal", "the grader's evaluation failed: " + str(detail["evaluate_fatal"])[:300])
     verdicts: dict[str, Verdict] = {}
     for p in spec.parts:
         if p.kind != "kernel":
             continue
         ref = p.reference()
-        v = score(ref.aspect, p.points, get_task(ref.task), R[ref.answer])
-        verdicts[p.grade_id] = v
-    detail["results"] = {a: _public(r) for a, r in R.items()}
+        verdicts[p.grade_id] = score(ref.aspect, p.points, get_task(ref.task), R[ref.answer])
+    detail["results"] = {a: dict(r) for a, r in R.items()}
     detail["wall_s"] = round(time.monotonic() - t0, 2)
     return verdicts, detail
-
-
-def _public(r: dict) -> dict:
-    """The instructor's copy of one part's findings (without the TIR)."""
-    out = {k: v for k, v in r.items() if k != "elaborate"}
-    el = dict(r.get("elaborate") or {})
-    out["elaborate"] = el
-    return out

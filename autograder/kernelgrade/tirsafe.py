@@ -77,6 +77,12 @@ def check_interface(func: Any, params: Iterable[Any]) -> None:
                        "output as a parameter, pre-filled by the grader")
     for i, (var, p) in enumerate(zip(got, want)):
         buf = func.buffer_map.get(var)
+        if getattr(p, "scalar", False):
+            if buf is not None:
+                raise TirError(f"parameter {i} ({p.name}) must be a scalar (T.{p.dtype}), not a tensor")
+            if _dtype(var.dtype) != p.dtype:
+                raise TirError(f"parameter {i} ({p.name}) must be a {p.dtype} scalar, got {_dtype(var.dtype)}")
+            continue
         if buf is None:
             raise TirError(f"parameter {i} ({p.name}) must be a tensor (T.Tensor), not a scalar")
         try:

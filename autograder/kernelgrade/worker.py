@@ -1,21 +1,26 @@
 """The two worker processes of kernel grading (see :mod:`autograder.kernelgrade.pipeline`).
 
-Run as ``python -I -X utf8 worker.py MODE RESULT_FD`` with a JSON job on stdin; results
-go back as JSON lines on ``RESULT_FD`` (a pipe the parent owns), never through files.
+Started by :meth:`autograder.sandbox.Sandbox.run_program` as
+``python -I -S -X utf8 worker.py MODE RESULT_FD CONTROL_FD`` with a JSON job on stdin,
+inside the grader's isolation (bubblewrap, or the uid drop); :func:`confine.bootstrap`
+finishes it, then the worker adds its own layers.  Results go back as JSON lines on
+RESULT_FD (a pipe the parent owns), never through files; the parent answers on
+CONTROL_FD (the GPU lock).
 
 ``elaborate``
-    Confines itself (:mod:`confine`: no processes, no exec, no network, read-only
-    packages, a writable scratch directory, resource limits), runs the lab's locked
-    kernel-setup cell and then each kernel part's answer cell in a namespace of its own,
-    takes the factory from ``ANSWER[grade_id]`` and elaborates it for every shape
+    Imports tilelang, then confines itself (:mod:`confine`: Landlock, seccomp -- no
+    processes, no exec --, the runner's audit hook, resource limits), runs the lab's
+    locked kernel-setup cell and then each kernel part's answer cell in a namespace of its
+    own, takes the factory from ``ANSWER[grade_id]`` and elaborates it for every shape
     (``factory.get_tir(**shape)`` for a ``@tilelang.jit`` factory).  It sends back the
     TIR as TVM's JSON and the jit options -- data, which is all that leaves this process.
 ``evaluate``
     Never runs the student's Python.  Reads the TIR back, refuses what it will not build
     (:mod:`tirsafe`), compiles for sm_90a, reads the structure of the generated code,
-    lowers Ascend kernels on the CPU, and -- where a GPU is present -- checks every shape
-    against the fp64 reference and times the kernel and the library baseline with the
-    course's protocol in this same process (:mod:`evaluate`).
+    lowers Ascend kernels on the CPU, and -- where a GPU is present -- asks the parent for
+    the GPU (one submission at a time per device), checks every shape against the fp64
+    reference and times the kernel and the library baseline with the course's protocol in
+    this same process (:mod:`evaluate`).
 """
 from __future__ import annotations
 
@@ -27,6 +32,7 @@ import sys
 import time
 
 _FD = -1
+_CTL = -1
 _SENT = [0]
 _CAP = 96 << 20
 
@@ -40,6 +46,17 @@ def send(obj) -> None:
         os.write(_FD, data)
     except OSError:
         os._exit(3)
+
+
+def wait_reply() -> str:
+    """One line from the parent on the control pipe ('' when it closed it)."""
+    buf = b""
+    while not buf.endswith(b"\n"):
+        chunk = os.read(_CTL, 1)
+        if not chunk:
+            return ""
+        buf += chunk
+    return buf.decode().strip()
 
 
 class Timeout(BaseException):
@@ -132,25 +149,45 @@ def _elaborate_one(f, kwargs: dict, kind: str):
     return tir, jit
 
 
-def elaborate(job: dict) -> None:
+class _NoShell:
+    """``get_ipython()`` in a kernel answer cell: magics are not part of a kernel's definition."""
+
+    def __getattr__(self, name):
+        def refuse(*args, **kwargs):
+            raise RuntimeError("IPython magics and shell commands are not run in kernel answer cells "
+                               "(the factory is elaborated outside Jupyter)")
+        return refuse
+
+
+def elaborate(job: dict, who: str) -> None:
     from autograder.kernelgrade import confine
 
-    scratch = job["scratch"]
-    lines = [confine.limit(cpu_s=job.get("cpu_s", 300), memory_bytes=job.get("memory_bytes"),
-                           fsize_bytes=64 << 20, nofile=512),
-             confine.private_network()]
+    box = job["sandbox"]
+    scratch = box["scratch"]
     import tilelang  # noqa: F401  (before the file system closes: its native libraries load here)
     import tilelang.language  # noqa: F401
     import tvm
 
-    lines.append(confine.landlock(job["read_paths"], [scratch]))
+    try:
+        import tilelang.ascend.language  # noqa: F401  (the Ascend dialect, for the Ascend parts)
+    except Exception:  # pragma: no cover - a tilelang without the dialect
+        pass
+    lim = box.get("limits") or {}
+    lines = [who, f"limits: {(lim.get('memory_bytes') or 0) >> 20} MiB address space, {lim.get('cpu_s')} s CPU, "
+                  f"{lim.get('nproc')} processes"]
+    lines.append(confine.landlock(box["read_paths"], [scratch], []))
     lines.append(confine.no_new_processes())
+    lines.append(confine.audit_hook(box["read_paths"], scratch))
     send({"event": "hello", "confinement": lines})
+    import builtins
+
+    builtins.get_ipython = lambda: _NoShell()
+    builtins.display = lambda *a, **k: None
     timeout = float(job.get("call_timeout", 30))
     before = set(sys.modules)
     out, err = sys.stdout, sys.stderr
     base = {"__name__": "__kernel_lab__", "__builtins__": __builtins__, "ANSWER": {},
-            "check": lambda *a, **k: None}
+            "check": lambda *a, **k: None, "P": dict(job.get("preset") or {})}
     try:
         _timed(timeout, exec, _compiled(job.get("setup", ""), "kernel setup cell"), base)
     except BaseException as exc:  # the instructor's cell: a broken environment
@@ -160,6 +197,7 @@ def elaborate(job: dict) -> None:
         gid = part["gid"]
         ns = dict(base)
         ns["ANSWER"] = {}
+        ns["P"] = dict(base["P"])
         buf = _Capped()
         sys.stdout = sys.stderr = buf
         t0 = time.monotonic()
@@ -211,40 +249,43 @@ def elaborate(job: dict) -> None:
 
 
 # ----------------------------------------------------------------------------- evaluate
-def evaluate_job(job: dict) -> None:
+def evaluate_job(job: dict, who: str) -> None:
     from autograder.kernelgrade import confine
 
-    scratch, cache = job["scratch"], job["cache_dir"]
+    box = job["sandbox"]
+    scratch, cache = box["scratch"], job["cache_dir"]
     os.environ["TILELANG_CACHE_DIR"] = cache
     os.environ["CUDA_CACHE_PATH"] = os.path.join(scratch, ".nv")
-    lines = [confine.limit(cpu_s=job.get("cpu_s", 1800), fsize_bytes=1 << 30, nofile=4096),
-             confine.private_network()]
-    devices = confine.gpu_device_paths() + ["/dev/null", "/dev/zero", "/dev/urandom", "/dev/shm"]
+    lines = [who]
     if job.get("landlock", True):
-        lines.append(confine.landlock(job["read_paths"], [scratch, cache], devices))
+        # /proc whole: the CUDA driver reads its own entries there (no student code runs here)
+        lines.append(confine.landlock(list(box["read_paths"]) + ["/proc"],
+                                      [scratch, cache] + list(box.get("write_dirs", [])), box.get("devices", [])))
     else:
-        lines.append("landlock: switched off by the instructor")
+        lines.append("landlock: switched off by the instructor (KERNELGRADE_LANDLOCK=0)")
     from autograder.kernelgrade.evaluate import run_evaluation
 
-    run_evaluation(job, send, lines)
+    run_evaluation(job, send, lines, wait_reply)
 
 
 def main() -> None:
-    global _FD
-    mode, _FD = sys.argv[1], int(sys.argv[2])
+    global _FD, _CTL
+    mode, _FD, _CTL = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     job = json.loads(sys.stdin.read())
     sys.stdin.close()
-    sys.path[:0] = [p for p in job.get("sys_path", []) if p not in sys.path]
-    os.chdir(job["scratch"])
-    os.environ.update({"HOME": job["scratch"], "TMPDIR": job["scratch"], "PYTHONHASHSEED": "0",
-                       "TILELANG_CACHE_DIR": os.path.join(job["scratch"], ".tilelang")})
+    box = job["sandbox"]
+    # started with -I -S: the course packages (read-only, /course) first, then the site directories
+    sys.path[:] = [box["course_dir"]] + [p for p in sys.path if p] + list(box.get("site_dirs", []))
     signal.signal(signal.SIGALRM, _alarm)
     sys.dont_write_bytecode = True
     try:
+        from autograder.kernelgrade import confine
+
+        who = confine.bootstrap(box)
         if mode == "elaborate":
-            elaborate(job)
+            elaborate(job, who)
         elif mode == "evaluate":
-            evaluate_job(job)
+            evaluate_job(job, who)
         else:
             send({"event": "fatal", "error": f"unknown mode {mode!r}"})
     except BaseException as exc:  # the grader's own failure: report it, never hang

@@ -35,6 +35,8 @@ $2^{20}$ 字节，评分按你写的单位换算）；单选写字符串；文�
 分配输出（不要用 `out_idx`）。评分时只调用编译好的 kernel：你的 Python 代码只在生成 kernel 时运行一次，
 而且是在一个不能联网、不能启动子进程的受限进程里。
 
+**你的变体形状**：{{WHO}}每道 kernel 题除了几种固定形状，还要在一个每人不同的形状上算对（准备格里的字典 `P`，例如 `P["K1.N"]`）。它由学号决定，发布时签名写进 notebook，评分时核对；kernel 不要按某个具体形状写死。
+
 **在哪里评什么**：
 
 * 没有 GPU 的机器（笔记本电脑、CI）：E1–E8 全部评分；每个 kernel 都会被生成、为 sm_90a 编译（需要 nvcc），
@@ -48,13 +50,6 @@ $2^{20}$ 字节，评分按你写的单位换算）；单选写字符串；文�
 notebook 里的 `check(ANSWER, "k1_add")` 则在你自己的进程里编译、读结构，有 GPU 时再粗测一次（仅供参考）。
 """
 
-SETUP = """# 运行本格一次：准备答案字典与自查函数
-try:
-    from autograder import check
-except ImportError:  # 不在课程环境里时，自查不可用，作答不受影响
-    def check(*args, **kwargs):
-        print("autograder 未安装：请在课程仓库的 .venv 里打开本 notebook")
-ANSWER = {}"""
 
 KERNEL_SETUP = """# kernel 题共用的导入（评分程序用的是这一格的原样，改动不会生效）
 import tilelang
@@ -241,11 +236,12 @@ ANSWER["a2_rms_ascend"] = ascend_rmsnorm''',
 }
 
 
-def build():
+def build(variant=None, student=None):
+    """The instructor notebook for ``variant`` (default: the common numbers); ``student`` names whose."""
     texts = dict(EXERCISES)
     for ex, (task, pts, extra) in KERNEL_TEXT.items():
         texts[ex] = kernel_exercise_text(ex, task, pts, extra)
-    return _build(LAB, INTRO, SETUP, KERNEL_SETUP, texts, SOLUTIONS)
+    return _build(LAB, INTRO, KERNEL_SETUP, texts, SOLUTIONS, variant, student)
 
 
 if __name__ == "__main__":

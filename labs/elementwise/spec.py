@@ -4,15 +4,16 @@ Analytic parts E1-E8 are the chapter's exercises; every reference is computed at
 time by ``ledger`` (E7 by compiling the course's ``scale_cast`` kernel for sm_90a and
 reading the generated code).  Kernel parts K1-K4 ask for TileLang kernels behind a fixed
 interface (:mod:`autograder.kernelgrade.tasks`): graded for correctness and speed on a
-GPU, for structure on the CPU; A1-A2 ask for the Ascend versions of K1 and K2, lowered on
-the CPU.  Points and grade_ids come from this file only.
+GPU, for structure on the CPU; each has a per-student variant shape (``K1.N`` ...,
+:data:`PARAMS`).  A1-A2 ask for the Ascend versions of K1 and K2, lowered on the CPU.
+Points and grade_ids come from this file only.
 """
 from __future__ import annotations
 
 import functools
 import re
 
-from autograder.kernelgrade import ascend_part, kernel_parts
+from autograder.kernelgrade import ascend_part, kernel_parts, variant_params
 from autograder.parts import LabSpec, Part
 
 H200 = "h200-calibrated"
@@ -51,9 +52,9 @@ def _add_norm_plans():
 @functools.lru_cache(maxsize=None)
 def scale_cast_source() -> str:
     """E7: the sm_90a source of the course's fp32 -> fp16 scale-and-cast kernel (compiled on the CPU)."""
-    from kernels import elementwise as E
+    from autograder.kernelgrade.measure import course_kernel
 
-    return E.scale_cast(1 << 16).get_kernel_source()
+    return course_kernel("elementwise", "scale_cast")(1 << 16).get_kernel_source()
 
 
 def _e7(what: str) -> str:
@@ -202,53 +203,53 @@ def _parts() -> tuple[Part, ...]:
     F = _F
     return (
         # E1 ------------------------------------------------------------------
-        _q("e1_a", "E1", 1, "fp16 的 scale+add：逐算子的访存量", lambda: F().scale_add(dtype="fp16").unfused.bytes / 1e6, "MB"),
-        _q("e1_b", "E1", 1, "fp16 的 scale+add：融合后的访存量", lambda: F().scale_add(dtype="fp16").fused.bytes / 1e6, "MB"),
-        _n("e1_c", "E1", 1, "逐算子与融合的字节比", lambda: F().scale_add(dtype="fp16").ratio),
+        _q("e1_a", "E1", 1, "fp16 的 scale+add：逐算子的访存量", lambda v: F().scale_add(dtype="fp16").unfused.bytes / 1e6, "MB"),
+        _q("e1_b", "E1", 1, "fp16 的 scale+add：融合后的访存量", lambda v: F().scale_add(dtype="fp16").fused.bytes / 1e6, "MB"),
+        _n("e1_c", "E1", 1, "逐算子与融合的字节比", lambda v: F().scale_add(dtype="fp16").ratio),
         _m("e1_d", "E1", 1, "换成 fp16 后比值为什么不变"),
         # E2 ------------------------------------------------------------------
         _q("e2_a", "E2", 1, "16384×4096 fp16 融合 RMSNorm 的最少访存量",
-           lambda: F().rmsnorm_cost(16384, 4096, "float16").bytes / 1e6, "MB"),
+           lambda v: F().rmsnorm_cost(16384, 4096, "float16").bytes / 1e6, "MB"),
         _q("e2_b", "E2", 1, "按 H200 标定带宽的时间下界",
-           lambda: F().rmsnorm_cost(16384, 4096, "float16").lower_bound(H200) * 1e6, "us"),
+           lambda v: F().rmsnorm_cost(16384, 4096, "float16").lower_bound(H200) * 1e6, "us"),
         _m("e2_c", "E2", 1, "标定带宽与同一次运行测得的拷贝带宽为什么不是一个数；各自适合当哪种尺子"),
         # E3 ------------------------------------------------------------------
-        _q("e3_a", "E3", 1, "blk_m=2、行长 4096 的 fp32 平方 fragment 大小", lambda: F().fragment_kib((2, 4096), "fp32"), "KiB"),
+        _q("e3_a", "E3", 1, "blk_m=2、行长 4096 的 fp32 平方 fragment 大小", lambda v: F().fragment_kib((2, 4096), "fp32"), "KiB"),
         _n("e3_b", "E3", 1, "摊到 256 个线程，每个线程几个 fp32 寄存器",
-           lambda: F().fragment_kib((2, 4096), "fp32") * 1024 / 4 / 256),
+           lambda v: F().fragment_kib((2, 4096), "fp32") * 1024 / 4 / 256),
         _n("e3_c", "E3", 1, "blk_m 翻倍到 4 时每个线程几个",
-           lambda: F().fragment_kib((4, 4096), "fp32") * 1024 / 4 / 256),
+           lambda v: F().fragment_kib((4, 4096), "fp32") * 1024 / 4 / 256),
         _m("e3_d", "E3", 1, "寄存器变多为什么会让这个访存受限的 kernel 变慢"),
         # E4 ------------------------------------------------------------------
         _q("e4_a", "E4", 1, "RoPE（16384 token × 32 head × 128）只转一半通道的访存量",
-           lambda: F().rope_cost(16384, 32, 128, rope_dim=64, dtype="float16").bytes / 1e6, "MB"),
+           lambda v: F().rope_cost(16384, 32, 128, rope_dim=64, dtype="float16").bytes / 1e6, "MB"),
         _q("e4_b", "E4", 1, "旋转全部通道的访存量",
-           lambda: F().rope_cost(16384, 32, 128, rope_dim=128, dtype="float16").bytes / 1e6, "MB"),
+           lambda v: F().rope_cost(16384, 32, 128, rope_dim=128, dtype="float16").bytes / 1e6, "MB"),
         _m("e4_c", "E4", 1, "partial RoPE 对这个 kernel 的时间有什么影响；怎样改才会明显变快"),
         # E5 ------------------------------------------------------------------
         _n("e5_a", "E5", 1, "RMSNorm+RoPE+FP8，每 token 一个 scale：逐 kernel 与融合的字节比",
-           lambda: F().rmsnorm_rope_fp8().ratio, rel_tol=2e-3),
-        _n("e5_b", "E5", 1, "每 128 个通道一个 scale 时的字节比", lambda: F().rmsnorm_rope_fp8(group=128).ratio, rel_tol=2e-3),
+           lambda v: F().rmsnorm_rope_fp8().ratio, rel_tol=2e-3),
+        _n("e5_b", "E5", 1, "每 128 个通道一个 scale 时的字节比", lambda v: F().rmsnorm_rope_fp8(group=128).ratio, rel_tol=2e-3),
         _q("e5_c", "E5", 1, "按组的版本多写出的 scale 字节",
-           lambda: (F().rmsnorm_rope_fp8(group=128).fused.bytes - F().rmsnorm_rope_fp8().fused.bytes) / 1e6, "MB"),
+           lambda v: (F().rmsnorm_rope_fp8(group=128).fused.bytes - F().rmsnorm_rope_fp8().fused.bytes) / 1e6, "MB"),
         # E6 ------------------------------------------------------------------
         _q("e6_a", "E6", 1, "16384×4096 bf16 按组 128 的 FP8 量化：访存量",
-           lambda: F().fp8_quant_cost(16384, 4096, "bfloat16", group=128).bytes / 1e6, "MB"),
-        _q("e6_b", "E6", 1, "它的算术强度", lambda: F().fp8_quant_cost(16384, 4096, "bfloat16", group=128).intensity, "FLOP/B"),
+           lambda v: F().fp8_quant_cost(16384, 4096, "bfloat16", group=128).bytes / 1e6, "MB"),
+        _q("e6_b", "E6", 1, "它的算术强度", lambda v: F().fp8_quant_cost(16384, 4096, "bfloat16", group=128).intensity, "FLOP/B"),
         _m("e6_c", "E6", 2, "为什么把 x 看成 (M, N // group, group)；改成 amax[g] = T.max(...) 的循环会怎样"),
         # E7 ------------------------------------------------------------------
-        Part("e7_a", "E7", 1, "choice", "scale_cast 读 x 用的向量类型", lambda: _e7("load"), options=VEC_TYPES,
+        Part("e7_a", "E7", 1, "choice", "scale_cast 读 x 用的向量类型", lambda v: _e7("load"), options=VEC_TYPES,
              stub='ANSWER["e7_a"] = None  # 从 ' + repr(VEC_TYPES) + " 中选一个"),
-        Part("e7_b", "E7", 1, "choice", "fp32 → fp16 的转换函数", lambda: _e7("convert"), options=CONVERSIONS,
+        Part("e7_b", "E7", 1, "choice", "fp32 → fp16 的转换函数", lambda v: _e7("convert"), options=CONVERSIONS,
              stub='ANSWER["e7_b"] = None  # 从 ' + repr(CONVERSIONS) + " 中选一个"),
-        Part("e7_c", "E7", 1, "choice", "写 y 用的向量类型", lambda: _e7("store"), options=VEC_TYPES,
+        Part("e7_c", "E7", 1, "choice", "写 y 用的向量类型", lambda v: _e7("store"), options=VEC_TYPES,
              stub='ANSWER["e7_c"] = None'),
         _m("e7_d", "E7", 1, "npt 改成 4 后循环结构怎样变化；向量宽度的上限由哪一侧决定"),
         # E8 ------------------------------------------------------------------
         _q("e8_a", "E8", 1, "残差相加 + RMSNorm，逐算子的访存量（4096×4096 fp16）",
-           lambda: _add_norm_plans()[0].bytes / 1e6, "MB"),
-        _q("e8_b", "E8", 1, "融合后的访存量", lambda: _add_norm_plans()[1].bytes / 1e6, "MB"),
-        _n("e8_c", "E8", 1, "字节比", lambda: _add_norm_plans()[0].bytes / _add_norm_plans()[1].bytes),
+           lambda v: _add_norm_plans()[0].bytes / 1e6, "MB"),
+        _q("e8_b", "E8", 1, "融合后的访存量", lambda v: _add_norm_plans()[1].bytes / 1e6, "MB"),
+        _n("e8_c", "E8", 1, "字节比", lambda v: _add_norm_plans()[0].bytes / _add_norm_plans()[1].bytes),
         _m("e8_d", "E8", 2, "数据放共享内存还是 fragment，为什么；这个融合的收益为什么远小于 RMSNorm 本身的融合"),
         # kernels -------------------------------------------------------------
         *kernel_parts("k1_add", "K1", "ew_add", {"correct": 3, "speed": 2, "structure": 1},
@@ -264,5 +265,9 @@ def _parts() -> tuple[Part, ...]:
     )
 
 
-SPEC = LabSpec(name="elementwise", title="实验 · 逐元素、归一化与 RoPE（第 3 章）", parts=_parts(),
+#: per-student variant shapes of the kernel exercises (drawn, shown in P, signed in the tag)
+KERNELS = (("K1", "ew_add"), ("K2", "rmsnorm"), ("K3", "rope"), ("K4", "rmsnorm_rope"))
+PARAMS = tuple(p for ex, task in KERNELS for p in variant_params(ex, task))
+
+SPEC = LabSpec(name="elementwise", title="实验 · 逐元素、归一化与 RoPE（第 3 章）", parts=_parts(), params=PARAMS,
                cell_timeout=30.0, notebook_timeout=120.0, memory_mb=2048)

@@ -26,6 +26,8 @@ INTRO = """# 实验 · GEMM（第 4 章）
 用 fp32 累加，C 写成 float16。工厂函数用 `@tilelang.jit` 修饰，评分程序以关键字参数 `M=…, N=…, K=…` 调用它，
 取回 `T.prim_func` 自己编译（sm_90a），按 `(A, B, C)` 的顺序传入张量；C 预先填满 NaN。
 
+**你的变体形状**：{{WHO}}每道 kernel 题除了几种固定形状，还要在一个每人不同的形状上算对（准备格里的字典 `P`，例如 `P["K1.N"]`）。它由学号决定，发布时签名写进 notebook，评分时核对；kernel 不要按某个具体形状写死。
+
 **在哪里评什么**：没有 GPU 时，计算题全部评分，kernel 会被生成、为 sm_90a 编译，从生成的代码读出结构
 （共享内存暂存、张量核指令、流水级数、异步搬运）；正确性与速度标为「需要 GPU，未评」。在有 GPU 的评分机上，
 另外在几种形状（含你的变体形状）上与 fp64 参考逐元素比较（容差随 K 增长，与课程的 GEMM 检查相同），
@@ -34,13 +36,6 @@ INTRO = """# 实验 · GEMM（第 4 章）
 自查：`python -m autograder check gemm 你的文件.ipynb`。
 """
 
-SETUP = """# 运行本格一次：准备答案字典与自查函数
-try:
-    from autograder import check
-except ImportError:
-    def check(*args, **kwargs):
-        print("autograder 未安装：请在课程仓库的 .venv 里打开本 notebook")
-ANSWER = {}"""
 
 KERNEL_SETUP = """# kernel 题共用的导入（评分程序用的是这一格的原样，改动不会生效）
 import tilelang
@@ -155,11 +150,12 @@ ANSWER["k2_gemm_pipe"] = gemm_pipelined_kernel''',
 }
 
 
-def build():
+def build(variant=None, student=None):
+    """The instructor notebook for ``variant`` (default: the common numbers); ``student`` names whose."""
     texts = dict(EXERCISES)
     for ex, (task, pts, extra) in KERNEL_TEXT.items():
         texts[ex] = kernel_exercise_text(ex, task, pts, extra)
-    return _build(LAB, INTRO, SETUP, KERNEL_SETUP, texts, SOLUTIONS)
+    return _build(LAB, INTRO, KERNEL_SETUP, texts, SOLUTIONS, variant, student)
 
 
 if __name__ == "__main__":

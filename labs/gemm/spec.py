@@ -9,7 +9,7 @@ code.
 """
 from __future__ import annotations
 
-from autograder.kernelgrade import kernel_parts
+from autograder.kernelgrade import kernel_parts, variant_params
 from autograder.parts import LabSpec, Part
 
 BOUNDS = ("compute-bound", "memory-bound")
@@ -131,9 +131,9 @@ def _parts() -> tuple[Part, ...]:
     g, t = _g, _t
     return (
         # E1 ------------------------------------------------------------------
-        _q("e1_a", "E1", 1, "2048³ fp16 GEMM 的运算量", lambda: g().gemm_flops(2048, 2048, 2048) / 1e9, "GFLOP"),
-        _q("e1_b", "E1", 1, "最少访存量", lambda: g().gemm_min_bytes(2048, 2048, 2048) / 1e6, "MB"),
-        _q("e1_c", "E1", 1, "算术强度", lambda: g().gemm_ai(2048, 2048, 2048), "FLOP/B"),
+        _q("e1_a", "E1", 1, "2048³ fp16 GEMM 的运算量", lambda v: g().gemm_flops(2048, 2048, 2048) / 1e9, "GFLOP"),
+        _q("e1_b", "E1", 1, "最少访存量", lambda v: g().gemm_min_bytes(2048, 2048, 2048) / 1e6, "MB"),
+        _q("e1_c", "E1", 1, "算术强度", lambda v: g().gemm_ai(2048, 2048, 2048), "FLOP/B"),
         Part("e1_d", "E1", 1, "choice", "按 H100 规格它受什么限制", _bound_h100, options=BOUNDS,
              stub='ANSWER["e1_d"] = None  # "compute-bound" 或 "memory-bound"'),
         _n("e1_e", "E1", 1, "方阵边长小到多少时判断翻转（H100 规格，fp16）", _crossover_h100),
@@ -141,20 +141,20 @@ def _parts() -> tuple[Part, ...]:
         Part("e2_a", "E2", 2, "table", "4096³、零复用假设下三种输出块的显存流量（MB）", _traffic_table,
              stub='ANSWER["e2_a"] = {"128x128": None, "128x256": None, "256x256": None}  # MB'),
         _q("e2_b", "E2", 1, "朴素写法（每个输出元素沿 K 读 A、B）的操作数字节",
-           lambda: g().naive_traffic(4096, 4096, 4096) / 1e9, "GB"),
+           lambda v: g().naive_traffic(4096, 4096, 4096) / 1e9, "GB"),
         _m("e2_c", "E2", 1, "真实流量为什么低于零复用估计"),
         # E3 ------------------------------------------------------------------
-        _q("e3_a", "E3", 1, "128×128×32 fp16 块每级流水的共享内存", lambda: t().smem_per_stage(128, 128, 32) / 1024, "KiB"),
-        _q("e3_b", "E3", 1, "三级合计", lambda: t().smem_total(128, 128, 32, 3) / 1024, "KiB"),
+        _q("e3_a", "E3", 1, "128×128×32 fp16 块每级流水的共享内存", lambda v: t().smem_per_stage(128, 128, 32) / 1024, "KiB"),
+        _q("e3_b", "E3", 1, "三级合计", lambda v: t().smem_total(128, 128, 32, 3) / 1024, "KiB"),
         _n("e3_c", "E3", 1, "只看共享内存，每个 SM 能驻留几个 block",
-           lambda: t().tile_decision(128, 128, 32, stages=3, threads=128).blocks_by_smem),
-        _n("e3_d", "E3", 1, "128 个线程时每个线程的累加器寄存器数", lambda: t().accumulator_per_thread(128, 128, 128)),
+           lambda v: t().tile_decision(128, 128, 32, stages=3, threads=128).blocks_by_smem),
+        _n("e3_d", "E3", 1, "128 个线程时每个线程的累加器寄存器数", lambda v: t().accumulator_per_thread(128, 128, 128)),
         _m("e3_e", "E3", 1, "与「占满线程槽位」的寄存器上限相比说明了什么"),
         # E4 ------------------------------------------------------------------
         _q("e4_a", "E4", 1, "128×256×64、四级流水的共享内存合计",
-           lambda: t().tile_decision(128, 256, 64, stages=4, threads=256).smem_total / 1024, "KiB"),
-        _n("e4_b", "E4", 1, "每个 SM 能驻留几个 block", lambda: t().tile_decision(128, 256, 64, stages=4, threads=256).blocks_per_sm),
-        _q("e4_c", "E4", 1, "fp8 版 128×256×128、四级流水的共享内存", lambda: t().smem_total(128, 256, 128, 4, 1) / 1024, "KiB"),
+           lambda v: t().tile_decision(128, 256, 64, stages=4, threads=256).smem_total / 1024, "KiB"),
+        _n("e4_b", "E4", 1, "每个 SM 能驻留几个 block", lambda v: t().tile_decision(128, 256, 64, stages=4, threads=256).blocks_per_sm),
+        _q("e4_c", "E4", 1, "fp8 版 128×256×128、四级流水的共享内存", lambda v: t().smem_total(128, 256, 128, 4, 1) / 1024, "KiB"),
         # E5 ------------------------------------------------------------------
         Part("e5_a", "E5", 2, "table", "128×256 的块、132 个 SM：8192² 与 4096² 的网格、波数、末波填充（%）", _waves_table,
              rel_tol=1e-3, stub='ANSWER["e5_a"] = {"8192": {"grid": None, "waves": None, "fill_pct": None},\n'
@@ -178,5 +178,8 @@ def _parts() -> tuple[Part, ...]:
     )
 
 
-SPEC = LabSpec(name="gemm", title="实验 · GEMM（第 4 章）", parts=_parts(), cell_timeout=30.0,
+#: per-student variant shapes of the kernel exercises (drawn, shown in P, signed in the tag)
+PARAMS = variant_params("K1", "gemm_shared") + variant_params("K2", "gemm_pipelined")
+
+SPEC = LabSpec(name="gemm", title="实验 · GEMM（第 4 章）", parts=_parts(), params=PARAMS, cell_timeout=30.0,
                notebook_timeout=120.0, memory_mb=2048)

@@ -28,13 +28,6 @@ FP8 量化）变成字节与运算量，判类，给下界；检查 tile 的约�
 自查：`python -m autograder check perfmodel 你的文件.ipynb`。
 """
 
-SETUP = """# 运行本格一次：准备答案字典与自查函数
-try:
-    from autograder import check
-except ImportError:
-    def check(*args, **kwargs):
-        print("autograder 未安装：请在课程仓库的 .venv 里打开本 notebook")
-ANSWER = {}"""
 
 KERNEL_SETUP = None  # no kernel parts in this lab
 
@@ -159,8 +152,9 @@ SOLUTIONS = {
 }
 
 
-def build():
-    return _build(LAB, INTRO, SETUP, KERNEL_SETUP, EXERCISES, SOLUTIONS)
+def build(variant=None, student=None):
+    """The instructor notebook for ``variant`` (default: the common numbers); ``student`` names whose."""
+    return _build(LAB, INTRO, KERNEL_SETUP, EXERCISES, SOLUTIONS, variant, student)
 
 
 if __name__ == "__main__":

@@ -104,14 +104,14 @@ def _parts() -> tuple[Part, ...]:
     cs = _cs
     return (
         # E1 ------------------------------------------------------------------
-        _q("e1_a", "E1", 1, "案例算子的 payload 字节", lambda: cs().payload_bytes() / 1e6, "MB"),
-        _q("e1_b", "E1", 1, "其中 scale 的字节", lambda: cs().scale_bytes() / 1e6, "MB"),
-        _q("e1_c", "E1", 1, "查表（RoPE 表与两份 norm 权重）的字节", lambda: cs().lookup_bytes() / 1e6, "MB"),
-        _q("e1_d", "E1", 1, "理想字节", lambda: cs().ideal_bytes() / 1e6, "MB"),
-        _q("e1_e", "E1", 1, "逐次计数（|x| 与 max 各算一次）的运算量", lambda: cs().case_flops() / 1e6, "MFLOP"),
-        _q("e1_f", "E1", 1, "相应的算术强度", lambda: cs().case_cost().intensity, "FLOP/B"),
-        _q("e1_g", "E1", 1, "把 |x| 与 max 合为一次时的运算量", lambda: cs().case_flops(reading="fused_absmax") / 1e6, "MFLOP"),
-        _q("e1_h", "E1", 1, "按 H200 标定带宽的下界", lambda: cs().sol_seconds(cs().ideal_bytes()) * 1e6, "us"),
+        _q("e1_a", "E1", 1, "案例算子的 payload 字节", lambda v: cs().payload_bytes() / 1e6, "MB"),
+        _q("e1_b", "E1", 1, "其中 scale 的字节", lambda v: cs().scale_bytes() / 1e6, "MB"),
+        _q("e1_c", "E1", 1, "查表（RoPE 表与两份 norm 权重）的字节", lambda v: cs().lookup_bytes() / 1e6, "MB"),
+        _q("e1_d", "E1", 1, "理想字节", lambda v: cs().ideal_bytes() / 1e6, "MB"),
+        _q("e1_e", "E1", 1, "逐次计数（|x| 与 max 各算一次）的运算量", lambda v: cs().case_flops() / 1e6, "MFLOP"),
+        _q("e1_f", "E1", 1, "相应的算术强度", lambda v: cs().case_cost().intensity, "FLOP/B"),
+        _q("e1_g", "E1", 1, "把 |x| 与 max 合为一次时的运算量", lambda v: cs().case_flops(reading="fused_absmax") / 1e6, "MFLOP"),
+        _q("e1_h", "E1", 1, "按 H200 标定带宽的下界", lambda v: cs().sol_seconds(cs().ideal_bytes()) * 1e6, "us"),
         Part("e1_i", "E1", 1, "choice", "以 CUDA core 为天花板判类", _case_bound, options=BOUNDS,
              stub='ANSWER["e1_i"] = None  # "compute-bound" 或 "memory-bound"'),
         # E2 ------------------------------------------------------------------
@@ -119,8 +119,8 @@ def _parts() -> tuple[Part, ...]:
              stub='ANSWER["e2_a"] = {"tensor_core.fp16": None, "cuda_core.fp32": None, "tensor_core.fp8": None}'),
         _m("e2_b", "E2", 2, "为什么「按输入 dtype 声明天花板」在这里是错的；一块天花板的 roofline 能否回答哪部分先到顶"),
         # E3 ------------------------------------------------------------------
-        _q("e3_a", "E3", 1, "拆成两个 kernel（bf16 中间量写出再读回）的字节", lambda: cs().two_kernel_bytes() / 1e6, "MB"),
-        _n("e3_b", "E3", 1, "拆分与融合的字节比", lambda: cs().two_kernel_bytes() / cs().ideal_bytes()),
+        _q("e3_a", "E3", 1, "拆成两个 kernel（bf16 中间量写出再读回）的字节", lambda v: cs().two_kernel_bytes() / 1e6, "MB"),
+        _n("e3_b", "E3", 1, "拆分与融合的字节比", lambda v: cs().two_kernel_bytes() / cs().ideal_bytes()),
         _m("e3_c", "E3", 1, "强度之比为什么与 FLOP 口径无关"),
         # E4 ------------------------------------------------------------------
         Part("e4_a", "E4", 2, "table", "两份配置的 C1（共享内存 KiB、是否放得下）与 C2（每线程累加器寄存器、是否放得下）",
@@ -131,22 +131,22 @@ def _parts() -> tuple[Part, ...]:
         # E5 ------------------------------------------------------------------
         _m("e5_a", "E5", 2, "carver 的优先级公式偏好什么样的候选；为什么 block_K 对它没有分辨率"),
         # E6 ------------------------------------------------------------------
-        _n("e6_a", "E6", 1, "方形 tile 由 Cube 成为瓶颈的最小边长", lambda: __import__("ledger.ascend", fromlist=["x"]).square_threshold(),
+        _n("e6_a", "E6", 1, "方形 tile 由 Cube 成为瓶颈的最小边长", lambda v: __import__("ledger.ascend", fromlist=["x"]).square_threshold(),
            rel_tol=0.0, abs_tol=0.5),
         Part("e6_b", "E6", 2, "table", "256×224×128 fp16 tile 的 Cube、MTE2、MTE1 的 II（周期）", _ascend_ii, rel_tol=0.0,
              abs_tol=0.5, stub='ANSWER["e6_b"] = {"cube": None, "mte2": None, "mte1": None}'),
         Part("e6_c", "E6", 1, "table", "不计与计入 Cube 完成开销时各需几级流水", _ascend_stages, rel_tol=0.0,
              stub='ANSWER["e6_c"] = {"without_base": None, "with_base": None}'),
         # E7: the design decision ----------------------------------------------
-        Part("e7_a", "E7", 1, "choice", "细长 GEMM 1024×1024×16384：不切还是 split-K=8（132 个 SM）", lambda: _winner("skinny"),
+        Part("e7_a", "E7", 1, "choice", "细长 GEMM 1024×1024×16384：不切还是 split-K=8（132 个 SM）", lambda v: _winner("skinny"),
              options=("no split", "split-K=8"), stub='ANSWER["e7_a"] = None  # "no split" 或 "split-K=8"'),
-        _q("e7_b", "E7", 1, "胜出方案的账本字节（含操作数）", lambda: _winner_bytes("skinny"), "MB"),
+        _q("e7_b", "E7", 1, "胜出方案的账本字节（含操作数）", lambda v: _winner_bytes("skinny"), "MB"),
         Part("e7_c", "E7", 1, "choice", "长 KV 的 decode attention：每 head 一个 block 还是 split-KV=64（132 个 SM）",
-             lambda: _winner("decode"), options=("one block per head", "split-KV=64"),
+             lambda v: _winner("decode"), options=("one block per head", "split-KV=64"),
              stub='ANSWER["e7_c"] = None  # "one block per head" 或 "split-KV=64"'),
-        _q("e7_d", "E7", 1, "胜出方案的账本字节", lambda: _winner_bytes("decode"), "MB"),
+        _q("e7_d", "E7", 1, "胜出方案的账本字节", lambda v: _winner_bytes("decode"), "MB"),
         Part("e7_e", "E7", 1, "table", "只有 32 个 SM 时两行各选哪个方案",
-             lambda: {"skinny": _winner("skinny", 32), "decode": _winner("decode", 32)},
+             lambda v: {"skinny": _winner("skinny", 32), "decode": _winner("decode", 32)},
              options=("no split", "split-K=8", "one block per head", "split-KV=64"),
              stub='ANSWER["e7_e"] = {"skinny": None, "decode": None}'),
         Part("e7_f", "E7", 1, "choice", "案例算子的三种设计（A 每 block 一行、B 八行、C 一个 token）中下界最低的", _best_design,
@@ -156,8 +156,8 @@ def _parts() -> tuple[Part, ...]:
         # E8 ------------------------------------------------------------------
         _m("e8_a", "E8", 2, "A 与 C 的 DRAM 字节几乎相同，A 为什么仍慢几倍；在 C 之上还能往哪里优化、要测什么"),
         # E9 ------------------------------------------------------------------
-        _q("e9_a", "E9", 1, "decode 一步（1 个 token）要搬的字节", lambda: cs().ideal_bytes(cs().DECODE), "B"),
-        _q("e9_b", "E9", 1, "它的下界", lambda: cs().sol_seconds(cs().ideal_bytes(cs().DECODE)) * 1e9, "ns"),
+        _q("e9_a", "E9", 1, "decode 一步（1 个 token）要搬的字节", lambda v: cs().ideal_bytes(cs().DECODE), "B"),
+        _q("e9_b", "E9", 1, "它的下界", lambda v: cs().sol_seconds(cs().ideal_bytes(cs().DECODE)) * 1e9, "ns"),
         _m("e9_c", "E9", 1, "这个尺度上该看什么指标，而不是效率百分比"),
     )
 
