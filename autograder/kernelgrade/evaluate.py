@@ -262,7 +262,7 @@ def _ascend(part: dict, task, send) -> None:
                                                              ascend=True)})
 
 
-def build_part(part: dict, gpu: bool, workers: int, send) -> dict:
+def build_part(part: dict, gpu: bool, workers: int, send, compile_all: bool = False) -> dict:
     """Interface, build (every shape when a GPU pass follows, else the timing shape), structure,
     Ascend lowering -- everything that needs no GPU; returns what the GPU pass needs."""
     from . import structure, tirsafe
@@ -285,7 +285,7 @@ def build_part(part: dict, gpu: bool, workers: int, send) -> dict:
             errors[t["label"]] = str(exc)
     send({"event": "interface", "gid": gid, "errors": errors})
     time_label = next((t["label"] for t in part["tirs"] if t["role"] == "time"), None)
-    wanted = list(funcs) if gpu else [lb for lb in funcs if lb == time_label]
+    wanted = list(funcs) if (gpu or compile_all) else [lb for lb in funcs if lb == time_label]
     built = _par_compile({lb: funcs[lb][:2] for lb in wanted}, workers)
     send({"event": "build", "gid": gid, "errors": {k: v["error"] for k, v in built.items() if v["error"]},
           "compile_s": {k: round(v["s"], 2) for k, v in built.items()}})
@@ -363,7 +363,7 @@ def run_evaluation(job: dict, send, confinement: list[str], wait_reply=None) -> 
     workers = int(job.get("compile_workers") or max(1, min(8, os.cpu_count() or 1)))
     pres = []
     for part in job["parts"]:
-        pre = build_part(part, gpu, workers, send)
+        pre = build_part(part, gpu, workers, send, compile_all=bool(job.get("compile_all")))
         if pre.get("gpu"):
             pres.append(pre)
         else:

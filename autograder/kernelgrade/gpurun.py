@@ -280,8 +280,11 @@ def summarize(lab: str, rows: list[dict], versions: dict, timing: dict, meta: di
     speed = [f for r in rows for f in (r.get("findings") or {}).values() if (f or {}).get("speed")]
     gpu_s = [r["times"]["gpu_s"] for r in rows if r.get("times", {}).get("gpu_s")]
     per = statistics.mean(gpu_s) if gpu_s else None
+    from ..labs import lab_file_digest
+
     return {
-        "label": meta["label"], "lab": lab, "device": versions.get("device"), "date": meta["date"],
+        "label": meta["label"], "lab": lab, "lab_spec": lab_file_digest(lab), "device": versions.get("device"),
+        "date": meta["date"],
         "command": meta["command"], "versions": versions, "jobs": meta["jobs"], "variants": "student (signed tags)",
         "protocol": next((f["speed"].get("protocol") for f in speed), None),
         "copy_gbps": sorted({round(f["speed"]["copy_gbps"], 1) for f in speed if f["speed"].get("copy_gbps")}),

@@ -29,7 +29,8 @@ evaluate worker's isolation, default the grade's), ``KERNELGRADE_LANDLOCK=0`` (e
 without its Landlock layer), ``KERNELGRADE_ELAB_TIMEOUT`` / ``KERNELGRADE_BUILD_TIMEOUT`` /
 ``KERNELGRADE_GPU_TIMEOUT`` / ``KERNELGRADE_CALL_TIMEOUT`` (seconds: the whole elaboration,
 the build of one part, the GPU work of one part, one call of a factory),
-``KERNELGRADE_COMPILE_WORKERS`` (parallel compiles per submission), ``KERNELGRADE_ROUNDS``
+``KERNELGRADE_COMPILE_WORKERS`` (parallel compiles per submission), ``KERNELGRADE_COMPILE_ALL=1``
+(without a GPU, compile every shape anyway: a dry run that costs what a GPU run compiles), ``KERNELGRADE_ROUNDS``
 (timing rounds, kernel and library alternating; default 3).
 """
 from __future__ import annotations
@@ -424,6 +425,7 @@ def _grade(spec, sub, variant, instructor_source, sandbox, eval_sandbox, read_su
         base = {"cache_dir": str(cache), "seed": secrets.randbits(62), "gpu": "auto" if gpu else "off",
                 "landlock": os.environ.get("KERNELGRADE_LANDLOCK", "1") != "0",
                 "compile_workers": int(_env_f("KERNELGRADE_COMPILE_WORKERS", 0)) or None,
+                "compile_all": os.environ.get("KERNELGRADE_COMPILE_ALL") == "1",
                 "rounds": int(_env_f("KERNELGRADE_ROUNDS", 3))}
         grant = GpuGrant(root, _env_f("KERNELGRADE_BUILD_TIMEOUT", 900), _env_f("KERNELGRADE_GPU_TIMEOUT", 180))
         te = time.monotonic()

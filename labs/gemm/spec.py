@@ -42,23 +42,23 @@ def _m(gid, ex, pts, prompt):
     return Part(gid, ex, pts, "manual", prompt)
 
 
-def _bound_h100() -> str:
+def _bound_h100(v=None) -> str:
     from ledger.cost import judge
 
     return judge(_g().gemm_cost(2048, 2048, 2048), "h100-spec").bound
 
 
-def _crossover_h100() -> float:
+def _crossover_h100(v=None) -> float:
     from ledger.machines import get_machine
 
     return _g().square_crossover(get_machine("h100-spec").balance)
 
 
-def _traffic_table() -> dict:
+def _traffic_table(v=None) -> dict:
     return {f"{bm}x{bn}": _g().tiled_traffic(4096, 4096, 4096, bm, bn) / 1e6 for bm, bn in TILES}
 
 
-def _waves_table() -> dict:
+def _waves_table(v=None) -> dict:
     out = {}
     for side in (8192, 4096):
         grid, w, fill = _g().grid_waves(side, side, 128, 256)
@@ -66,7 +66,7 @@ def _waves_table() -> dict:
     return out
 
 
-def _split_table() -> dict:
+def _split_table(v=None) -> dict:
     out = {}
     for s in SPLITS:
         grid, w, fill = _g().grid_waves(1024, 1024, 128, 128, split=s)
@@ -75,7 +75,7 @@ def _split_table() -> dict:
     return out
 
 
-def _iterations() -> dict:
+def _iterations(v=None) -> dict:
     from ledger.protocol import DEFAULT_PROTOCOL
 
     warm, rep = DEFAULT_PROTOCOL.iterations(0.02)

@@ -39,19 +39,19 @@ def _m(gid, ex, pts, prompt):
     return Part(gid, ex, pts, "manual", prompt)
 
 
-def _case_bound() -> str:
+def _case_bound(v=None) -> str:
     from ledger.cost import judge
 
     return judge(_cs().case_cost(), H200, roof="cuda_core.fp32").bound
 
 
-def _roofs() -> dict:
+def _roofs(v=None) -> dict:
     from ledger.misreadings import m3_roofs
 
     return dict(m3_roofs())
 
 
-def _tile_table() -> dict:
+def _tile_table(v=None) -> dict:
     from ledger.tiles import tile_decision
 
     out = {}
@@ -63,14 +63,14 @@ def _tile_table() -> dict:
     return out
 
 
-def _ascend_ii() -> dict:
+def _ascend_ii(v=None) -> dict:
     from ledger import ascend
 
     ii = ascend.pipe_ii(*ascend.EXAMPLE)
     return {"cube": ii.cube, "mte2": ii.mte2, "mte1": ii.mte1}
 
 
-def _ascend_stages() -> dict:
+def _ascend_stages(v=None) -> dict:
     from ledger import ascend
 
     ii = ascend.pipe_ii(*ascend.EXAMPLE)
@@ -91,12 +91,12 @@ def _winner_bytes(which: str) -> float:
     return (d.winner().bytes + d.common_bytes) / 1e6
 
 
-def _best_design() -> str:
+def _best_design(v=None) -> str:
     designs = _cs().book_designs()
     return min(designs, key=lambda k: designs[k].floor_seconds(H200))
 
 
-def _design_bytes() -> float:
+def _design_bytes(v=None) -> float:
     return _cs().book_designs()[_best_design()].total_bytes / 1e6
 
 

@@ -1,5 +1,5 @@
-"""The kernel labs (elementwise, gemm, perfmodel): specs, builders, release, and grading on
-the CPU with the same command instructors run."""
+"""The kernel labs (elementwise, gemm, perfmodel, primer): specs, builders, release, and
+grading on the CPU with the same command instructors run (per-student variants, signed tags)."""
 from __future__ import annotations
 
 import json
@@ -13,7 +13,8 @@ import pytest
 from autograder.labs import load_lab
 
 ROOT = Path(__file__).resolve().parents[2]
-LABS = ("elementwise", "gemm", "perfmodel")
+LABS = ("elementwise", "gemm", "perfmodel", "primer")
+KERNEL_LABS = ("elementwise", "gemm", "primer")
 
 
 @pytest.mark.parametrize("lab", LABS)
@@ -38,7 +39,7 @@ def test_nbgrader_metadata_matches_the_spec(lab):
     assert len(ids) == len(set(ids))
 
 
-@pytest.mark.parametrize("lab", ("elementwise", "gemm"))
+@pytest.mark.parametrize("lab", KERNEL_LABS)
 def test_release_replaces_solutions_by_runnable_starters(lab, tmp_path):
     pytest.importorskip("nbformat")
     from autograder.release import release
@@ -73,61 +74,86 @@ def test_references_follow_the_ledger(monkeypatch):
     import ledger.fusion as F
 
     spec, _ = load_lab("elementwise")
-    before = spec.part("e2_a").reference()
+    v = spec.default_variant()
+    before = spec.part("e2_a").reference(v)
     monkeypatch.setattr(F, "rmsnorm_cost", lambda m, n, dtype="float16", **k: F.Cost(1.0, 7.0e6, "x"))
-    assert spec.part("e2_a").reference() == pytest.approx(7.0) != before
+    assert spec.part("e2_a").reference(v) == pytest.approx(7.0) != before
     pm, _ = load_lab("perfmodel")
-    before = pm.part("e1_d").reference()
+    before = pm.part("e1_d").reference(None)
     monkeypatch.setattr(cs, "ideal_bytes", lambda s=cs.CASE: 5e6)
-    assert pm.part("e1_d").reference() == pytest.approx(5.0) != before
+    assert pm.part("e1_d").reference(None) == pytest.approx(5.0) != before
+
+
+def test_the_primer_references_are_the_ledgers_on_each_students_numbers(monkeypatch):
+    import ledger.primer as LP
+    from autograder.variants import variant_for
+
+    spec, _ = load_lab("primer")
+    a, b = variant_for(spec, "alice"), variant_for(spec, "bob")
+    for gid, want in (("e1_a", lambda v: LP.launch_shape(v["E1.N"], v["E1.threads"]).blocks),
+                      ("e4_a", lambda v: LP.row_sum_tile(v["E4.blk_m"], v["E4.blk_n"], 128, v["E4.stages"]).smem_bytes
+                       / 1024)):
+        assert spec.part(gid).reference(a) == want(a) and spec.part(gid).reference(b) == want(b)
+    monkeypatch.setattr(LP, "split_for", lambda m, blk_m, tiles, machine="h200-spec": 7)
+    assert spec.part("e8_c").reference(a) == 7 and spec.part("e8_d").reference(a) == 256 * 7
 
 
 def test_the_design_decision_is_the_ledgers_and_flips_with_the_machine():
     spec, _ = load_lab("perfmodel")
-    assert spec.part("e7_a").reference() == "split-K=8"
-    assert spec.part("e7_e").reference() == {"skinny": "no split", "decode": "one block per head"}
+    assert spec.part("e7_a").reference(None) == "split-K=8"
+    assert spec.part("e7_e").reference(None) == {"skinny": "no split", "decode": "one block per head"}
 
 
+@pytest.mark.slow
 def test_e7_reads_the_compiled_scale_cast():
     pytest.importorskip("tilelang")
     spec, _ = load_lab("elementwise")
     from autograder.kernelgrade.structure import TYPE_BYTES
 
-    load, store = spec.part("e7_a").reference(), spec.part("e7_c").reference()
+    load, store = spec.part("e7_a").reference(None), spec.part("e7_c").reference(None)
     assert TYPE_BYTES[load] == 16 and TYPE_BYTES[store] == 8  # 4 fp32 in, 4 fp16 out per access
-    assert "half" in spec.part("e7_b").reference()
+    assert "half" in spec.part("e7_b").reference(None)
 
 
 # ----------------------------------------------------------------------------- graded on the CPU
 @pytest.fixture(scope="module")
 def cpu_grades(tmp_path_factory):
-    """Instructor notebooks and the elementwise starter, graded with `python -m autograder grade`."""
+    """Each lab's instructor notebook (and the elementwise and primer starters), released to a
+    student of their own -- their variant, a tag signed with a course key -- and graded with
+    `python -m autograder grade` (per-student mode, tags checked), without a GPU."""
     pytest.importorskip("tilelang")
-    pytest.importorskip("nbformat")
-    tmp = tmp_path_factory.mktemp("kernel_labs")
-    env = {**os.environ, "KERNELGRADE_CACHE": str(tmp / "cache"), "KERNELGRADE_SHARED_CACHE": "1",
-           "KERNELGRADE_GPU": "off"}
-    from autograder.kernelgrade.gpurun import starter_submission
+    import secrets
 
+    from autograder.kernelgrade.gpurun import batch_for
+
+    tmp = tmp_path_factory.mktemp("kernel_labs")
+    key = secrets.token_hex(16)
+    env = {**os.environ, "KERNELGRADE_CACHE": str(tmp / "cache"), "KERNELGRADE_SHARED_CACHE": "1",
+           "KERNELGRADE_GPU": "off", "AUTOGRADER_KEY": key}
     out = {}
     for lab in LABS:
-        _, src = load_lab(lab)
         subs = tmp / lab
         subs.mkdir()
-        (subs / "instructor.ipynb").write_text(src.read_text(encoding="utf-8"), encoding="utf-8")
-        if lab == "elementwise":
-            (subs / "starter.ipynb").write_text(json.dumps(starter_submission(lab)), encoding="utf-8")
+        if lab in KERNEL_LABS:
+            for s in batch_for(lab, key.encode(), side="gpu", only=set()):
+                if s["name"] == "reference" or (s["name"] == "starter" and lab in ("elementwise", "primer")):
+                    (subs / f"{s['name']}.ipynb").write_text(json.dumps(s["nb"]), encoding="utf-8")
+        else:
+            _, src = load_lab(lab)
+            (subs / "reference.ipynb").write_text(src.read_text(encoding="utf-8"), encoding="utf-8")
         r = subprocess.run([sys.executable, "-m", "autograder", "grade", lab, str(subs), "--out", str(tmp / f"g-{lab}"),
-                            "-j", "2", "--no-progress"], capture_output=True, text=True, cwd=ROOT, env=env, timeout=1500)
+                            "-j", "2", "--no-progress"], capture_output=True, text=True, cwd=ROOT, env=env, timeout=1800)
         assert r.returncode == 0, r.stderr[-2000:]
         out[lab] = {f.stem: json.loads(f.read_text(encoding="utf-8")) for f in (tmp / f"g-{lab}" / "records").glob("*.json")}
         out[lab]["_dir"] = tmp / f"g-{lab}"
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lab", LABS)
 def test_instructor_notebook_gets_every_point_this_machine_can_grade(cpu_grades, lab):
-    rec = cpu_grades[lab]["instructor"]
+    rec = cpu_grades[lab]["reference"]
+    assert rec["status"] == "graded" and rec["variant"]["tag"] in ("ok", "common"), rec["problems"]
     spec, _ = load_lab(lab)
     for p in spec.parts:
         v = rec["parts"][p.grade_id]
@@ -139,12 +165,19 @@ def test_instructor_notebook_gets_every_point_this_machine_can_grade(cpu_grades,
             assert v["status"] == "right" and v["score"] == p.points, (p.grade_id, v)
 
 
+@pytest.mark.slow
 def test_without_a_gpu_the_feedback_says_which_parts_were_not_graded(cpu_grades):
-    fb = (cpu_grades["elementwise"]["_dir"] / "feedback" / "instructor.md").read_text(encoding="utf-8")
+    fb = (cpu_grades["elementwise"]["_dir"] / "feedback" / "reference.md").read_text(encoding="utf-8")
     assert "需要 GPU" in fb and "k1_add_speed" in fb
 
 
+@pytest.mark.slow
 def test_the_released_starters_run_and_earn_only_what_they_do(cpu_grades):
+    p = cpu_grades["primer"]["starter"]["parts"]
+    assert p["k2_scale_struct"]["status"] == "wrong" and "2 B" in p["k2_scale_struct"]["message"]
+    assert p["k3_row_sum_struct"]["status"] == "wrong" and "reduction" in p["k3_row_sum_struct"]["message"]
+    for gid, v in p.items():
+        assert v["status"] not in ("error", "malformed", "timeout"), (gid, v)
     rec = cpu_grades["elementwise"]["starter"]
     parts = rec["parts"]
     assert parts["k1_add_struct"]["status"] == "wrong"  # one 2-byte element per thread
@@ -155,12 +188,19 @@ def test_the_released_starters_run_and_earn_only_what_they_do(cpu_grades):
         assert v["status"] not in ("error", "malformed", "timeout"), (gid, v)  # every starter elaborates and compiles
 
 
+@pytest.mark.slow
 def test_the_analytic_sandbox_never_runs_kernel_cells(cpu_grades):
-    rec = cpu_grades["elementwise"]["instructor"]
+    rec = cpu_grades["elementwise"]["reference"]
     assert rec["sandbox"]["finished"] and not rec.get("cells")
     assert rec["kernels"]["elaborate_confinement"]
+    # the student's own variant shape was elaborated (and is what the record names)
+    v = rec["variant"]["params"]
+    assert rec["kernels"]["variant_shapes"]["k1_add"] == {"N": v["K1.N"], "dtype": v["K1.dtype"]}
+    assert rec["kernels"]["elaborate_isolation"] == rec["kernels"]["evaluate_isolation"] or \
+        rec["kernels"]["evaluate_isolation"]
 
 
+@pytest.mark.slow
 def test_selfcheck_in_the_notebook_compiles_and_reads_structure(capsys):
     pytest.importorskip("tilelang")
     from autograder import check

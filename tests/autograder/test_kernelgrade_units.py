@@ -10,7 +10,8 @@ torch = pytest.importorskip("torch")
 from autograder.kernelgrade import evaluate as EV  # noqa: E402
 from autograder.kernelgrade import rubric, structure, tirsafe  # noqa: E402
 from autograder.kernelgrade.measure import make_harness  # noqa: E402
-from autograder.kernelgrade.tasks import EW_ADD, GEMM_PIPELINED, RMSNORM, TASKS, get_task, variant  # noqa: E402
+from autograder.kernelgrade.tasks import (EW_ADD, GEMM_PIPELINED, P_ROWSUM, P_SCALE, RMSNORM,  # noqa: E402
+                                          TASKS, get_task, variant_params, variant_values)
 
 
 @pytest.fixture()
@@ -111,12 +112,50 @@ def test_every_task_reference_accepts_its_own_fp32_math(h, key):
     def launch(*args):
         params = task.signature(shape)
         inputs = {p.name: a for p, a in zip(params, args) if not p.output}
-        want = task.reference({k: v.clone() for k, v in inputs.items()}, shape)
+        want = task.reference({k: v.clone() if p_tensor(v) else v for k, v in inputs.items()}, shape)
         for p, a in zip(params, args):
             if p.output:
                 a.copy_(want[p.name].to(a.dtype))
 
     assert EV.check_shape(h, task, shape, launch, "fp32")["ok"]
+
+
+def p_tensor(v) -> bool:
+    return isinstance(v, torch.Tensor)
+
+
+def test_a_scalar_parameter_is_passed_by_value_and_fresh_per_call(h):
+    """The primer's scale takes s as a T.float32 scalar: the grader draws a new factor per call,
+    passes it as a number, and judges against x * s computed in fp64."""
+    shape = {"N": 1000, "dtype": "float16"}
+    seen = []
+
+    def scale(X, Y, s):
+        assert isinstance(s, float)
+        seen.append(s)
+        Y.copy_((X.float() * s).to(Y.dtype))
+
+    assert EV.check_shape(h, P_SCALE, shape, scale, "a")["ok"]
+    assert EV.check_shape(h, P_SCALE, shape, scale, "b")["ok"]
+    assert seen[0] != seen[1]
+    wrong = EV.check_shape(h, P_SCALE, shape, lambda X, Y, s: Y.copy_(X * 0.5), "fixed factor")
+    assert not wrong["ok"]
+
+
+def test_a_row_sum_in_low_precision_fails_the_fp32_tolerance(h):
+    shape = {"M": 64, "N": 4096, "dtype": "float16"}
+
+    def fp32(X, Y):
+        Y.copy_(X.float().sum(-1))
+
+    def fp16(X, Y):  # tile-wise partial sums kept in fp16
+        acc = torch.zeros(X.shape[0], dtype=torch.float16)
+        for k in range(0, X.shape[1], 128):
+            acc = (acc.float() + X[:, k:k + 128].float().sum(-1)).half()
+        Y.copy_(acc.float())
+
+    assert EV.check_shape(h, P_ROWSUM, shape, fp32, "ok")["ok"]
+    assert not EV.check_shape(h, P_ROWSUM, shape, fp16, "fp16")["ok"]
 
 
 # ----------------------------------------------------------------------------- speed and flags
@@ -259,14 +298,16 @@ def test_compile_options_allow_only_listed_flags_and_no_out_idx():
 def test_the_course_kernels_pass_the_build_checks():
     """No false alarm on what the course itself writes (every family, several schedules)."""
     pytest.importorskip("tilelang")
-    from kernels import elementwise as E, fused as FU, norm as N, quant as Q, rope as R
+    from kernels import elementwise as E, fused as FU, norm as N, primer as PR, quant as Q, rope as R
     from kernels.gemm import ladder as L
 
     funcs = [E.add_per_thread.get_tir(4096, "float16"), E.scale_cast.get_tir(4096), N.rmsnorm_rows.get_tir(64, 4096),
              N.rmsnorm_splitk.get_tir(4, 16384), R.rope_blocked.get_tir(64, 8, 128, 128, "neox", "float16", 2, 256),
              FU.rmsnorm_rope.get_tir(64, 4096, 128), FU.rmsnorm_rope_fp8.get_tir(64, 4096, 128),
              Q.quant_fp8.get_tir(64, 4096, 128), L.rung3_pipelined.get_tir(1024, 1024, 1024),
-             L.rung4_annotated.get_tir(1024, 1024, 1024), L.rung5_mma.get_tir(1024, 1024, 1024)]
+             L.rung4_annotated.get_tir(1024, 1024, 1024), L.rung5_mma.get_tir(1024, 1024, 1024),
+             PR.copy_kernel.get_tir(4097, "float16"), PR.scale_kernel.get_tir(4097, "bfloat16", 256, 8),
+             PR.row_sum_kernel.get_tir(1000, 1000, "float16")]
     for f in funcs:
         tirsafe.check_body(tirsafe.load(__import__("tvm").ir.save_json(f)))
 
@@ -294,8 +335,63 @@ def test_width_expectations_use_the_task_names_and_the_heavy_operands():
     assert res == {"vector_load_16B": True, "vector_store_16B": False}
 
 
-def test_variants_differ_between_students_and_stay_fixed_for_one():
-    a, b = variant("elementwise", "alice", "ew_add"), variant("elementwise", "bob", "ew_add")
-    assert a != b and a == variant("elementwise", "alice", "ew_add")
-    shapes = EW_ADD.shapes_for(a)
-    assert shapes[-1][0].startswith("variant") and shapes[-1][1]["N"] % 2 == 1  # odd: never a whole block
+def test_kernel_variants_are_lab_parameters_drawn_per_student():
+    """The variant shape of a kernel exercise is made of the lab's own parameters (drawn by
+    autograder.variants, so they are shown in P and signed in the tag); the book's shape is the
+    default and no student gets it."""
+    from autograder.labs import load_lab
+    from autograder.variants import variant_for
+
+    spec, _ = load_lab("elementwise")
+    keys = {p.key for p in spec.params}
+    assert {"K1.N", "K1.dtype", "K3.rotate"} <= keys
+    a, b = variant_for(spec, "alice"), variant_for(spec, "bob")
+    assert a != b and a == variant_for(spec, "alice")
+    assert variant_values("K1", "ew_add", a) == {"N": a["K1.N"], "dtype": a["K1.dtype"]}
+    shapes = EW_ADD.shapes_for(variant_values("K1", "ew_add", a))
+    assert shapes[-1][0].startswith("variant") and shapes[-1][1]["N"] == a["K1.N"]
+    for p in variant_params("K1", "ew_add"):
+        if p.key == "K1.N":
+            assert p.default not in p.choices
+
+
+@pytest.mark.parametrize("key", sorted(k for k, t in TASKS.items() if t.kind == "cuda"))
+def test_every_variant_shape_keeps_the_interface_constraints(key):
+    """Whatever a student draws stays inside what the interface promises (ragged where it may be,
+    aligned where it must be): the reference kernels handle every drawn shape."""
+    import itertools
+
+    task = get_task(key)
+    names = [n for n, _, _ in task.variant_pools]
+    pools = [sorted({d, *pool}, key=str) for _, d, pool in task.variant_pools]
+    for combo in itertools.product(*pools):
+        s = task.variant_shape(dict(zip(names, combo)))
+        assert set(task.factory_args) <= set(s), s
+        if key == "ew_add":
+            assert s["N"] % 2 == 1  # never a whole block
+        if key == "gemm_shared":
+            assert all(s[k] % 128 == 0 for k in "MNK")
+        if key == "gemm_pipelined":
+            assert s["N"] % 8 == 0 and s["K"] % 8 == 0 and s["K"] >= 384
+        if key == "rope":
+            assert s["rope_dim"] in (s["D"], s["D"] // 2) and s["rope_dim"] % 2 == 0
+        if key == "primer_row_sum":
+            assert s["N"] % 8 == 0  # a 16-byte row for TMA in every dtype
+        if key in ("primer_copy", "primer_scale"):
+            assert s["N"] % 256  # a ragged tail
+
+
+def test_the_interface_accepts_a_scalar_only_where_the_task_has_one():
+    pytest.importorskip("tilelang")
+    sig = P_SCALE.signature({"N": 16, "dtype": "float16"})
+    ok = _tir("for i in T.Parallel(16):\n    Y[i] = X[i]", "X: T.Tensor((16,), 'float16'), Y: T.Tensor((16,), 'float16'), "
+              "s: T.float32")
+    tirsafe.check_interface(ok, sig)
+    as_tensor = _tir("for i in T.Parallel(16):\n    Y[i] = X[i]", "X: T.Tensor((16,), 'float16'), "
+                     "Y: T.Tensor((16,), 'float16'), s: T.Tensor((1,), 'float32')")
+    with pytest.raises(tirsafe.TirError, match="scalar"):
+        tirsafe.check_interface(as_tensor, sig)
+    as_int = _tir("for i in T.Parallel(16):\n    Y[i] = X[i]", "X: T.Tensor((16,), 'float16'), "
+                  "Y: T.Tensor((16,), 'float16'), s: T.int32")
+    with pytest.raises(tirsafe.TirError, match="float32 scalar"):
+        tirsafe.check_interface(as_int, sig)
