@@ -416,6 +416,20 @@ class Progress:
             self.stream.flush()
 
 
+def _check_kernel_cache(eval_sandbox: Sandbox) -> None:
+    """A grader running as root hands the kernel cache to the evaluate worker's unprivileged uid,
+    which must be able to reach it."""
+    from .kernelgrade.pipeline import cache_root
+    from .sandbox import blocked_for
+
+    root = cache_root()
+    root.mkdir(parents=True, exist_ok=True)
+    if eval_sandbox.root and eval_sandbox.mode != "process" and blocked_for(str(root / "x"), eval_sandbox.fixed_uid):
+        eval_sandbox.close()
+        raise IsolationError(f"the kernel cache {root} lies below a directory the grader's unprivileged uid cannot "
+                             "enter; set KERNELGRADE_CACHE to a directory it can reach (e.g. under /var/tmp)")
+
+
 def _resolve_mode(spec: LabSpec, variants: str) -> str:
     if variants not in VARIANT_MODES:
         raise GradeError(f"variants {variants!r}: choose from {', '.join(VARIANT_MODES)}")
@@ -490,6 +504,7 @@ def grade_batch(paths: Iterable[str | Path], lab: str, out: Path, *, jobs: int =
 
             eval_sandbox = Sandbox(os.environ.get("KERNELGRADE_EVAL_ISOLATION", isolation), eval_policy(),
                                    jobs=max(1, jobs), uid=TRUSTED_UID, trusted=True)
+            _check_kernel_cache(eval_sandbox)
     except IsolationError as exc:
         if own_sandbox and sandbox is not None:
             sandbox.close()

@@ -895,7 +895,7 @@ class Sandbox:
                 return f"exited with status {code}"
             else:
                 return "exited"
-        near_memory = peak_kb >= 0.9 * (limits.memory_mb << 10)
+        near_memory = limits.memory_mb > 0 and peak_kb >= 0.9 * (limits.memory_mb << 10)
         if sig == signal.SIGXCPU or (sig == signal.SIGKILL and cpu >= cpu_limit - 0.05):
             return f"was stopped at its CPU-time limit ({cpu_limit:g} s of CPU time)"
         if sig == signal.SIGXFSZ:
@@ -923,6 +923,11 @@ def _chown_tree(path: str, uid: int) -> None:
                     os.lchown(name, uid, uid)
             except OSError:
                 pass
+
+
+def blocked_for(path: str, uid: int) -> bool:
+    """Is there a directory above ``path`` that ``uid`` (no groups) may not search?"""
+    return _blocked_for(path, uid)
 
 
 def _blocked_for(path: str, uid: int) -> bool:

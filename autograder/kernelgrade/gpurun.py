@@ -209,7 +209,8 @@ def preflight(work: Path, gpu: bool, log) -> dict:
     cache = work / "kernel-cache" / "_preflight"
     cache.mkdir(parents=True, exist_ok=True)
     tried = []
-    for iso in ("auto", "uid", "process"):
+    # the grade's own choice first; then the other modes; last, without the worker's own Landlock layer
+    for iso, landlock in (("auto", True), ("uid", True), ("process", True), ("auto", False)):
         try:
             sb = Sandbox(iso, eval_policy(), uid=TRUSTED_UID, trusted=True)
         except IsolationError as exc:
@@ -218,11 +219,11 @@ def preflight(work: Path, gpu: bool, log) -> dict:
         try:
             t0 = time.monotonic()
             res = sb.run_program(WORKER, ["evaluate"], {"parts": [], "cache_dir": str(cache), "seed": 1,
-                                                        "gpu": "auto" if gpu else "off"},
+                                                        "gpu": "auto" if gpu else "off", "landlock": landlock},
                                  eval_limits(), packages=EVAL_PACKAGES, write_dirs=(str(cache),))
             hello = next((e for e in res.events if e.get("event") == "hello"), {})
             fatal = next((e.get("error") for e in res.events if e.get("event") == "fatal"), None)
-            tried.append({"isolation": sb.describe(), "state": res.state, "gpu": hello.get("gpu"),
+            tried.append({"isolation": sb.describe(), "landlock": landlock, "state": res.state, "gpu": hello.get("gpu"),
                           "device": hello.get("device"), "confinement": hello.get("confinement"),
                           "fatal": fatal, "seconds": round(time.monotonic() - t0, 2),
                           "output": res.output_tail[-600:] if res.state != "done" or fatal else ""})
@@ -233,8 +234,39 @@ def preflight(work: Path, gpu: bool, log) -> dict:
             + ("ok" if ok else f"no ({res.state}, gpu={hello.get('gpu')}, {fatal or ''})"))
         if ok:
             os.environ["KERNELGRADE_EVAL_ISOLATION"] = sb.mode
-            return {"chosen": sb.mode, "tried": tried}
+            if not landlock:
+                os.environ["KERNELGRADE_LANDLOCK"] = "0"
+            return {"chosen": sb.mode + ("" if landlock else " (evaluate without its Landlock layer)"), "tried": tried}
     return {"chosen": None, "tried": tried}
+
+
+def preflight_elaborate(log) -> dict:
+    """Does a factory elaborate in the notebook sandbox (tilelang imports there, TIR comes back)?
+    No fallback: this worker runs student code."""
+    from ..sandbox import IsolationError, Sandbox
+    from .pipeline import ELAB_PACKAGES, WORKER, elab_limits
+
+    cell = ("from kernels import primer\n\n\n@tilelang.jit(target=TARGET)\ndef f(N, dtype):\n"
+            "    return primer.copy_kernel.get_tir(N, dtype, 256)\n\n\nANSWER['k'] = f\n")
+    job = {"parts": [{"gid": "k", "kind": "cuda", "cell": cell,
+                      "calls": [{"label": "one", "kwargs": {"N": 4097, "dtype": "float16"}}]}],
+           "setup": "import tilelang\nimport tilelang.language as T\nTARGET = {'kind': 'cuda', 'arch': 'sm_90a'}",
+           "call_timeout": 60}
+    try:
+        with Sandbox("auto") as sb:
+            t0 = time.monotonic()
+            res = sb.run_program(WORKER, ["elaborate"], job, elab_limits(), packages=ELAB_PACKAGES)
+            mode = sb.describe()
+    except IsolationError as exc:
+        return {"ok": False, "error": str(exc)[:500]}
+    hello = next((e for e in res.events if e.get("event") == "hello"), {})
+    ok = res.state == "done" and any(e.get("event") == "tir" for e in res.events)
+    out = {"ok": ok, "isolation": mode, "state": res.state, "seconds": round(time.monotonic() - t0, 2),
+           "confinement": hello.get("confinement"),
+           "errors": [e for e in res.events if e.get("event") in ("error", "fatal")][:3],
+           "output": "" if ok else res.output_tail[-1500:]}
+    log(f"[gpurun] preflight: elaborate in {mode}: " + ("ok" if ok else f"FAILED ({res.state}) {out['errors']}"))
+    return out
 
 
 def _rows(lab: str, subs: list[dict], rec_dir: Path, gpu: bool) -> list[dict]:
@@ -345,10 +377,13 @@ def run(labs: list[str], out: Path, jobs: int, *, gpu: bool, deadline: float | N
             "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "command": " ".join(["python", "-m", "autograder.kernelgrade.gpurun"] + sys.argv[1:]), "jobs": jobs}
     out.mkdir(parents=True, exist_ok=True)
-    pre = preflight(work, gpu, log)
-    if pre["chosen"] is None:
+    pre = {"elaborate": preflight_elaborate(log)}
+    if pre["elaborate"]["ok"]:
+        pre.update(preflight(work, gpu, log))
+    if not pre["elaborate"]["ok"] or pre.get("chosen") is None:
         result = {**meta, "versions": versions, "preflight": pre,
-                  "error": "the sandboxed evaluate worker could not use the GPU in any isolation mode"}
+                  "error": ("a kernel factory did not elaborate in the notebook sandbox" if not pre["elaborate"]["ok"]
+                            else "the sandboxed evaluate worker could not use the GPU in any isolation mode")}
         (out / f"gpu-grading-{_slug(device or 'cpu')}.json").write_text(json.dumps(result, indent=1) + "\n")
         log("[gpurun] preflight failed: see " + str(out))
         return result
@@ -455,8 +490,17 @@ def main(argv: list[str] | None = None) -> int:
         except ImportError:
             print("error: torch is not installed", file=sys.stderr)
             return 2
-    head = run(labs, args.out, args.jobs, gpu=not args.dry_run_cpu, deadline=args.deadline, only=only, keep=args.keep,
-               log=lambda s: print(s, flush=True))
+    try:
+        head = run(labs, args.out, args.jobs, gpu=not args.dry_run_cpu, deadline=args.deadline, only=only,
+                   keep=args.keep, log=lambda s: print(s, flush=True))
+    except Exception as exc:  # the run's own failure: leave its traceback where the results go
+        import traceback
+
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "gpu-grading-error.json").write_text(json.dumps(
+            {"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()[-6000:],
+             "versions": _versions()}, indent=1) + "\n", encoding="utf-8")
+        raise
     if head.get("error"):
         return 3
     if head.get("timed_out"):

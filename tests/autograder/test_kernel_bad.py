@@ -46,9 +46,14 @@ def _aspects(lab: str, answer: str) -> dict:
 def graded(tmp_path_factory):
     import os
 
+    import shutil
+    import tempfile
+
     tmp = tmp_path_factory.mktemp("kernel_bad")
+    cache = tempfile.mkdtemp(prefix="kg-cache-")  # reachable by the evaluate worker's uid (pytest's tree is not)
+    os.chmod(cache, 0o755)
     old = {k: os.environ.get(k) for k in ("KERNELGRADE_CACHE", "KERNELGRADE_CALL_TIMEOUT", "KERNELGRADE_GPU")}
-    os.environ.update(KERNELGRADE_CACHE=str(tmp / "cache"), KERNELGRADE_CALL_TIMEOUT="5", KERNELGRADE_GPU="off")
+    os.environ.update(KERNELGRADE_CACHE=cache, KERNELGRADE_CALL_TIMEOUT="5", KERNELGRADE_GPU="off")
     entries = manifest()
     parts, cells, expect = [], [], {}
     for e in entries:
@@ -74,6 +79,7 @@ def graded(tmp_path_factory):
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+        shutil.rmtree(cache, ignore_errors=True)
     return entries, verdicts, detail, expect
 
 

@@ -126,9 +126,14 @@ def cpu_grades(tmp_path_factory):
 
     from autograder.kernelgrade.gpurun import batch_for
 
+    import shutil
+    import tempfile
+
     tmp = tmp_path_factory.mktemp("kernel_labs")
     key = secrets.token_hex(16)
-    env = {**os.environ, "KERNELGRADE_CACHE": str(tmp / "cache"), "KERNELGRADE_SHARED_CACHE": "1",
+    cache = tempfile.mkdtemp(prefix="kg-cache-")  # reachable by the evaluate worker's uid (pytest's tree is not)
+    os.chmod(cache, 0o755)
+    env = {**os.environ, "KERNELGRADE_CACHE": cache, "KERNELGRADE_SHARED_CACHE": "1",
            "KERNELGRADE_GPU": "off", "AUTOGRADER_KEY": key}
     out = {}
     for lab in LABS:
@@ -146,7 +151,8 @@ def cpu_grades(tmp_path_factory):
         assert r.returncode == 0, r.stderr[-2000:]
         out[lab] = {f.stem: json.loads(f.read_text(encoding="utf-8")) for f in (tmp / f"g-{lab}" / "records").glob("*.json")}
         out[lab]["_dir"] = tmp / f"g-{lab}"
-    return out
+    yield out
+    shutil.rmtree(cache, ignore_errors=True)
 
 
 @pytest.mark.slow
@@ -221,3 +227,52 @@ def test_selfcheck_in_the_notebook_compiles_and_reads_structure(capsys):
     ns["ANSWER"]["k1_gemm"] = lambda M, N, K: None
     assert check(ns["ANSWER"], "k1_gemm", lab="gemm") == {"k1_gemm": "malformed"}
     assert "factory" in capsys.readouterr().out
+
+
+# ----------------------------------------------------------------------------- nbgrader
+@pytest.mark.slow
+def test_nbgrader_gives_kernel_parts_the_same_points_as_ours_without_a_gpu(tmp_path, monkeypatch, kernel_cache):
+    """The primer's instructor notebook autograded by the real nbgrader on this GPU-less machine:
+    every part scores what `grade --common` gives it -- the structure points through nbgrader's
+    partial credit, the parts that need a GPU 0 (they raise; never unearned points)."""
+    pytest.importorskip("tilelang")
+    nbformat = pytest.importorskip("nbformat")
+    pytest.importorskip("nbgrader")
+    from nbgrader.api import Gradebook
+    from nbgrader.apps import NbGraderAPI
+    from traitlets.config import Config
+
+    from autograder.grade import grade_batch
+
+    lab = "primer"
+    spec, source = load_lab(lab)
+    monkeypatch.setenv("PATH", os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
+    monkeypatch.setenv("KERNELGRADE_GPU", "off")
+    course = tmp_path / "course"
+    (course / "source" / lab).mkdir(parents=True)
+    (course / "source" / lab / f"{lab}.ipynb").write_text(source.read_text(encoding="utf-8"), encoding="utf-8")
+    c = Config()
+    c.CourseDirectory.root = str(course)
+    c.CourseDirectory.course_id = "tilelang-course"
+    c.ExecutePreprocessor.timeout = 900
+    c.Execute.timeout = 900
+    api = NbGraderAPI(config=c)
+    assert api.generate_assignment(lab)["success"]
+    d = course / "submitted" / "instructor" / lab
+    d.mkdir(parents=True)
+    nb = nbformat.read(str(source), as_version=4)
+    nbformat.write(nb, str(d / f"{lab}.ipynb"))
+    result = api.autograde(lab, "instructor")
+    assert result["success"], result.get("log")
+    ours_dir = tmp_path / "ours"
+    ours_dir.mkdir()
+    nbformat.write(nb, str(ours_dir / "instructor.ipynb"))
+    grade_batch([ours_dir / "instructor.ipynb"], lab, tmp_path / "out", jobs=1, progress=False, variants="common")
+    ours = json.loads((tmp_path / "out" / "records" / "instructor.json").read_text(encoding="utf-8"))
+    auto_ids = {p.grade_id for p in spec.parts if p.auto}
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        nbg = gb.find_submission_notebook(lab, lab, "instructor")
+        theirs = {g.name: g.score for g in nbg.grades if g.name in auto_ids}
+    mine = {gid: ours["parts"][gid]["score"] for gid in auto_ids}
+    assert theirs == pytest.approx(mine), {g: (theirs[g], mine[g]) for g in auto_ids if theirs[g] != pytest.approx(mine[g])}
+    assert mine["k2_scale_struct"] == 1 and mine["k2_scale"] == 0 and ours["parts"]["k2_scale"]["status"] == "skipped"

@@ -134,7 +134,7 @@ def test_the_hidden_tests_of_kernel_parts_end_with_their_points():
                 assert ("points=True" in hidden) == kernel, (lab, m["grade_id"], hidden)
 
 
-def test_a_record_graded_on_the_cpu_is_regraded_when_a_gpu_appears(tmp_path, monkeypatch):
+def test_a_record_graded_on_the_cpu_is_regraded_when_a_gpu_appears(tmp_path, monkeypatch, kernel_cache):
     from autograder.grade import grade_batch
 
     monkeypatch.setenv("KERNELGRADE_GPU", "off")
@@ -150,7 +150,78 @@ def test_a_record_graded_on_the_cpu_is_regraded_when_a_gpu_appears(tmp_path, mon
     assert s3["graded"] == 1
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="the cache is handed to another uid only by a root grader")
+def test_a_kernel_cache_the_unprivileged_uid_cannot_reach_is_refused_with_a_clear_error(tmp_path, monkeypatch):
+    from autograder.grade import GradeError, grade_batch
+
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    monkeypatch.setenv("KERNELGRADE_CACHE", str(private / "cache"))
+    monkeypatch.setenv("KERNELGRADE_GPU", "off")
+    sub = tmp_path / "alice.ipynb"
+    sub.write_text("{}", encoding="utf-8")
+    with pytest.raises(GradeError, match="KERNELGRADE_CACHE"):
+        grade_batch([sub], "primer", tmp_path / "out", jobs=1, progress=False, variants="common")
+
+
 def test_the_evaluate_sandbox_is_a_separate_trusted_uid():
     assert TRUSTED_UID not in range(TRUSTED_UID - 0xFFFF, TRUSTED_UID - 0xFFFF + 4096)
     pol = KP.eval_policy()
     assert all(not d.startswith("/dev/nvidia") for d in pol.devices) or KP.use_gpu()
+
+
+class _FakeSandbox:
+    """Plays back evaluate workers: the first hangs in the GPU phase of one part, the second
+    finishes the rest."""
+
+    def __init__(self, scripts):
+        self.scripts, self.jobs = list(scripts), []
+
+    def run_program(self, program, args, job, limits, **kw):
+        from autograder.sandbox import ProgramResult
+
+        self.jobs.append([p["gid"] for p in job["parts"]])
+        events, state = self.scripts.pop(0)
+        for ev in events:
+            if kw.get("on_event"):
+                kw["on_event"](ev)
+        return ProgramResult(events=events, state=state, isolation="fake", exit="killed")
+
+
+def test_a_hanging_kernel_is_charged_to_itself_and_the_others_are_still_graded(tmp_path):
+    hello = {"event": "hello", "gpu": True, "device": "fake"}
+    first = [hello, {"event": "start", "gid": "a", "phase": "build"}, {"event": "interface", "gid": "a", "errors": {}},
+             {"event": "build", "gid": "a", "errors": {}}, {"event": "start", "gid": "b", "phase": "build"},
+             {"event": "build", "gid": "b", "errors": {}}, {"event": "gpu_wait"},
+             {"event": "start", "gid": "a", "phase": "gpu"}]
+    second = [hello, {"event": "start", "gid": "b", "phase": "build"}, {"event": "gpu_wait"},
+              {"event": "start", "gid": "b", "phase": "gpu"}, {"event": "correct", "gid": "b", "shapes": []},
+              {"event": "part_done", "gid": "b"}, {"event": "gpu_release", "seconds": 1.0}, {"event": "done"}]
+    sb = _FakeSandbox([(first, "timeout"), (second, "done")])
+    R = {g: {"elaborate": {"errors": {}, "tirs": ["x"]}, "interface": {}, "build": {}, "structure": None,
+             "correct": None, "speed": None, "crash": None, "timeout": None, "ascend": None, "gpu": False}
+         for g in ("a", "b")}
+    grant = KP.GpuGrant(tmp_path, 10, 10)
+    detail: dict = {}
+    KP._evaluate([{"gid": "a", "task": "ew_add", "tirs": []}, {"gid": "b", "task": "ew_add", "tirs": []}],
+                 {}, sb, R, detail, grant, tmp_path)
+    assert sb.jobs == [["a", "b"], ["b"]]  # the restart leaves the hanging part out
+    assert "did not finish on the GPU" in R["a"]["timeout"] and R["b"]["correct"] == [] and not R["b"]["timeout"]
+    assert detail["restarts"] == 1 and grant.f is None  # the lock went with the killed worker
+
+
+def test_the_recorded_batch_is_one_signed_student_per_submission():
+    from autograder.kernelgrade.gpurun import batch_for
+    from autograder.labs import load_lab
+    from autograder.variants import TAG_KEY, verify_tag
+
+    key = b"k" * 32
+    spec, _ = load_lab("primer")
+    subs = batch_for("primer", key)
+    names = [s["name"] for s in subs]
+    assert names[:2] == ["reference", "starter"] and len(set(names)) == len(names)
+    for s in subs:
+        tag = s["nb"]["metadata"][TAG_KEY]
+        assert verify_tag(spec, tag, s["name"], key) == ("ok", "")
+        setup = next(c for c in s["nb"]["cells"] if c["metadata"]["nbgrader"]["grade_id"] == "setup")
+        assert repr(tag["params"]["K1.N"]) in "".join(setup["source"])  # the student's own P
