@@ -13,6 +13,15 @@ A released notebook binds ``check`` to its lab and student once, in its set-up c
 ``strict=True`` raises ``AssertionError`` unless the part is right: the hidden test cells
 nbgrader restores when it autogrades use it, so ``nbgrader autograde`` scores a wrong or
 missing answer 0 (``check`` itself never raises otherwise).
+
+Kernel parts (:mod:`autograder.kernelgrade`) can earn part of their points (speed levels,
+structure checks).  Their hidden tests end with ``check(..., strict=True, points=True)``,
+which returns the points earned as a number -- nbgrader takes a grade cell's numeric value
+as partial credit -- and raises (0 points) for anything that earned nothing.  A kernel part
+that needs a GPU is ``skipped`` on a machine without one; under ``strict`` that raises too:
+``nbgrader autograde`` of a kernel lab must run on a GPU machine, and where it cannot, the
+correctness and speed parts score 0 with the message "needs a GPU" rather than unearned
+points (``python -m autograder grade`` reports them as not graded instead).
 """
 from __future__ import annotations
 
@@ -24,7 +33,8 @@ from .parts import Part, Verdict, compare
 __all__ = ["check", "check_part", "checker"]
 
 _SYMBOL = {"right": "✔ 正确", "wrong": "✘ 错误", "malformed": "⚠ 格式不对", "missing": "… 尚未作答",
-           "manual": "✎ 人工批改", "error": "✘ 出错"}
+           "manual": "✎ 人工批改", "error": "✘ 出错",
+           "partial": "◐ 部分得分", "skipped": "… 需要 GPU，本机未评", "flagged": "⚑ 已标记"}  # kernel labs
 
 
 def _normalise(value: Any) -> Any:
@@ -48,6 +58,10 @@ def _function_outputs(part: Part, fn: Any) -> Any:
 def check_part(answers: dict, part: Part, variant: dict) -> Verdict:
     if not part.auto:
         return Verdict("manual", "graded by hand")
+    if part.kind == "kernel":  # kernel labs: compile, read and (on a GPU) test the factory here
+        from .kernelgrade.selfcheck import check_kernel_part
+
+        return check_kernel_part(answers, part, variant)
     if not isinstance(answers, dict) or part.grade_id not in answers:
         return Verdict("missing", f'ANSWER["{part.grade_id}"] is not assigned yet')
     raw = answers[part.grade_id]
@@ -67,11 +81,14 @@ def check_part(answers: dict, part: Part, variant: dict) -> Verdict:
 
 
 def check(answers: dict, grade_id: str | None = None, lab: str | None = None, *,
-          student: str | None = None, strict: bool = False, quiet: bool = False) -> dict[str, str]:
+          student: str | None = None, strict: bool = False, quiet: bool = False,
+          points: bool = False) -> dict[str, str] | float:
     """Print and return the verdict of one part (or of every part of the lab).
 
     ``student``: whose numbers (``None``: the book's).  ``strict``: raise ``AssertionError``
-    unless every checked auto-graded part is right.  ``quiet``: print nothing.
+    unless every checked auto-graded part is right (kernel parts: unless they earned points).
+    ``quiet``: print nothing.  ``points``: return the points earned instead of the verdicts
+    (nbgrader's partial credit).
     """
     from .variants import variant_for
 
@@ -86,20 +103,21 @@ def check(answers: dict, grade_id: str | None = None, lab: str | None = None, *,
         spec, _ = load_lab(labname)
         parts = [part]
     variant = variant_for(spec, student)
-    out, bad = {}, []
+    out, bad, earned = {}, [], 0.0
     for p in parts:
         v = check_part(answers, p, variant)
         out[p.grade_id] = v.status
+        earned += v.score if v.status in ("right", "partial") else 0.0
         msg = "" if v.status in ("right", "manual") else f" — {v.message}"
         if v.status == "wrong" and p.tolerance:
             msg += f"（容差：{p.tolerance}）"
         if not quiet:
             print(f"{p.grade_id}: {_SYMBOL.get(v.status, v.status)}{msg}")
-        if v.status not in ("right", "manual"):
+        if v.status not in ("right", "manual") and not (v.status == "partial" and v.score > 0):
             bad.append(f"{p.grade_id}: {v.status}{msg}")
     if strict and bad:
         raise AssertionError("; ".join(bad))
-    return out
+    return round(earned, 6) if points else out
 
 
 def checker(lab: str, student: str | None = None):
@@ -107,8 +125,8 @@ def checker(lab: str, student: str | None = None):
     spec, _ = load_lab(lab)
 
     def bound(answers: dict, grade_id: str | None = None, *, strict: bool = False,
-              quiet: bool = False) -> dict[str, str]:
-        return check(answers, grade_id, spec.name, student=student, strict=strict, quiet=quiet)
+              quiet: bool = False, points: bool = False) -> dict[str, str] | float:
+        return check(answers, grade_id, spec.name, student=student, strict=strict, quiet=quiet, points=points)
 
     bound.lab, bound.student = spec.name, student  # type: ignore[attr-defined]
     bound.__doc__ = check.__doc__

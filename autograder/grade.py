@@ -8,7 +8,13 @@ and the student's variant (:mod:`autograder.variants`).
 Student ids come from file names (:func:`student_id`); two files that give the same id are
 an error naming both.  A rerun skips a submission only when its record was made from the
 same bytes by the same grader, lab spec, ``ledger``, limits and variant mode
-(:func:`versions`); ``--force`` regrades everything.
+(:func:`versions`) -- for a lab with kernel parts also the same ``kernels`` and ``measure``
+and the same GPU (or none: a record graded on the CPU is regraded when a GPU is there,
+:func:`autograder.kernelgrade.pipeline.gpu_state`); ``--force`` regrades everything.
+
+Kernel parts (:mod:`autograder.kernelgrade`) are graded apart from the notebook's other
+cells: their answer cells never run in the notebook sandbox; the factory is elaborated by a
+worker in the same sandbox and evaluated by a second one (GPU policy, trusted uid).
 """
 from __future__ import annotations
 
@@ -174,13 +180,24 @@ def _tree_digest(root: Path, patterns=("*.py", "*.json")) -> str:
 
 
 def versions(lab: str, ledger_dir: str | None = None) -> dict:
-    """Content hashes of what decides a grade besides the submission."""
+    """Content hashes of what decides a grade besides the submission (for a kernel lab also
+    the course's kernels and measurement code: references and the harness)."""
     if ledger_dir is None:
         import ledger
 
         ledger_dir = list(ledger.__path__)[0]
-    return {"grader": _tree_digest(Path(__file__).resolve().parent, ("*.py",)),
-            "lab": lab_file_digest(lab), "ledger": _tree_digest(Path(ledger_dir))}
+    out = {"grader": _tree_digest(Path(__file__).resolve().parent, ("*.py",)),
+           "lab": lab_file_digest(lab), "ledger": _tree_digest(Path(ledger_dir))}
+    spec, _ = load_lab(lab)
+    if _has_kernels(spec):
+        root = Path(__file__).resolve().parents[1]
+        for pkg in ("kernels", "measure"):
+            out[pkg] = _tree_digest(root / pkg, ("*.py",))
+    return out
+
+
+def _has_kernels(spec: LabSpec) -> bool:
+    return any(p.kind == "kernel" for p in spec.parts)
 
 
 # ----------------------------------------------------------------------------- one notebook
@@ -222,9 +239,10 @@ class _Item:
 
 class _Batch:
     def __init__(self, spec: LabSpec, source: Path, limits: Limits, sandbox: Sandbox, mode: str,
-                 key: bytes | None, vers: dict):
+                 key: bytes | None, vers: dict, eval_sandbox: Sandbox | None = None):
         self.spec, self.source, self.limits, self.sandbox = spec, source, limits, sandbox
         self.mode, self.key, self.versions = mode, key, vers
+        self.eval_sandbox = eval_sandbox  # kernel labs: compiles and times (GPU policy, trusted uid)
         self._refs: dict[str, dict] = {}
         self._lock = threading.Lock()
 
@@ -284,8 +302,16 @@ class _Batch:
             rec["problems"].append("nbgrader metadata names grade_ids this lab does not have (ignored): "
                                    + ", ".join(strangers[:10]))
         refs = self.refs(variant)
-        run = self.sandbox.run([{"index": c["index"], "source": c["source"], "keys": c["keys"]} for c in sub.cells],
-                               spec.probes(), self.limits, preset={"P": variant} if spec.params else None)
+        cells = [{"index": c["index"], "source": c["source"], "keys": c["keys"]} for c in sub.cells]
+        kernel_verdicts: dict = {}
+        if _has_kernels(spec):  # kernel answer cells are elaborated apart, never run in the notebook sandbox
+            from .kernelgrade import analytic_cells, grade_kernel_parts
+
+            kernel_verdicts, rec["kernels"] = grade_kernel_parts(spec, sub, variant, self.source, self.sandbox,
+                                                                 self.eval_sandbox)
+            rec["problems"] += rec["kernels"].pop("problems", [])
+            cells = analytic_cells(spec, sub)
+        run = self.sandbox.run(cells, spec.probes(), self.limits, preset={"P": variant} if spec.params else None)
         rec["sandbox"] = {"isolation": run.isolation, "who": run.who, "confinement": run.confinement,
                           "network": run.network, "ledger": run.ledger, "restarts": run.restarts,
                           "wall_s": round(run.wall_s, 3), "cpu_s": round(run.cpu_s, 3),
@@ -307,7 +333,10 @@ class _Batch:
             rec["stray_output"] = run.stray_output[:2000]
         score = 0.0
         for p in spec.parts:
-            if not p.auto:
+            if p.kind == "kernel":  # graded by autograder.kernelgrade above
+                v = kernel_verdicts[p.grade_id]
+                score += v.score
+            elif not p.auto:
                 text = sub.markdown.get(p.grade_id)
                 v = Verdict("manual", "graded by hand" if text else "graded by hand (answer cell not found)",
                             (text or "")[:4000])
@@ -387,6 +416,20 @@ class Progress:
             self.stream.flush()
 
 
+def _check_kernel_cache(eval_sandbox: Sandbox) -> None:
+    """A grader running as root hands the kernel cache to the evaluate worker's unprivileged uid,
+    which must be able to reach it."""
+    from .kernelgrade.pipeline import cache_root
+    from .sandbox import blocked_for
+
+    root = cache_root()
+    root.mkdir(parents=True, exist_ok=True)
+    if eval_sandbox.root and eval_sandbox.mode != "process" and blocked_for(str(root / "x"), eval_sandbox.fixed_uid):
+        eval_sandbox.close()
+        raise IsolationError(f"the kernel cache {root} lies below a directory the grader's unprivileged uid cannot "
+                             "enter; set KERNELGRADE_CACHE to a directory it can reach (e.g. under /var/tmp)")
+
+
 def _resolve_mode(spec: LabSpec, variants: str) -> str:
     if variants not in VARIANT_MODES:
         raise GradeError(f"variants {variants!r}: choose from {', '.join(VARIANT_MODES)}")
@@ -421,8 +464,12 @@ def grade_batch(paths: Iterable[str | Path], lab: str, out: Path, *, jobs: int =
     limits = limits or limits_for(spec)
     compute_references(spec)  # the instructor's side fails here, before any sandbox starts
     vers = versions(lab)
-    run_key = hashlib.sha256(json.dumps({"versions": vers, "limits": limits.__dict__, "variants": mode},
-                                        sort_keys=True).encode()).hexdigest()[:16]
+    key_of = {"versions": vers, "limits": limits.__dict__, "variants": mode}
+    if _has_kernels(spec):  # graded on the CPU or on which GPU: a CPU-graded record is redone on a GPU
+        from .kernelgrade.pipeline import gpu_state
+
+        key_of["kernels_on"] = gpu_state()
+    run_key = hashlib.sha256(json.dumps(key_of, sort_keys=True).encode()).hexdigest()[:16]
     records_dir = out / "records"
     records_dir.mkdir(parents=True, exist_ok=True)
     todo: list[_Item] = []
@@ -447,12 +494,22 @@ def grade_batch(paths: Iterable[str | Path], lab: str, out: Path, *, jobs: int =
                 pass
         todo.append(_Item(p, ids[p], note, raw, err, sha))
     own_sandbox = sandbox is None
+    eval_sandbox = None
     try:
         if own_sandbox:
             sandbox = Sandbox(isolation, spec.sandbox, jobs=max(1, jobs))
+        if _has_kernels(spec) and todo:
+            from .kernelgrade.pipeline import eval_policy
+            from .sandbox import TRUSTED_UID
+
+            eval_sandbox = Sandbox(os.environ.get("KERNELGRADE_EVAL_ISOLATION", isolation), eval_policy(),
+                                   jobs=max(1, jobs), uid=TRUSTED_UID, trusted=True)
+            _check_kernel_cache(eval_sandbox)
     except IsolationError as exc:
+        if own_sandbox and sandbox is not None:
+            sandbox.close()
         raise GradeError(str(exc)) from None
-    batch = _Batch(spec, source, limits, sandbox, mode, key, vers)
+    batch = _Batch(spec, source, limits, sandbox, mode, key, vers, eval_sandbox)
     bar = Progress(len(todo), enabled=progress)
     t0 = time.monotonic()
     peak = 0
@@ -480,10 +537,14 @@ def grade_batch(paths: Iterable[str | Path], lab: str, out: Path, *, jobs: int =
                 cpu_runs += rec.get("sandbox", {}).get("cpu_s", 0.0)
                 bar.step(rec["student"])
         isolation_used = sandbox.describe()
+        if eval_sandbox is not None:
+            isolation_used += f"; kernel evaluation: {eval_sandbox.describe()}"
         runner_cpu = sandbox.runner_cpu
     finally:
         if own_sandbox:
             sandbox.close()
+        if eval_sandbox is not None:
+            eval_sandbox.close()
     wall = time.monotonic() - t0
     summary = {"lab": spec.name, "shard": f"{i}/{n}", "graded": len(todo), "skipped": sorted(skipped),
                "wall_s": round(wall, 3), "jobs": jobs, "isolation": isolation_used, "variants": mode,

@@ -23,6 +23,8 @@ Answer kinds (what the student assigns to ``ANSWER[grade_id]``):
 ``mapping``   a dict compared whole after normalisation; no message names its keys
 ``function``  a function; called on ``probes``, each output ``{field: number}`` compared
 ``manual``    free text in a markdown cell, graded by hand (never auto-scored)
+``kernel``    a TileLang kernel factory, graded by :mod:`autograder.kernelgrade` (the
+              ``reference`` names the task and the aspect; :func:`compare` never sees it)
 """
 from __future__ import annotations
 
@@ -36,7 +38,8 @@ from .units import DIMENSION_NAMES, UnitError, parse_unit
 
 __all__ = ["Part", "LabSpec", "Verdict", "compare", "KINDS", "SpecError"]
 
-KINDS = ("quantity", "number", "choice", "set", "table", "mapping", "function", "manual")
+KINDS = ("quantity", "number", "choice", "set", "table", "mapping", "function", "manual",
+         "kernel")  # kernel: autograder.kernelgrade
 
 RIGHT, WRONG, MALFORMED, MISSING = "right", "wrong", "malformed", "missing"
 
@@ -419,6 +422,8 @@ def compare(part: Part, answer: Any, reference: Any) -> Verdict:
     """Compare one extracted answer with the reference computed by the grader."""
     if part.kind == "manual":
         return Verdict("manual", "graded by hand", "")
+    if part.kind == "kernel":  # graded by autograder.kernelgrade, never compared here
+        raise SpecError(f"part {part.grade_id}: kernel parts are graded by autograder.kernelgrade")
     try:
         if part.kind == "quantity":
             ok, where = _quantity(part, answer, float(reference)), []

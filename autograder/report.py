@@ -26,6 +26,9 @@ _ICON = {"right": "✅", "wrong": "❌", "malformed": "⚠️", "missing": "⬜"
          "error": "💥", "manual": "📝"}
 _WORD = {"right": "正确", "wrong": "错误", "malformed": "格式不对", "missing": "未作答", "timeout": "超时",
          "error": "运行出错", "manual": "待人工批改"}
+# kernel labs (autograder.kernelgrade): partial speed/structure points, parts that need a GPU, impossible times
+_ICON.update({"partial": "◐", "skipped": "⏭️", "flagged": "🚩"})
+_WORD.update({"partial": "部分得分", "skipped": "需要 GPU，未评", "flagged": "已标记，待教师复核"})
 
 
 def _umask_mode() -> int:

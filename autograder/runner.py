@@ -650,7 +650,7 @@ def _limit_self(lim):
     cpu = lim.get("cpu_s")
     for name, soft, hard in (("RLIMIT_AS", lim.get("memory_bytes"), None),
                              ("RLIMIT_CPU", cpu, None if cpu is None else int(cpu) + 2),
-                             ("RLIMIT_FSIZE", lim.get("fsize_bytes"), None), ("RLIMIT_NOFILE", 256, None),
+                             ("RLIMIT_FSIZE", lim.get("fsize_bytes"), None), ("RLIMIT_NOFILE", lim.get("nofile", 256), None),
                              ("RLIMIT_CORE", 0, None), ("RLIMIT_NPROC", lim.get("nproc"), None)):
         if soft is not None:
             try:

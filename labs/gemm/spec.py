@@ -1,0 +1,185 @@
+"""Grading spec of the GEMM lab (chapter 4).
+
+Analytic parts are the chapter's exercises on the GEMM ledger, tile budgets, waves,
+split-K and the timing protocol; every reference is computed by ``ledger`` at grading
+time.  Kernel parts ask for a shared-memory tiled GEMM (K1) and a pipelined one (K2)
+behind one interface (``C = A @ B.T``, fp16 in, fp32 accumulate, fp16 out), graded on a
+GPU against cuBLAS in the same process and on the CPU for the structure of the sm_90a
+code.
+"""
+from __future__ import annotations
+
+from autograder.kernelgrade import kernel_parts, variant_params
+from autograder.parts import LabSpec, Part
+
+BOUNDS = ("compute-bound", "memory-bound")
+TILES = ((128, 128), (128, 256), (256, 256))
+SPLITS = (1, 2, 4, 8)
+
+
+def _g():
+    from ledger import gemm
+
+    return gemm
+
+
+def _t():
+    from ledger import tiles
+
+    return tiles
+
+
+def _q(gid, ex, pts, prompt, ref, unit, **kw):
+    return Part(gid, ex, pts, "quantity", prompt, ref, unit=unit,
+                stub=f'ANSWER["{gid}"] = {{"value": None, "unit": "{unit}"}}', **kw)
+
+
+def _n(gid, ex, pts, prompt, ref, **kw):
+    return Part(gid, ex, pts, "number", prompt, ref, stub=f'ANSWER["{gid}"] = None', **kw)
+
+
+def _m(gid, ex, pts, prompt):
+    return Part(gid, ex, pts, "manual", prompt)
+
+
+def _bound_h100(v=None) -> str:
+    from ledger.cost import judge
+
+    return judge(_g().gemm_cost(2048, 2048, 2048), "h100-spec").bound
+
+
+def _crossover_h100(v=None) -> float:
+    from ledger.machines import get_machine
+
+    return _g().square_crossover(get_machine("h100-spec").balance)
+
+
+def _traffic_table(v=None) -> dict:
+    return {f"{bm}x{bn}": _g().tiled_traffic(4096, 4096, 4096, bm, bn) / 1e6 for bm, bn in TILES}
+
+
+def _waves_table(v=None) -> dict:
+    out = {}
+    for side in (8192, 4096):
+        grid, w, fill = _g().grid_waves(side, side, 128, 256)
+        out[str(side)] = {"grid": grid, "waves": w, "fill_pct": 100 * fill}
+    return out
+
+
+def _split_table(v=None) -> dict:
+    out = {}
+    for s in SPLITS:
+        grid, w, fill = _g().grid_waves(1024, 1024, 128, 128, split=s)
+        out[str(s)] = {"grid": grid, "waves": w, "fill_pct": 100 * fill,
+                       "out_mib": _g().split_k_bytes(1024, 1024, split=s, separate_reduce=False) / 2**20}
+    return out
+
+
+def _iterations(v=None) -> dict:
+    from ledger.protocol import DEFAULT_PROTOCOL
+
+    warm, rep = DEFAULT_PROTOCOL.iterations(0.02)
+    return {"warmup": warm, "measured": rep}
+
+
+STARTERS = {
+    "k1_gemm": '''@tilelang.jit(target=TARGET)
+def gemm_kernel(M, N, K, block_M=128, block_N=128, block_K=32, threads=128):
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((N, K), "float16"), C: T.Tensor((M, N), "float16")):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
+            A_s = T.alloc_shared((block_M, block_K), "float16")
+            B_s = T.alloc_shared((block_N, block_K), "float16")
+            acc = T.alloc_fragment((block_M, block_N), "float32")
+            T.clear(acc)
+            for ko in T.serial(T.ceildiv(K, block_K)):
+                T.copy(A[by * block_M, ko * block_K], A_s)
+                T.copy(B[bx * block_N, ko * block_K], B_s)
+                # TODO：用 T.gemm 把 A_s · B_sᵀ 累加进 acc（B 按行存的是 C 的列）
+            T.copy(acc, C[by * block_M, bx * block_N])
+
+    return main
+
+
+ANSWER["k1_gemm"] = gemm_kernel''',
+    "k2_gemm_pipe": '''@tilelang.jit(target=TARGET)
+def gemm_pipelined_kernel(M, N, K, block_M=128, block_N=128, block_K=64, stages=3, threads=128):
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((N, K), "float16"), C: T.Tensor((M, N), "float16")):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
+            A_s = T.alloc_shared((block_M, block_K), "float16")
+            B_s = T.alloc_shared((block_N, block_K), "float16")
+            acc = T.alloc_fragment((block_M, block_N), "float32")
+            T.clear(acc)
+            # TODO：把下面的串行循环换成 T.Pipelined(…, num_stages=stages)，让第 k+1 块的搬运与第 k 块的乘加重叠；
+            #       并补上乘加（同 K1）
+            for ko in T.serial(T.ceildiv(K, block_K)):
+                T.copy(A[by * block_M, ko * block_K], A_s)
+                T.copy(B[bx * block_N, ko * block_K], B_s)
+            T.copy(acc, C[by * block_M, bx * block_N])
+
+    return main
+
+
+ANSWER["k2_gemm_pipe"] = gemm_pipelined_kernel''',
+}
+
+
+def _parts() -> tuple[Part, ...]:
+    g, t = _g, _t
+    return (
+        # E1 ------------------------------------------------------------------
+        _q("e1_a", "E1", 1, "2048³ fp16 GEMM 的运算量", lambda v: g().gemm_flops(2048, 2048, 2048) / 1e9, "GFLOP"),
+        _q("e1_b", "E1", 1, "最少访存量", lambda v: g().gemm_min_bytes(2048, 2048, 2048) / 1e6, "MB"),
+        _q("e1_c", "E1", 1, "算术强度", lambda v: g().gemm_ai(2048, 2048, 2048), "FLOP/B"),
+        Part("e1_d", "E1", 1, "choice", "按 H100 规格它受什么限制", _bound_h100, options=BOUNDS,
+             stub='ANSWER["e1_d"] = None  # "compute-bound" 或 "memory-bound"'),
+        _n("e1_e", "E1", 1, "方阵边长小到多少时判断翻转（H100 规格，fp16）", _crossover_h100),
+        # E2 ------------------------------------------------------------------
+        Part("e2_a", "E2", 2, "table", "4096³、零复用假设下三种输出块的显存流量（MB）", _traffic_table,
+             stub='ANSWER["e2_a"] = {"128x128": None, "128x256": None, "256x256": None}  # MB'),
+        _q("e2_b", "E2", 1, "朴素写法（每个输出元素沿 K 读 A、B）的操作数字节",
+           lambda v: g().naive_traffic(4096, 4096, 4096) / 1e9, "GB"),
+        _m("e2_c", "E2", 1, "真实流量为什么低于零复用估计"),
+        # E3 ------------------------------------------------------------------
+        _q("e3_a", "E3", 1, "128×128×32 fp16 块每级流水的共享内存", lambda v: t().smem_per_stage(128, 128, 32) / 1024, "KiB"),
+        _q("e3_b", "E3", 1, "三级合计", lambda v: t().smem_total(128, 128, 32, 3) / 1024, "KiB"),
+        _n("e3_c", "E3", 1, "只看共享内存，每个 SM 能驻留几个 block",
+           lambda v: t().tile_decision(128, 128, 32, stages=3, threads=128).blocks_by_smem),
+        _n("e3_d", "E3", 1, "128 个线程时每个线程的累加器寄存器数", lambda v: t().accumulator_per_thread(128, 128, 128)),
+        _m("e3_e", "E3", 1, "与「占满线程槽位」的寄存器上限相比说明了什么"),
+        # E4 ------------------------------------------------------------------
+        _q("e4_a", "E4", 1, "128×256×64、四级流水的共享内存合计",
+           lambda v: t().tile_decision(128, 256, 64, stages=4, threads=256).smem_total / 1024, "KiB"),
+        _n("e4_b", "E4", 1, "每个 SM 能驻留几个 block", lambda v: t().tile_decision(128, 256, 64, stages=4, threads=256).blocks_per_sm),
+        _q("e4_c", "E4", 1, "fp8 版 128×256×128、四级流水的共享内存", lambda v: t().smem_total(128, 256, 128, 4, 1) / 1024, "KiB"),
+        # E5 ------------------------------------------------------------------
+        Part("e5_a", "E5", 2, "table", "128×256 的块、132 个 SM：8192² 与 4096² 的网格、波数、末波填充（%）", _waves_table,
+             rel_tol=1e-3, stub='ANSWER["e5_a"] = {"8192": {"grid": None, "waves": None, "fill_pct": None},\n'
+                                '                  "4096": {"grid": None, "waves": None, "fill_pct": None}}'),
+        _m("e5_b", "E5", 1, "两者的尾波损失哪个更重"),
+        # E6 ------------------------------------------------------------------
+        Part("e6_a", "E6", 3, "table", "1024×1024×16384、128×128 的块：split = 1/2/4/8 的网格、波数、末波填充（%）与输出侧 fp32 字节（MiB，原子加）",
+             _split_table, rel_tol=1e-3,
+             stub='ANSWER["e6_a"] = {s: {"grid": None, "waves": None, "fill_pct": None, "out_mib": None}\n'
+                  '                  for s in ("1", "2", "4", "8")}'),
+        _m("e6_b", "E6", 2, "实测加速比随 split 增大离波数模型越来越远的三个原因"),
+        # E10 -----------------------------------------------------------------
+        Part("e10_a", "E10", 1, "table", "默认协议下估计 20 µs 的 kernel 预热与测量的次数", _iterations,
+             rel_tol=0.0, stub='ANSWER["e10_a"] = {"warmup": None, "measured": None}'),
+        _m("e10_b", "E10", 1, "一边冲刷 L2、另一边不冲刷时哪一边显得更快；哪些形状受影响最大"),
+        # kernels -------------------------------------------------------------
+        *kernel_parts("k1_gemm", "K1", "gemm_shared", {"correct": 4, "speed": 3, "structure": 1},
+                      "共享内存分块 GEMM", STARTERS["k1_gemm"]),
+        *kernel_parts("k2_gemm_pipe", "K2", "gemm_pipelined", {"correct": 4, "speed": 3, "structure": 2},
+                      "流水化 GEMM", STARTERS["k2_gemm_pipe"]),
+    )
+
+
+#: per-student variant shapes of the kernel exercises (drawn, shown in P, signed in the tag)
+PARAMS = variant_params("K1", "gemm_shared") + variant_params("K2", "gemm_pipelined")
+
+SPEC = LabSpec(name="gemm", title="实验 · GEMM（第 4 章）", parts=_parts(), params=PARAMS, cell_timeout=30.0,
+               notebook_timeout=120.0, memory_mb=2048)

@@ -1,0 +1,14 @@
+# Known-bad (elementwise K1): allocates its own output (out_idx) instead of writing the grader's.
+@tilelang.jit(target=TARGET, out_idx=[-1])
+def add_kernel(N, dtype):
+
+    @T.prim_func
+    def main(A: T.Tensor((N,), dtype), B: T.Tensor((N,), dtype), C: T.Tensor((N,), dtype)):
+        with T.Kernel(T.ceildiv(N, 256), threads=256) as bx:
+            for i in T.Parallel(256):
+                C[bx * 256 + i] = A[bx * 256 + i] + B[bx * 256 + i]
+
+    return main
+
+
+ANSWER["k1_add"] = add_kernel
