@@ -1,0 +1,125 @@
+"""The tuned GEMM in bf16, the dtype LLM training uses, against cuBLAS bf16; and repeats of the
+fp16 8192^3 comparison.
+
+The hand-written pipeline of :mod:`kernels.gemm.ws` with ``dtype="bfloat16"``: the same TMA
+producer and two wgmma consumers, bf16 tiles in, fp32 accumulate, bf16 out.  The candidates
+are the hand-written ones of the fp16 search (:data:`kernels.gemm.ladder.TUNE_CANDIDATES`
+with ``ws``): bf16 has the same width, so the same tiles, stages and shared memory apply.
+
+The suite also times the fp16 kernel of record at 8192^3 against cuBLAS ``FP16_REPEATS``
+times, each an alternating-round bench of its own, so "at least cuBLAS in every repeat" is
+read from one run's records rather than from one bench.
+"""
+
+from typing import Any
+
+from kernels.gemm.common import require
+
+#: Shapes of the bf16 comparison (as the fp16 tuned rung).
+SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192)]
+#: Repeats of the fp16 8192^3 bench in one run.
+FP16_REPEATS = 3
+
+
+def bf16_candidates() -> list[dict[str, Any]]:
+    from kernels.gemm.ladder import TUNE_CANDIDATES
+
+    return [c for c in TUNE_CANDIDATES if c.get("ws")]
+
+
+def build_bf16(M: int, N: int, K: int, cfg: dict[str, Any], workers: int = 132) -> Any:
+    """Compile one hand-written candidate for bf16 (persistent on ``workers`` blocks when asked)."""
+    from kernels.gemm.ws import WS_BLOCK_M, WS_THREADS, rung4_ws
+
+    require(cfg.get("ws") and cfg["block_M"] == WS_BLOCK_M and cfg["threads"] + 128 == WS_THREADS,
+            "bf16 uses the hand-written pipeline (ws=True, 128 rows, 256 consumer threads)")
+    kw = {k: cfg[k] for k in ("block_N", "block_K", "stages", "panel", "cluster", "inflight", "epi_cols") if k in cfg}
+    return rung4_ws(M, N, K, workers=workers if cfg.get("persistent") else 0, dtype="bfloat16", **kw)
+
+
+def bf16_tolerance(K: int) -> dict[str, float]:
+    """bf16 output: 8 significant bits (relative 2^-8 with margin); entries near zero get an
+    absolute part that covers two fp32 summation orders of K unit-variance products."""
+    return dict(atol=float(2.0 ** -8 * K ** 0.5), rtol=1.6e-2)
+
+
+def gpu_suite(h: Any) -> None:
+    import torch
+
+    from kernels.gemm.common import BENCH_ROUNDS, SEARCH_ROUNDS, gemm_cost, gemm_tolerance, par_build, rel_fro_err
+    from kernels.gemm.ladder import build_tuned, label
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    sms = torch.cuda.get_device_properties(h.device).multi_processor_count if h.is_cuda else 132
+    shapes = [(1024, 1024, 1024)] if h.quick else SHAPES
+    cands = bf16_candidates()
+    thunks = {f"{label(c)}@{M}": (lambda c=c, m=M, n=N, k=K: build_bf16(m, n, k, c, sms))
+              for (M, N, K) in shapes for c in cands}
+    # the fp16 kernel of record at 8192^3 (the last recorded search's winner), for the repeats
+    fp16_cfg = next(c for c in cands if label(c) == "128x256x64_s4_t256_p8_ws_e128_if1_pers_c2")
+    big = shapes[-1]
+    thunks["fp16@big"] = lambda: build_tuned(*big, fp16_cfg, sms)
+    built = par_build(thunks)
+    h.note("bf16 compile", f"{len(thunks)} kernels", compile_s={k: round(v["compile_s"], 2) for k, v in built.items()},
+           errors={k: v["error"] for k, v in built.items() if v["error"]})
+
+    for (M, N, K) in shapes:
+        a = h.rand((M, K), torch.bfloat16)
+        b = h.rand((N, K), torch.bfloat16)
+        ref = torch.matmul(a.float(), b.float().t())
+        tol = bf16_tolerance(K)
+        cublas = lambda: torch.matmul(a, b.t())  # noqa: E731
+        c_cub = cublas()
+        h.check(f"cuBLAS bf16 {M}^3", c_cub, ref, rel_fro_err=rel_fro_err(c_cub, ref), **tol)
+        timed: dict[str, Any] = {}
+        rejected: dict[str, str] = {}
+        for cfg in cands:
+            rec = built[f"{label(cfg)}@{M}"]
+            if rec["kernel"] is None:
+                rejected[label(cfg)] = rec["error"]
+                continue
+            c = h.poisoned((M, N), torch.bfloat16)
+            rec["kernel"](a, b, c)
+            e = rel_fro_err(c, ref)
+            if e < 2e-2:
+                timed[label(cfg)] = (lambda k=rec["kernel"], c=c: k(a, b, c))
+            else:
+                rejected[label(cfg)] = f"rel_fro_err={e:.3g}"
+        h.note(f"bf16 {M}^3 candidates", f"{len(timed)} valid of {len(cands)}", rejected=rejected)
+        if not timed:
+            h.error(f"bf16 {M}^3", RuntimeError(f"no valid candidate: {rejected}"))
+            continue
+        best, _ = h.search(f"bf16 {M}^3", timed, rounds=SEARCH_ROUNDS)
+        cfg = next(c for c in cands if label(c) == best)
+        kern = built[f"{best}@{M}"]["kernel"]
+        c = h.poisoned((M, N), torch.bfloat16)
+        kern(a, b, c)
+        err = rel_fro_err(c, ref)
+        h.check(f"tuned bf16 {M}^3", c, ref, rel_fro_err=err, config=cfg, **tol)
+        flops, nbytes, src = gemm_cost(M, N, K, "bf16")
+        h.bench(f"tuned bf16 {M}^3", lambda: kern(a, b, c), flops=flops, bytes=nbytes, ledger_source=src,
+                baselines={"cuBLAS bf16": cublas}, targets={"speedup:cuBLAS bf16": 0.95}, rounds=BENCH_ROUNDS,
+                config=cfg, label=best, shape=[M, N, K], rel_fro_err=err, dtype="bfloat16")
+        del a, b, ref, c, c_cub, timed
+        torch.cuda.empty_cache()
+
+    # fp16 at the large shape, the kernel of record, FP16_REPEATS alternating-round benches
+    M, N, K = big
+    rec = built["fp16@big"]
+    if rec["kernel"] is None:
+        h.error(f"tuned rung4 fp16 {M}^3 repeats", RuntimeError(rec["error"]))
+        return
+    kern = rec["kernel"]
+    a = h.rand((M, K), torch.float16)
+    b = h.rand((N, K), torch.float16)
+    ref = torch.matmul(a.float(), b.float().t())
+    c = h.poisoned((M, N), torch.float16)
+    kern(a, b, c)
+    err = rel_fro_err(c, ref)
+    h.check(f"tuned rung4 fp16 {M}^3 (repeats)", c, ref, rel_fro_err=err, config=fp16_cfg, **gemm_tolerance(K))
+    flops, nbytes, src = gemm_cost(M, N, K, "fp16")
+    for r in range(FP16_REPEATS if not h.quick else 1):
+        h.bench(f"tuned rung4 fp16 {M}^3 repeat {r + 1}", lambda: kern(a, b, c), flops=flops, bytes=nbytes,
+                ledger_source=src, baselines={"cuBLAS": lambda: torch.matmul(a, b.t())},
+                targets={"speedup:cuBLAS": 1.0}, rounds=BENCH_ROUNDS, config=fp16_cfg, label=label(fp16_cfg),
+                shape=[M, N, K], repeat_index=r + 1)
