@@ -30,11 +30,14 @@ def _c(block_N: int, block_K: int, stages: int, epi_cols: int = 0, inflight: int
                 persistent=persistent, cluster=cluster, panel=panel)
 
 
-#: Scores (N = 2048, K = 128): wide tiles, the epilogue in halves (room for stages), persistent.
+#: Scores (N = 2048, K = 128): 256-wide tiles sharing B in clusters of two (the winner of the
+#: first two H200 searches), the whole K = 128 in one stage (one full/empty round trip per tile
+#: instead of two), and C stored in 64-column chunks, which frees room for a fourth stage: the
+#: producer then holds both K steps of the next tile while the consumers store this one.
 #: Context (N = 128, K = 2048): one tile column, a long K loop, the A stream the bound.
 CANDIDATES: dict[str, list[dict[str, Any]]] = {
-    "scores": [_c(256, 64, 2, 128), _c(256, 64, 3, 128), _c(256, 64, 2, 0), _c(128, 64, 4, 0),
-               _c(256, 64, 3, 128, cluster=2)],
+    "scores": [_c(256, 64, 3, 128, cluster=2), _c(256, 128, 2, 128, cluster=2), _c(128, 128, 3, 0, cluster=2),
+               _c(256, 64, 4, 64, cluster=2), _c(256, 64, 4, 64)],
     "context": [_c(128, 64, 4, 0), _c(128, 64, 6, 0), _c(128, 64, 6, 0, inflight=1), _c(128, 128, 3, 0),
                 _c(128, 64, 4, 0, persistent=False)],
 }
@@ -43,7 +46,7 @@ CANDIDATES: dict[str, list[dict[str, Any]]] = {
 def label(cfg: dict[str, Any]) -> str:
     return (f"n{cfg['block_N']}_k{cfg['block_K']}_s{cfg['stages']}" + (f"_e{cfg['epi_cols']}" if cfg["epi_cols"] else "")
             + f"_if{cfg['inflight']}" + ("_pers" if cfg["persistent"] else "")
-            + (f"_c{cfg['cluster']}" if cfg["cluster"] > 1 else ""))
+            + (f"_c{cfg['cluster']}" if cfg["cluster"] > 1 else "") + (f"_p{cfg['panel']}" if cfg["panel"] != 8 else ""))
 
 
 def build(batch: int, M: int, N: int, K: int, cfg: dict[str, Any], workers: int = 132) -> Any:

@@ -38,6 +38,29 @@ activation tile through a TMA multicast (each block still loads its own weights)
 is released by the consumers of every block in the cluster.  The activations are read by
 every weight tile: without the multicast a 128-row decode batch moves ``N/64`` times 2 MB
 through L2, more than the weights themselves.
+
+Further knobs, each a candidate of the H200 search (:data:`CANDIDATES`):
+
+* ``stages_w`` > 0: the weight tiles get a ring of their own, fed by producer warp 0 while
+  warp 1 feeds the activations; a weight slot is freed as soon as it is expanded into
+  registers, an activation slot once the wgmma that reads it has completed.
+* ``kpair``: two blocks of a cluster split K for the same 128 weight rows, so each SM reads
+  half of the activations; the upper block hands each consumer's fp32 partial to the lower
+  one by one SM-to-SM bulk copy, and the lower block adds and stores.
+* ``inst="mma"`` (:func:`w4a16_gemm_mma`): the warp-level ``mma.sync`` m16n8k16 instead of
+  wgmma, each warp on its 16 weight rows.
+
+With ``split="k"`` every ring must have an even number of slots, so that a slot always serves
+the same consumer: an mbarrier is waited on by phase parity, and with an odd ring one
+consumer could pass over a phase the other one has not consumed yet (on the H200 such a
+kernel ran correctly in one launch and faulted after many; :func:`check_config` refuses it).
+
+Measured on the H200 against cuBLAS on the fp16 weights (kernels/results/raw, runs
+``gemmvar1``-``gemmvar3``): 4096^3 at about cuBLAS, the decode shapes at about twice it,
+short of the ledger's floor (:mod:`ledger.w4a16`); timing probes that leave out the
+expansion or the tensor-core work (``probe``) each save about a quarter of the decode time,
+so both sit on the critical path of one consumer and the two consumers overlap them only in
+part.
 """
 
 
@@ -73,23 +96,24 @@ def block_rows(split: str) -> int:
     return WG_ROWS if split == "k" else 2 * WG_ROWS
 
 
-def smem_bytes(K: int, *, group: int, block_M: int, block_K: int, stages: int, split: str) -> int:
+def smem_bytes(K: int, *, group: int, block_M: int, block_K: int, stages: int, split: str, stages_w: int = 0,
+               kpair: bool = False) -> int:
     """Shared memory of one block, from the ledger (:func:`ledger.w4a16.smem_bytes`): the ring
     (activation tile fp16 + packed weight tile), the block's scales for the whole K, the C
     staging tile(s) and, for ``split="k"``, the fp32 tile the second consumer hands to the first."""
     from ledger.w4a16 import smem_bytes as ledger_smem
 
     return ledger_smem(K, group=group, block_m=block_M, block_k=block_K, stages=stages, rows=block_rows(split),
-                       split_k=split == "k")
+                       split_k=split == "k", stages_w=stages_w, k_pair=kpair)
 
 
-def grid(M: int, N: int, *, block_M: int, split: str) -> tuple[int, int]:
-    """(blocks along N, blocks along M)."""
-    return N // block_rows(split), -(-M // block_M)
+def grid(M: int, N: int, *, block_M: int, split: str, kpair: bool = False) -> tuple[int, int]:
+    """(blocks along N, blocks along M); with ``kpair`` two blocks (a cluster) per weight tile."""
+    return N // block_rows(split) * (2 if kpair else 1), -(-M // block_M)
 
 
 def check_config(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, stages: int, split: str,
-                 cluster: int) -> None:
+                 cluster: int, stages_w: int = 0, kpair: bool = False) -> None:
     """Every constraint of one configuration, each failure naming it (ValueError)."""
     rows = block_rows(split)
     for name, v in (("M", M), ("N", N), ("K", K), ("group", group), ("block_K", block_K), ("stages", stages)):
@@ -106,21 +130,35 @@ def check_config(M: int, N: int, K: int, *, group: int, block_M: int, block_K: i
     n_k = K // block_K
     if split == "k":
         require(n_k % 2 == 0, f"split='k' alternates K blocks between two consumers: K/block_K={n_k} must be even")
+        # a ring slot must always go to the same consumer: with an odd ring the two consumers share
+        # a slot's barrier, and one of them can pass a phase of the other's (parity waits alias)
+        require(stages % 2 == 0 and stages_w % 2 == 0,
+                f"split='k' needs even rings (stages={stages}, stages_w={stages_w}): each slot serves one consumer")
     require(stages >= 2, f"stages={stages} must be >= 2")
+    require(stages_w == 0 or stages_w >= 2, f"stages_w={stages_w}: 0 (one ring) or a weight ring of >= 2 stages")
+    if kpair:
+        require(split == "n" and cluster == 1 and stages_w > 0,
+                "kpair (two blocks of a cluster split K, 128 rows each) needs split='n', cluster=1 and a weight ring")
+        require(n_k % 2 == 0, f"kpair halves the {n_k} K blocks: their number must be even")
     g = K // group
-    require((rows * g * 2) % 16 == 0, f"the block's scales ({rows} x {g} fp16) must be a multiple of 16 bytes")
-    sm = smem_bytes(K, group=group, block_M=block_M, block_K=block_K, stages=stages, split=split)
+    require(g % 8 == 0, f"K/group={g} must be a multiple of 8: the block's scale rows are copied by TMA, "
+                        f"whole 16-byte rows")
+    sm = smem_bytes(K, group=group, block_M=block_M, block_K=block_K, stages=stages, split=split, stages_w=stages_w,
+                    kpair=kpair)
     require(sm <= SMEM_LIMIT, f"{sm} bytes of shared memory exceed the {SMEM_LIMIT} a block may use")
 
 
 def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, stages: int, split: str,
-             cluster: int):
+             cluster: int, probe: str = "", stages_w: int = 0, kpair: bool = False, inst: str = "wgmma"):
     check_config(M, N, K, group=group, block_M=block_M, block_K=block_K, stages=stages, split=split,
-                 cluster=cluster)
+                 cluster=cluster, stages_w=stages_w, kpair=kpair)
+    decoupled = stages_w > 0
     rows = block_rows(split)
     KP, G = K // 2, K // group
     n_k = K // block_K
-    grid_n, grid_m = grid(M, N, block_M=block_M, split=split)
+    grid_n, grid_m = grid(M, N, block_M=block_M, split=split, kpair=kpair)
+    n_loc = n_k // 2 if kpair else n_k  # K blocks of one block (kpair: its half of K)
+    cdim = 2 if kpair else cluster
     arrivals = 4 * cluster * (1 if split == "k" else 2)  # lane 0 of each warp that read a stage
 
     @T.macro
@@ -131,24 +169,76 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
         else:
             T.mbarrier_arrive(empty[s])
 
+    require(probe in ("", "noexpand", "nomma"), f"probe must be '', 'noexpand' or 'nomma', got {probe!r}")
+    require(inst in ("wgmma", "mma"), f"inst must be 'wgmma' or 'mma', got {inst!r}")
+    if probe == "nomma":
+        inst = "none"
+
     @T.macro
     def expand(W_s, S_s, Wf, s, ko, r0):
-        # two weights of one row per byte: 1024 + q by the 0x6400 mantissa trick, minus 1032, times the scale
-        for j, k in T.Parallel(WG_ROWS, block_K):
-            byte = T.cast(W_s[s, r0 + j, k // 2], T.uint16)
-            q = T.if_then_else(k % 2 == 0, byte & T.uint16(15), byte >> T.uint16(4))
-            Wf[j, k] = ((T.reinterpret(T.float16, q | T.uint16(0x6400)) - T.float16(1032.0))
-                        * S_s[r0 + j, (ko * block_K + k) // group])
+        if probe == "noexpand":  # timing probe: the scale in every register, the packed tile unread
+            for j, k in T.Parallel(WG_ROWS, block_K):
+                Wf[j, k] = S_s[r0 + j, (ko * block_K + k) // group]
+        else:
+            # two weights of one row per byte: 1024 + q by the 0x6400 mantissa trick, minus 1032, times the scale
+            for j, k in T.Parallel(WG_ROWS, block_K):
+                byte = T.cast(W_s[s, r0 + j, k // 2], T.uint16)
+                q = T.if_then_else(k % 2 == 0, byte & T.uint16(15), byte >> T.uint16(4))
+                Wf[j, k] = ((T.reinterpret(T.float16, q | T.uint16(0x6400)) - T.float16(1032.0))
+                            * S_s[r0 + j, (ko * block_K + k) // group])
+
+    @T.macro
+    def mma(Wf, A_t, acc):
+        if inst == "wgmma":  # one warpgroup-wide m64 x block_M x 16 instruction per 16 of K, then wait
+            T.wgmma_gemm(Wf, A_t, acc, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
+            T.wait_wgmma(0)
+        elif inst == "mma":  # the warp-level m16n8k16 path (pass config tl.disable_wgmma): 16 rows per warp
+            T.gemm(Wf, A_t, acc, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
+        # inst == "none": a timing probe without the tensor-core work (wrong results)
 
     @T.macro
     def step(A_s, W_s, S_s, Wf, acc, full, empty, ko, r0, lane):
         s = ko % stages
         T.barrier_wait(full[s], ko // stages % 2)
         expand(W_s, S_s, Wf, s, ko, r0)
-        T.wgmma_gemm(Wf, A_s[s, :, :], acc, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
-        T.wait_wgmma(0)
+        mma(Wf, A_s[s, :, :], acc)
         if lane == 0:
             release(empty, s)
+
+    sw = stages_w if decoupled else stages
+
+    @T.macro
+    def step2(A_s, W_s, S_s, Wf, acc, wfull, wempty, afull, aempty, t, ko, r0, lane):
+        """Decoupled rings: the weight stage is free as soon as it is expanded into registers;
+        the activation stage once the wgmma that reads it has completed.  ``t`` counts the
+        block's own K steps (ring slot and phase), ``ko`` is the K block it reads."""
+        s = t % sw
+        T.barrier_wait(wfull[s], t // sw % 2)
+        expand(W_s, S_s, Wf, s, ko, r0)
+        if lane == 0:
+            T.mbarrier_arrive(wempty[s])
+        sa = t % stages
+        T.barrier_wait(afull[sa], t // stages % 2)
+        mma(Wf, A_s[sa, :, :], acc)
+        if lane == 0:
+            release(aempty, sa)
+
+    @T.macro
+    def hand_over(acc, R_s, rbar, tx, wg):
+        """kpair, upper block: this consumer's K-half partial into shared memory, then one bulk
+        copy into the same buffer of the lower block, completing on the lower block's barrier."""
+        T.copy(acc, R_s)
+        T.fence_proxy_async()
+        T.sync_threads(barrier_id=_BAR_EPI[wg], arrive_count=128)
+        if tx % 128 == 0:
+            T.copy_cluster(R_s, R_s, dst_block=0, remote_barrier=rbar[wg])
+
+    @T.macro
+    def take_over(acc, R_s, rbar, wg):
+        """kpair, lower block: wait for the upper block's partial and add it."""
+        T.barrier_wait(rbar[wg], 0)
+        for j, m in T.Parallel(WG_ROWS, block_M):
+            acc[j, m] = acc[j, m] + R_s[j, m]
 
     @T.macro
     def store(acc, C_s, C, m0, c0, wg):
@@ -165,9 +255,9 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
         S: T.Tensor((N, G), T.float16),
         C: T.Tensor((M, N), T.float16),
     ):
-        with T.Kernel(grid_n, grid_m, threads=THREADS, cluster_dims=(cluster, 1, 1)) as (bx, by):
+        with T.Kernel(grid_n, grid_m, threads=THREADS, cluster_dims=(cdim, 1, 1)) as (bx, by):
             A_s = T.alloc_shared((stages, block_M, block_K), T.float16)
-            W_s = T.alloc_shared((stages, rows, block_K // 2), T.uint8)
+            W_s = T.alloc_shared((sw, rows, block_K // 2), T.uint8)
             S_s = T.alloc_shared((rows, G), T.float16)
             C0_s = T.alloc_shared((block_M, WG_ROWS), T.float16)
             W0 = T.alloc_fragment((WG_ROWS, block_K), T.float16)
@@ -180,18 +270,58 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
             else:
                 R_s = None
                 C1_s = T.alloc_shared((block_M, WG_ROWS), T.float16)
+            if kpair:  # the K-half partials of the upper block, copied into the lower one
+                R0_s = T.alloc_shared((WG_ROWS, block_M), T.float32)
+                R1_s = T.alloc_shared((WG_ROWS, block_M), T.float32)
+                rbar = T.alloc_cluster_barrier([1, 1])
             T.annotate_layout({A_s: make_swizzled_layout(A_s), W_s: make_swizzled_layout(W_s),
                                C0_s: make_swizzled_layout(C0_s)})
-            full = T.alloc_barrier([128] * stages)
+            if decoupled:  # one producer warp per ring: 32 arrivals + the bytes
+                full = T.alloc_barrier([32] * stages)
+                wfull = T.alloc_barrier([32] * sw)
+                wempty = T.alloc_barrier([arrivals // cluster] * sw)
+                sbar = T.alloc_barrier([32])
+            else:
+                full = T.alloc_barrier([128] * stages)
+                wfull = wempty = None
+                sbar = T.alloc_barrier([128])
             if cluster > 1:
                 empty = T.alloc_cluster_barrier([arrivals] * stages)
             else:
                 empty = T.alloc_barrier([arrivals] * stages)
-            sbar = T.alloc_barrier([128])
             tx = T.get_thread_binding()
-            n0 = bx * rows
+            if kpair:
+                n0 = bx // 2 * rows
+                krank = bx % 2
+                kbase = krank * n_loc
+            else:
+                n0 = bx * rows
+                krank = 0
+                kbase = 0
             m0 = by * block_M
-            if tx < 128:
+            if decoupled and tx < 128:
+                T.dec_max_nreg(PRODUCER_REGS)  # the whole warpgroup, before its warps part ways
+                if tx < 32:  # producer warp 0: the block's scales, then the weight ring
+                    T.tma_copy(S[n0:n0 + rows, 0:G], S_s, barrier=sbar)
+                    T.barrier_arrive(sbar)
+                    for t in T.serial(n_loc):
+                        s = t % sw
+                        T.barrier_wait(wempty[s], t // sw % 2 ^ 1)
+                        kw = (kbase + t) * (block_K // 2)
+                        T.tma_copy(Bq[n0:n0 + rows, kw:kw + block_K // 2], W_s[s, :, :], barrier=wfull[s])
+                        T.barrier_arrive(wfull[s])
+                elif tx < 64:  # producer warp 1: the activation ring (multicast in a cluster)
+                    for t in T.serial(n_loc):
+                        s = t % stages
+                        T.barrier_wait(empty[s], t // stages % 2 ^ 1)
+                        k0 = (kbase + t) * block_K
+                        if cluster > 1:
+                            T.tma_copy(A[m0:m0 + block_M, k0:k0 + block_K], A_s[s, :, :], barrier=full[s],
+                                       cluster_mask=(1 << cluster) - 1)
+                        else:
+                            T.tma_copy(A[m0:m0 + block_M, k0:k0 + block_K], A_s[s, :, :], barrier=full[s])
+                        T.barrier_arrive(full[s])
+            elif tx < 128:
                 T.dec_max_nreg(PRODUCER_REGS)
                 T.tma_copy(S[n0:n0 + rows, 0:G], S_s, barrier=sbar)
                 T.barrier_arrive(sbar)
@@ -213,14 +343,27 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
                 T.clear(acc0)
                 if split == "k":
                     for i in T.serial(n_k // 2):
-                        step(A_s, W_s, S_s, W0, acc0, full, empty, 2 * i, 0, lane)
+                        if decoupled:
+                            step2(A_s, W_s, S_s, W0, acc0, wfull, wempty, full, empty, 2 * i, 2 * i, 0, lane)
+                        else:
+                            step(A_s, W_s, S_s, W0, acc0, full, empty, 2 * i, 0, lane)
                     T.sync_threads(barrier_id=_BAR_BOTH, arrive_count=256)
                     for j, m in T.Parallel(WG_ROWS, block_M):
                         acc0[j, m] = acc0[j, m] + R_s[j, m]
                 else:
-                    for ko in T.serial(n_k):
-                        step(A_s, W_s, S_s, W0, acc0, full, empty, ko, 0, lane)
-                store(acc0, C0_s, C, m0, n0, 0)
+                    for ko in T.serial(n_loc):
+                        if decoupled:
+                            step2(A_s, W_s, S_s, W0, acc0, wfull, wempty, full, empty, ko, kbase + ko, 0, lane)
+                        else:
+                            step(A_s, W_s, S_s, W0, acc0, full, empty, ko, 0, lane)
+                if kpair:
+                    if krank == 1:
+                        hand_over(acc0, R0_s, rbar, tx, 0)
+                    else:
+                        take_over(acc0, R0_s, rbar, 0)
+                        store(acc0, C0_s, C, m0, n0, 0)
+                else:
+                    store(acc0, C0_s, C, m0, n0, 0)
             else:
                 T.inc_max_nreg(CONSUMER_REGS)
                 lane = tx % 32
@@ -228,15 +371,29 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
                 T.clear(acc1)
                 if split == "k":
                     for i in T.serial(n_k // 2):
-                        step(A_s, W_s, S_s, W1, acc1, full, empty, 2 * i + 1, 0, lane)
+                        if decoupled:
+                            step2(A_s, W_s, S_s, W1, acc1, wfull, wempty, full, empty, 2 * i + 1, 2 * i + 1, 0, lane)
+                        else:
+                            step(A_s, W_s, S_s, W1, acc1, full, empty, 2 * i + 1, 0, lane)
                     T.copy(acc1, R_s)
                     T.sync_threads(barrier_id=_BAR_BOTH, arrive_count=256)
                 else:
-                    for ko in T.serial(n_k):
-                        step(A_s, W_s, S_s, W1, acc1, full, empty, ko, WG_ROWS, lane)
-                    store(acc1, C1_s, C, m0, n0 + WG_ROWS, 1)
-            if cluster > 1:
-                T.cluster_sync()  # no block leaves while a peer may still arrive on its barriers
+                    for ko in T.serial(n_loc):
+                        if decoupled:
+                            step2(A_s, W_s, S_s, W1, acc1, wfull, wempty, full, empty, ko, kbase + ko, WG_ROWS,
+                                  lane)
+                        else:
+                            step(A_s, W_s, S_s, W1, acc1, full, empty, ko, WG_ROWS, lane)
+                    if kpair:
+                        if krank == 1:
+                            hand_over(acc1, R1_s, rbar, tx, 1)
+                        else:
+                            take_over(acc1, R1_s, rbar, 1)
+                            store(acc1, C1_s, C, m0, n0 + WG_ROWS, 1)
+                    else:
+                        store(acc1, C1_s, C, m0, n0 + WG_ROWS, 1)
+            if cdim > 1:
+                T.cluster_sync()  # no block leaves while a peer may still arrive on (or copy into) it
 
     return main
 
@@ -252,16 +409,57 @@ def w4a16_gemm(
     stages: int = 4,
     split: str = "k",
     cluster: int = 1,
+    probe: str = "",
+    stages_w: int = 0,
+    kpair: bool = False,
 ):
     """W4A16 with the weights expanded into wgmma's register operand (see the module docstring).
 
     ``block_M`` = activation rows per block (wgmma's N, 16..256); ``block_K`` = K per stage;
     ``split`` = ``"k"`` (two consumers on alternate K blocks of 64 weight rows) or ``"n"``
     (each consumer its own 64 rows); ``cluster`` = blocks along N sharing the activation
-    tile by TMA multicast.
+    tile by TMA multicast; ``probe="noexpand"`` = a timing probe that skips the expansion
+    (wrong results: the time of the same pipeline without the ALU work).
     """
     return _program(M, N, K, group=group, block_M=block_M, block_K=block_K, stages=stages, split=split,
-                    cluster=cluster)
+                    cluster=cluster, probe=probe, stages_w=stages_w, kpair=kpair)
+
+
+#: The warp-level tensor-core path: tilelang's wgmma lowering switched off, T.gemm on m16n8k16.
+W4_MMA_PASS_CONFIGS = {**W4_PASS_CONFIGS, tilelang.PassConfigKey.TL_DISABLE_WGMMA: True}
+
+
+@tilelang.jit(target=TARGET, pass_configs=W4_MMA_PASS_CONFIGS)
+def w4a16_gemm_mma(
+    M: int,
+    N: int,
+    K: int,
+    group: int = 128,
+    block_M: int = 16,
+    block_K: int = 256,
+    stages: int = 4,
+    split: str = "k",
+    cluster: int = 1,
+    probe: str = "",
+    stages_w: int = 0,
+    kpair: bool = False,
+):
+    """:func:`w4a16_gemm` on the warp-level ``mma.sync`` m16n8k16 instruction instead of wgmma:
+    each warp multiplies its 16 weight rows, the tensor-core work is issued in m16 x n8 x k16
+    pieces (for a decode batch of 16 rows, two per 16 of K) instead of one m64 x 16 x 16 per
+    warpgroup."""
+    return _program(M, N, K, group=group, block_M=block_M, block_K=block_K, stages=stages, split=split,
+                    cluster=cluster, probe=probe, stages_w=stages_w, kpair=kpair, inst="mma")
+
+
+def build(M: int, N: int, K: int, group: int, cfg: dict[str, Any], probe: str = "") -> Any:
+    """Compile one configuration (``cfg["inst"]`` picks wgmma or mma.sync)."""
+    kw = {k: v for k, v in cfg.items() if k != "inst"}
+    if probe:
+        kw["probe"] = probe
+    if cfg.get("inst", "wgmma") == "mma":
+        return w4a16_gemm_mma(M, N, K, group, **kw)
+    return w4a16_gemm(M, N, K, group, **kw)
 
 
 def w4a16_ref(a: Any, packed: Any, scales: Any, group: int) -> Any:
@@ -292,14 +490,15 @@ def check_w4a16_inputs(a: Any, packed: Any, scales: Any, group: int = 128) -> tu
 
 
 def pick_config(M: int) -> dict[str, Any]:
-    """The configuration of record for M activation rows (from the H200 search, see the suite)."""
+    """The configuration of record for M activation rows: the winners of the last H200 search
+    (kernels/results/raw/nvidia-h200.gemmvar3.json; margins of 1-2 % at M <= 64)."""
     if M <= 16:
-        return dict(block_M=16, block_K=256, stages=4, split="k", cluster=1)
+        return dict(block_M=16, block_K=512, stages=4, split="k", cluster=1, stages_w=0, kpair=False, inst="mma")
     if M <= 64:
-        return dict(block_M=64, block_K=256, stages=4, split="k", cluster=2)
+        return dict(block_M=64, block_K=128, stages=6, split="k", cluster=1, stages_w=8, kpair=False, inst="wgmma")
     if M <= 128:
-        return dict(block_M=128, block_K=128, stages=4, split="k", cluster=2)
-    return dict(block_M=256, block_K=64, stages=4, split="n", cluster=1)
+        return dict(block_M=128, block_K=64, stages=8, split="k", cluster=2, stages_w=0, kpair=False, inst="wgmma")
+    return dict(block_M=256, block_K=64, stages=4, split="n", cluster=1, stages_w=0, kpair=False, inst="wgmma")
 
 
 def run_w4a16(a: Any, packed: Any, scales: Any, group: int = 128, out: Any = None, **cfg: Any) -> Any:
@@ -308,11 +507,11 @@ def run_w4a16(a: Any, packed: Any, scales: Any, group: int = 128, out: Any = Non
 
     M, N, K = check_w4a16_inputs(a, packed, scales, group)
     cfg = {**pick_config(M), **cfg}
-    check_config(M, N, K, group=group, **cfg)
+    check_config(M, N, K, group=group, **{k: v for k, v in cfg.items() if k != "inst"})
     if out is None:
         out = torch.empty((M, N), dtype=torch.float16, device=a.device)
     check_matrix(out, "out", (M, N), torch.float16)
-    w4a16_gemm(M, N, K, group, **cfg)(a, packed, scales, out)
+    build(M, N, K, group, cfg)(a, packed, scales, out)
     return out
 
 
@@ -329,28 +528,45 @@ def _shapes() -> list[tuple[int, int, int]]:
 TARGETS = {1: 2.5, 16: 2.5, 64: 2.0, 128: 1.3, 4096: 0.9}
 
 
-def _c(block_M: int, block_K: int, stages: int, split: str = "k", cluster: int = 1) -> dict[str, Any]:
-    return dict(block_M=block_M, block_K=block_K, stages=stages, split=split, cluster=cluster)
+def _c(block_M: int, block_K: int, stages: int, split: str = "k", cluster: int = 1, stages_w: int = 0,
+       kpair: bool = False, inst: str = "wgmma") -> dict[str, Any]:
+    return dict(block_M=block_M, block_K=block_K, stages=stages, split=split, cluster=cluster, stages_w=stages_w,
+                kpair=kpair, inst=inst)
 
 
 #: A small, aimed search per regime (each list compiled in parallel, checked, then timed in
-#: rounds).  M <= 16: 16 activation rows, memory-bound, more bytes in flight per SM (deeper or
-#: longer stages); M = 64 / 128: the activation tile is shared by 2 or 4 blocks (multicast),
-#: or not; 4096^3: the two-consumer 128-row tile against 128/256 activation rows.
+#: rounds).  The first candidate of each list won the first H200 search (wgmma, one ring for
+#: both tiles).  The others: the warp-level m16n8k16 instruction (``inst="mma"``), whose small
+#: pieces suit a 16-row activation tile; a ring of its own for the weights, freed as soon as a
+#: tile is expanded (``stages_w``); for M = 64 / 128, K split between the two blocks of a cluster
+#: so that each SM reads half of the activations (``kpair``).
 CANDIDATES: dict[str, list[dict[str, Any]]] = {
-    "decode": [_c(16, 256, 4), _c(16, 256, 6), _c(16, 512, 4), _c(16, 128, 8)],
-    "m64": [_c(64, 256, 4), _c(64, 256, 4, cluster=2), _c(64, 128, 6, cluster=2), _c(64, 128, 6, cluster=4)],
-    "m128": [_c(128, 128, 4, cluster=2), _c(128, 128, 4, cluster=4), _c(128, 64, 8, cluster=2),
-             _c(128, 128, 4), _c(128, 128, 4, "n", 2)],
-    "square": [_c(256, 64, 4, "n"), _c(128, 64, 6, "n"), _c(256, 64, 4, "n", 2), _c(128, 128, 4, "n")],
+    "decode": [_c(16, 512, 4), _c(16, 512, 4, inst="mma"), _c(16, 256, 4, inst="mma"),
+               _c(16, 256, 4, stages_w=8, inst="mma"), _c(16, 256, 4, stages_w=8)],
+    "m64": [_c(64, 256, 4), _c(64, 256, 4, inst="mma"), _c(64, 128, 4, "n", stages_w=8, kpair=True),
+            _c(64, 128, 4, "n", stages_w=8, kpair=True, inst="mma"), _c(64, 128, 6, stages_w=8)],
+    "m128": [_c(128, 64, 8, cluster=2), _c(128, 64, 4, "n", stages_w=8, kpair=True),
+             _c(128, 64, 3, "n", stages_w=12, kpair=True), _c(128, 64, 8, cluster=2, inst="mma"),
+             _c(128, 64, 4, "n", stages_w=8, kpair=True, inst="mma")],
+    "square": [_c(256, 64, 4, "n")],
 }
 
 #: Ragged checks: M not a multiple of the activation tile (rows past M are TMA zeros, the
-#: store is clipped), K a few groups, N a few blocks; one per split scheme and multicast.
+#: store is clipped), K a few groups, N a few blocks; one per pipeline form.
 RAGGED: list[tuple[tuple[int, int, int], dict[str, Any]]] = [
     ((5, 1024, 2048), _c(16, 256, 4)),
+    ((5, 1024, 2048), _c(16, 256, 4, stages_w=8, inst="mma")),
     ((100, 2048, 1024), _c(64, 128, 6, cluster=2)),
-    ((300, 1024, 1536), _c(256, 64, 4, "n")),
+    ((100, 2048, 2048), _c(64, 128, 4, "n", stages_w=8, kpair=True)),
+    ((300, 1024, 2048), _c(256, 64, 4, "n")),
+]
+
+#: Timing probes (the same pipeline with one part left out, wrong results): ``noexpand`` skips
+#: the weight expansion, ``nomma`` the tensor-core work.
+PROBES: list[tuple[tuple[int, int, int], dict[str, Any], str]] = [
+    ((16, 8192, 8192), _c(16, 512, 4), "nomma"),
+    ((16, 8192, 8192), _c(16, 512, 4), "noexpand"),
+    ((128, 8192, 8192), _c(128, 64, 4, "n", stages_w=8, kpair=True), "noexpand"),
 ]
 
 
@@ -359,8 +575,10 @@ def regime(M: int) -> str:
 
 
 def label(cfg: dict[str, Any]) -> str:
-    return (f"m{cfg['block_M']}_k{cfg['block_K']}_s{cfg['stages']}_{cfg['split']}"
-            + (f"_c{cfg['cluster']}" if cfg.get("cluster", 1) > 1 else ""))
+    return (f"m{cfg['block_M']}_k{cfg['block_K']}_s{cfg['stages']}"
+            + (f"_w{cfg['stages_w']}" if cfg.get("stages_w") else "") + f"_{cfg['split']}"
+            + (f"_c{cfg['cluster']}" if cfg.get("cluster", 1) > 1 else "") + ("_kp" if cfg.get("kpair") else "")
+            + ("_mma" if cfg.get("inst") == "mma" else ""))
 
 
 def make_inputs(h: Any, M: int, N: int, K: int, group: int = 128) -> tuple[Any, Any, Any, Any]:
@@ -379,8 +597,9 @@ def make_inputs(h: Any, M: int, N: int, K: int, group: int = 128) -> tuple[Any, 
 
 def gpu_suite(h: Any, skip: tuple[str, ...] = ()) -> None:
     """W4A16 (swap AB) vs cuBLAS on the fp16 weights: search, check, alternating-round bench,
-    fraction of the ledger's floor; ragged checks.  ``skip``: labels not to build (a driver
-    that found them hanging)."""
+    fraction of the ledger's floor; ragged checks; timing probes.  ``skip`` (and the
+    ``W4A16_SKIP`` environment variable, comma-separated): labels not to build (a driver that
+    saw them hang or fault)."""
     import os
 
     import torch
@@ -389,19 +608,29 @@ def gpu_suite(h: Any, skip: tuple[str, ...] = ()) -> None:
     from ledger.w4a16 import fp16_cost, gain_bound, roofline, w4a16_cost
 
     group = 128
-    skip = tuple(skip) + tuple(s for s in os.environ.get("W4A16_SKIP", "").split(",") if s)
+    skip = tuple(skip) + tuple(x for x in os.environ.get("W4A16_SKIP", "").split(",") if x)
     shapes = [(16, 1024, 1024), (128, 1024, 2048)] if h.quick else _shapes()
     thunks: dict[str, Any] = {}
     for (M, N, K) in shapes:
         for cfg in CANDIDATES[regime(M)]:
             if label(cfg) not in skip:
-                thunks[f"{label(cfg)}@{M}x{N}x{K}"] = (lambda m=M, n=N, k=K, c=cfg: w4a16_gemm(m, n, k, group, **c))
+                thunks[f"{label(cfg)}@{M}x{N}x{K}"] = (lambda m=M, n=N, k=K, c=cfg: build(m, n, k, group, c))
     for (M, N, K), cfg in RAGGED:
         if label(cfg) not in skip:
-            thunks[f"{label(cfg)}@{M}x{N}x{K}"] = (lambda m=M, n=N, k=K, c=cfg: w4a16_gemm(m, n, k, group, **c))
+            thunks[f"{label(cfg)}@{M}x{N}x{K}"] = (lambda m=M, n=N, k=K, c=cfg: build(m, n, k, group, c))
+    for (M, N, K), cfg, probe in PROBES:
+        if (M, N, K) in shapes and f"{probe}:{label(cfg)}" not in skip:
+            thunks[f"{probe} {label(cfg)}@{M}x{N}x{K}"] = (
+                lambda m=M, n=N, k=K, c=cfg, p=probe: build(m, n, k, group, c, probe=p))
     built = par_build(thunks)
     h.note("w4a16 compile", f"{len(thunks)} kernels", compile_s={k: round(v["compile_s"], 2) for k, v in built.items()},
            errors={k: v["error"] for k, v in built.items() if v["error"]}, skipped=list(skip))
+
+    def launch(tag: str, fn: Any, times: int = 1) -> None:
+        h.log(f"  launch {tag}")  # a driver that sees a hang or a fault skips this label next time
+        for _ in range(times):
+            fn()
+        torch.cuda.synchronize()
 
     for (M, N, K), cfg in RAGGED:
         key = f"{label(cfg)}@{M}x{N}x{K}"
@@ -412,9 +641,7 @@ def gpu_suite(h: Any, skip: tuple[str, ...] = ()) -> None:
         a, packed, scales, w16 = make_inputs(h, M, N, K, group)
         ref = torch.matmul(a.float(), w16.float().t())
         c = h.poisoned((M, N), torch.float16)
-        h.log(f"  launch {label(cfg)} {M}x{N}x{K}")
-        built[key]["kernel"](a, packed, scales, c)
-        torch.cuda.synchronize()
+        launch(f"{label(cfg)} {M}x{N}x{K}", lambda k=built[key]["kernel"]: k(a, packed, scales, c))
         h.check(name, c, ref, rel_fro_err=rel_fro_err(c, ref), config=cfg, **gemm_tolerance(K))
         del a, packed, scales, w16, ref, c
 
@@ -424,20 +651,22 @@ def gpu_suite(h: Any, skip: tuple[str, ...] = ()) -> None:
         ref = torch.matmul(a.float(), w16.float().t())
         cands: dict[str, Any] = {}
         rejected: dict[str, str] = {}
-        outs: dict[str, Any] = {}
         for cfg in CANDIDATES[regime(M)]:
             rec = built.get(f"{label(cfg)}@{shape}")
             if rec is None or rec["kernel"] is None:
                 rejected[label(cfg)] = (rec or {}).get("error") or "skipped"
                 continue
             c = h.poisoned((M, N), torch.float16)
-            h.log(f"  launch {label(cfg)} {shape}")  # a driver that sees a hang skips this label next time
-            rec["kernel"](a, packed, scales, c)
-            torch.cuda.synchronize()
+            fn = (lambda k=rec["kernel"], c=c: k(a, packed, scales, c))
+            launch(f"{label(cfg)} {shape}", fn)
             e = rel_fro_err(c, ref)
             if e < 1e-2:  # a wrong or unwritten tile gives O(1) or NaN
-                outs[label(cfg)] = c
-                cands[label(cfg)] = (lambda k=rec["kernel"], c=c: k(a, packed, scales, c))
+                launch(f"{label(cfg)} {shape}", fn, times=50)  # a race shows up before the timed search
+                e2 = rel_fro_err(c, ref)
+                if e2 < 1e-2:
+                    cands[label(cfg)] = fn
+                else:
+                    rejected[label(cfg)] = f"rel_fro_err={e:.3g}, after 50 more launches {e2:.3g}"
             else:
                 rejected[label(cfg)] = f"rel_fro_err={e:.3g}"
         h.note(f"w4a16 {shape} candidates", f"{len(cands)} valid of {len(CANDIDATES[regime(M)])}", rejected=rejected)
@@ -466,5 +695,16 @@ def gpu_suite(h: Any, skip: tuple[str, ...] = ()) -> None:
             rec["cublas_frac_floor"] = f16.bound_s * 1e3 / base
         h.log(f"    floor {w4.bound_s * 1e6:.1f} us ({w4.bound}); reached {100 * rec['frac_floor']:.0f} %; "
               f"gain bound {rec['gain_bound']:.2f}x")
-        del a, packed, scales, w16, ref, c, outs
+        for (pm, pn, pk), pcfg, probe in PROBES:
+            pr = built.get(f"{probe} {label(pcfg)}@{shape}")
+            full = built.get(f"{label(pcfg)}@{shape}")
+            if (pm, pn, pk) != (M, N, K) or not pr or pr["kernel"] is None or not full or full["kernel"] is None:
+                continue
+            cp = h.poisoned((M, N), torch.float16)
+            launch(f"{probe}:{label(pcfg)} {shape}", lambda k=pr["kernel"]: k(a, packed, scales, cp))
+            h.search(f"w4a16 probe {probe} {shape} {label(pcfg)}",
+                     {"full": lambda k=full["kernel"]: k(a, packed, scales, c),
+                      probe: lambda k=pr["kernel"]: k(a, packed, scales, cp)}, rounds=SEARCH_ROUNDS)
+            del cp
+        del a, packed, scales, w16, ref, c
         torch.cuda.empty_cache()
