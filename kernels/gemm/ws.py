@@ -78,7 +78,7 @@ def ws_grid(M: int, N: int, block_N: int, cluster: int) -> tuple[int, int]:
 
 
 def _ws_program(M: int, N: int, K: int, *, fp8: bool, block_N: int, block_K: int, stages: int, panel: int,
-                cluster: int, inflight: int, epi_cols: int, workers: int):
+                cluster: int, inflight: int, epi_cols: int, workers: int, dtype: str = "float16", batch: int = 1):
     """The hand-written pipeline as a TileLang program: fp16 -> fp16 (``fp8=False``) or fp8 e4m3
     with per-tensor scales -> bf16 with two-level accumulation (``fp8=True``: every K block's
     wgmma result is a fresh fp32 partial, promoted into the fp32 accumulator by ordinary adds,
@@ -91,8 +91,16 @@ def _ws_program(M: int, N: int, K: int, *, fp8: bool, block_N: int, block_K: int
     check_wgmma_n(block_N)
     epi_cols = epi_cols or block_N
     require(block_N % epi_cols == 0, f"epi_cols={epi_cols} must divide block_N={block_N}")
-    in_dtype = T.float8_e4m3fn if fp8 else T.float16
-    out_dtype = T.bfloat16 if fp8 else T.float16
+    require(dtype in ("float16", "bfloat16"), f"dtype must be 'float16' or 'bfloat16', got {dtype!r}")
+    # batch > 1: M counts the rows of all batches (A and C flattened to [batch * M_b, ...]) and B
+    # holds batch stacked [N, K] matrices; a 128-row tile never crosses a batch
+    require(batch >= 1 and M % batch == 0 and (batch == 1 or (M // batch) % (WS_BLOCK_M * cluster) == 0),
+            f"batch={batch}: the {M} rows must split into batches of a multiple of {WS_BLOCK_M * cluster} rows "
+            f"(a tile, or a cluster sharing one B tile, never crosses a batch)")
+    rows_b = M // batch
+    half_dtype = T.bfloat16 if dtype == "bfloat16" else T.float16  # 16-bit in and out (fp8: bf16 out)
+    in_dtype = T.float8_e4m3fn if fp8 else half_dtype
+    out_dtype = T.bfloat16 if fp8 else half_dtype
     half = WS_BLOCK_M // 2
     grid_n, grid_m = ws_grid(M, N, block_N, cluster)
     clusters_m = grid_m // cluster
@@ -135,6 +143,8 @@ def _ws_program(M: int, N: int, K: int, *, fp8: bool, block_N: int, block_K: int
     def produce(A, B, A0_s, A1_s, B_s, full, empty, tile, g0):
         m0 = tile[0] * WS_BLOCK_M
         n0 = tile[1] * block_N
+        if batch > 1:
+            n0 = n0 + m0 // rows_b * N  # the B rows of this tile's batch
         for ko in T.serial(n_k):
             g = g0 + ko
             s = g % stages
@@ -297,7 +307,7 @@ def _ws_program(M: int, N: int, K: int, *, fp8: bool, block_N: int, block_K: int
         return main_fp8
 
     @T.prim_func
-    def main(A: T.Tensor((M, K), T.float16), B: T.Tensor((N, K), T.float16), C: T.Tensor((M, N), T.float16)):
+    def main(A: T.Tensor((M, K), in_dtype), B: T.Tensor((batch * N, K), in_dtype), C: T.Tensor((M, N), out_dtype)):
         body(A, B, C, None, None)
 
     return main
@@ -316,8 +326,10 @@ def rung4_ws(
     inflight: int = 1,
     epi_cols: int = 0,
     workers: int = 0,
+    dtype: str = "float16",
+    batch: int = 1,
 ):
-    """Hand-written warp-specialized rung 4, fp16 in and out (see the module docstring).
+    """Hand-written warp-specialized rung 4, fp16 (or ``dtype="bfloat16"``) in and out (see the module docstring).
 
     ``cluster`` = 1 or 2 blocks along M per cluster (2: the B tile is multicast);
     ``inflight`` = wgmma batches a consumer leaves running before it releases a stage
@@ -327,10 +339,13 @@ def rung4_ws(
     frees 32 KB of shared memory, room for a fourth stage);
     ``workers`` = 0: one block per tile; > 0: a persistent grid of ``workers`` blocks (one per
     SM) walking the tiles, the producer's ring running on across tile boundaries so the next
-    tile's loads overlap the current tile's epilogue.
+    tile's loads overlap the current tile's epilogue;
+    ``batch`` > 1 = a batched product: ``M`` rows of all batches, B ``[batch * N, K]``, each
+    tile's B rows taken from its batch (``M / batch`` a multiple of 128).
     """
     return _ws_program(M, N, K, fp8=False, block_N=block_N, block_K=block_K, stages=stages, panel=panel,
-                       cluster=cluster, inflight=inflight, epi_cols=epi_cols, workers=workers)
+                       cluster=cluster, inflight=inflight, epi_cols=epi_cols, workers=workers, dtype=dtype,
+                       batch=batch)
 
 
 #: fp8 adds one pass configuration: tilelang's buffer-initialisation check does not see that a
