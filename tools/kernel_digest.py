@@ -57,6 +57,8 @@ MODULES = {
     "gemm.batched.tables": "measure.suites.gemm.batched",
     "gemm.batched_ws.tables": "measure.suites.gemm.batched_ws",
     "gemm.bf16.tables": "measure.suites.gemm.bf16",
+    "gemm.splitk_ws.tables": "measure.suites.gemm.splitk_ws",
+    "gemm.grouped_ws.tables": "measure.suites.gemm.grouped_ws",
     "gemm.w4a16": "kernels.gemm.w4a16",
     "gemm.w4a16.tables": "measure.suites.gemm.w4a16",
     "gemm.support": "kernels.gemm.support",
@@ -391,6 +393,8 @@ TEST_W4A16 = [
     ((16, 8192, 8192), dict(block_M=16, block_K=256, stages=4, stages_w=12)),
     ((128, 8192, 8192), dict(block_M=128, block_K=64, stages=4, split="n", stages_w=8, kpair=True)),
     ((16, 8192, 8192), dict(block_M=16, block_K=256, stages=4, inst="mma")),
+    ((16, 8192, 8192), dict(block_M=16, block_K=512, stages=4, chunk=128)),
+    ((128, 8192, 8192), dict(block_M=128, block_K=128, stages=4, cluster=2, chunk=64)),
 ]
 
 
@@ -414,6 +418,34 @@ def _gemm_ws_forms() -> Iterator[Job]:
             yield "gemm.ws_forms", impl, a, kw
 
 
+def _gemm_variants_ws() -> Iterator[Job]:
+    """Split-K and grouped GEMM on the hand-written pipeline: every candidate at every shape (and
+    routing), the no-split baseline, the reductions, and what the tests lower."""
+    S, G, L = M("gemm.splitk"), M("gemm.grouped"), M("gemm.ladder")
+    ST, GT = M("gemm.splitk_ws.tables"), M("gemm.grouped_ws.tables")
+    builders = []
+    for (m, n, k) in ST.SHAPES:
+        for cfg in ST.CANDIDATES:
+            builders.append(lambda m=m, n=n, k=k, c=cfg: S.build_ws(m, n, k, c, SMS))
+        builders.append(lambda m=m, n=n, k=k: L.build_tuned(m, n, k, ST.NO_SPLIT, SMS))
+    for sizes in GT.MIXES.values():
+        for cfg in GT.CANDIDATES:
+            builders.append(lambda s=sizes, c=cfg: G.build_ws(s, GT.N, GT.K, c, SMS))
+        bm = G.DEFAULT["block_M"]
+        _, _, _, ntiles = G.tables(sizes, bm)
+        max_m = -(-max(sizes) // bm) * bm
+        builders.append(lambda s=sizes, t=ntiles: G.grouped_concat(sum(s), GT.N, GT.K, len(s), t, **G.DEFAULT))
+        builders.append(lambda s=sizes, t=ntiles, mm=max_m: G.grouped_ptr(
+            mm, GT.N, GT.K, len(s), t, block_M=bm, block_N=G.DEFAULT["block_N"], block_K=G.DEFAULT["block_K"],
+            threads=G.DEFAULT["threads"]))
+    # tests
+    builders.append(lambda: S.build_ws(1024, 1024, 16384, S.ws_splitk_config(4, cluster=2), SMS))
+    builders.append(lambda: G.build_ws((300, 17, 1100), 1024, 512, G.ws_config(), 8))
+    for b in builders:
+        for impl, a, kw in calls(b):
+            yield "gemm.variants_ws", impl, a, kw
+
+
 def _gemm_support() -> Iterator[Job]:
     P = M("gemm.support")
     for name, fn in P.PROBES.items():
@@ -425,7 +457,7 @@ FAMILIES: dict[str, Callable[[], Iterator[Job]]] = {
     "elementwise": _elementwise, "quant": _quant, "norm": _norm, "rope": _rope, "fused": _fused,
     "pytorch": _pytorch, "case_study": _case_study, "carver": _carver, "gemm.ladder": _gemm_ladder,
     "gemm.ws": _gemm_ws, "gemm.lowp": _gemm_lowp, "gemm.variants": _gemm_variants, "gemm.support": _gemm_support,
-    "gemm.w4a16": _gemm_w4a16, "gemm.ws_forms": _gemm_ws_forms,
+    "gemm.w4a16": _gemm_w4a16, "gemm.ws_forms": _gemm_ws_forms, "gemm.variants_ws": _gemm_variants_ws,
 }
 
 

@@ -48,7 +48,12 @@ Further knobs, each a candidate of the H200 search (:data:`CANDIDATES`):
   half of the activations; the upper block hands each consumer's fp32 partial to the lower
   one by one SM-to-SM bulk copy, and the lower block adds and stores.
 * ``inst="mma"`` (:func:`w4a16_gemm_mma`): the warp-level ``mma.sync`` m16n8k16 instead of
-  wgmma, each warp on its 16 weight rows.
+  wgmma, each warp on its 16 weight rows;
+* ``chunk``: a stage is expanded in pieces of ``chunk`` of K into two register buffers used in
+  turn; a piece's wgmma is left running while the next piece is expanded, and a buffer is
+  written again only once the wgmma that read it has completed (``wait_wgmma<1>``), so inside
+  one consumer the expansion overlaps the tensor-core work, and a stage can be longer (more
+  of each weight row per TMA copy) without more registers.
 
 With ``split="k"`` every ring must have an even number of slots, so that a slot always serves
 the same consumer: an mbarrier is waited on by phase parity, and with an odd ring one
@@ -109,7 +114,7 @@ def grid(M: int, N: int, *, block_M: int, split: str, kpair: bool = False) -> tu
 
 
 def check_config(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, stages: int, split: str,
-                 cluster: int, stages_w: int = 0, kpair: bool = False) -> None:
+                 cluster: int, stages_w: int = 0, kpair: bool = False, chunk: int = 0) -> None:
     """Every constraint of one configuration, each failure naming it (ValueError)."""
     rows = block_rows(split)
     for name, v in (("M", M), ("N", N), ("K", K), ("group", group), ("block_K", block_K), ("stages", stages)):
@@ -136,6 +141,11 @@ def check_config(M: int, N: int, K: int, *, group: int, block_M: int, block_K: i
         require(split == "n" and cluster == 1 and stages_w > 0,
                 "kpair (two blocks of a cluster split K, 128 rows each) needs split='n', cluster=1 and a weight ring")
         require(n_k % 2 == 0, f"kpair halves the {n_k} K blocks: their number must be even")
+    if chunk:
+        require(chunk % 16 == 0 and block_K % chunk == 0 and (block_K // chunk) % 2 == 0,
+                f"chunk={chunk} must be a multiple of 16 that splits block_K={block_K} into an even number of "
+                f"pieces (two register buffers used in turn)")
+        require(stages_w == 0, "chunk (expansion in pieces) is written for one ring: stages_w must be 0")
     g = K // group
     require(g % 8 == 0, f"K/group={g} must be a multiple of 8: the block's scale rows are copied by TMA, "
                         f"whole 16-byte rows")
@@ -145,9 +155,12 @@ def check_config(M: int, N: int, K: int, *, group: int, block_M: int, block_K: i
 
 
 def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, stages: int, split: str,
-             cluster: int, probe: str = "", stages_w: int = 0, kpair: bool = False, inst: str = "wgmma"):
+             cluster: int, probe: str = "", stages_w: int = 0, kpair: bool = False, inst: str = "wgmma",
+             chunk: int = 0):
     check_config(M, N, K, group=group, block_M=block_M, block_K=block_K, stages=stages, split=split,
-                 cluster=cluster, stages_w=stages_w, kpair=kpair)
+                 cluster=cluster, stages_w=stages_w, kpair=kpair, chunk=chunk)
+    kc = chunk or block_K  # K expanded into one register buffer
+    n_c = block_K // kc
     decoupled = stages_w > 0
     rows = block_rows(split)
     KP, G = K // 2, K // group
@@ -198,6 +211,48 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
         T.barrier_wait(full[s], ko // stages % 2)
         expand(W_s, S_s, Wf, s, ko, r0)
         mma(Wf, A_s[s, :, :], acc)
+        if lane == 0:
+            release(empty, s)
+
+    @T.macro
+    def expand_c(W_s, S_s, Wf, s, ko, r0, c0):
+        """:func:`expand` of the K piece ``[c0, c0 + kc)`` of stage ``s`` (``chunk``)."""
+        if probe == "noexpand":
+            for j, k in T.Parallel(WG_ROWS, kc):
+                Wf[j, k] = S_s[r0 + j, (ko * block_K + c0 + k) // group]
+        else:
+            for j, k in T.Parallel(WG_ROWS, kc):
+                byte = T.cast(W_s[s, r0 + j, (c0 + k) // 2], T.uint16)
+                q = T.if_then_else(k % 2 == 0, byte & T.uint16(15), byte >> T.uint16(4))
+                Wf[j, k] = ((T.reinterpret(T.float16, q | T.uint16(0x6400)) - T.float16(1032.0))
+                            * S_s[r0 + j, (ko * block_K + c0 + k) // group])
+
+    @T.macro
+    def mma_c(Wf, A_t, acc):
+        """One piece's tensor-core work, left running (wgmma) or done (mma.sync)."""
+        if inst == "wgmma":
+            T.wgmma_gemm(Wf, A_t, acc, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
+        elif inst == "mma":
+            T.gemm(Wf, A_t, acc, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
+
+    @T.macro
+    def step_c(A_s, W_s, S_s, Wa, Wb, acc, full, empty, ko, r0, lane):
+        """``chunk``: the stage in pieces of ``kc``, expanded into two register buffers in turn, so
+        a piece's expansion overlaps the previous piece's wgmma; a buffer is written again only
+        after the wgmma that read it has completed (at most one group left in flight)."""
+        s = ko % stages
+        T.barrier_wait(full[s], ko // stages % 2)
+        for cc in T.serial(n_c // 2):
+            if inst == "wgmma":
+                T.wait_wgmma(1)
+            expand_c(W_s, S_s, Wa, s, ko, r0, 2 * cc * kc)
+            mma_c(Wa, A_s[s, :, 2 * cc * kc:2 * cc * kc + kc], acc)
+            if inst == "wgmma":
+                T.wait_wgmma(1)
+            expand_c(W_s, S_s, Wb, s, ko, r0, 2 * cc * kc + kc)
+            mma_c(Wb, A_s[s, :, 2 * cc * kc + kc:2 * cc * kc + 2 * kc], acc)
+        if inst == "wgmma":
+            T.wait_wgmma(0)
         if lane == 0:
             release(empty, s)
 
@@ -256,8 +311,11 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
             W_s = T.alloc_shared((sw, rows, block_K // 2), T.uint8)
             S_s = T.alloc_shared((rows, G), T.float16)
             C0_s = T.alloc_shared((block_M, WG_ROWS), T.float16)
-            W0 = T.alloc_fragment((WG_ROWS, block_K), T.float16)
-            W1 = T.alloc_fragment((WG_ROWS, block_K), T.float16)
+            W0 = T.alloc_fragment((WG_ROWS, kc), T.float16)
+            W1 = T.alloc_fragment((WG_ROWS, kc), T.float16)
+            if n_c > 1:  # the second register buffer of each consumer
+                W0b = T.alloc_fragment((WG_ROWS, kc), T.float16)
+                W1b = T.alloc_fragment((WG_ROWS, kc), T.float16)
             acc0 = T.alloc_fragment((WG_ROWS, block_M), T.float32)
             acc1 = T.alloc_fragment((WG_ROWS, block_M), T.float32)
             if split == "k":
@@ -342,7 +400,10 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
                         if decoupled:
                             step2(A_s, W_s, S_s, W0, acc0, wfull, wempty, full, empty, 2 * i, 2 * i, 0, lane)
                         else:
-                            step(A_s, W_s, S_s, W0, acc0, full, empty, 2 * i, 0, lane)
+                            if n_c > 1:
+                                step_c(A_s, W_s, S_s, W0, W0b, acc0, full, empty, 2 * i, 0, lane)
+                            else:
+                                step(A_s, W_s, S_s, W0, acc0, full, empty, 2 * i, 0, lane)
                     T.sync_threads(barrier_id=_BAR_BOTH, arrive_count=256)
                     for j, m in T.Parallel(WG_ROWS, block_M):
                         acc0[j, m] = acc0[j, m] + R_s[j, m]
@@ -351,7 +412,10 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
                         if decoupled:
                             step2(A_s, W_s, S_s, W0, acc0, wfull, wempty, full, empty, ko, kbase + ko, 0, lane)
                         else:
-                            step(A_s, W_s, S_s, W0, acc0, full, empty, ko, 0, lane)
+                            if n_c > 1:
+                                step_c(A_s, W_s, S_s, W0, W0b, acc0, full, empty, ko, 0, lane)
+                            else:
+                                step(A_s, W_s, S_s, W0, acc0, full, empty, ko, 0, lane)
                 if kpair:
                     if krank == 1:
                         hand_over(acc0, R0_s, rbar, tx, 0)
@@ -370,7 +434,10 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
                         if decoupled:
                             step2(A_s, W_s, S_s, W1, acc1, wfull, wempty, full, empty, 2 * i + 1, 2 * i + 1, 0, lane)
                         else:
-                            step(A_s, W_s, S_s, W1, acc1, full, empty, 2 * i + 1, 0, lane)
+                            if n_c > 1:
+                                step_c(A_s, W_s, S_s, W1, W1b, acc1, full, empty, 2 * i + 1, 0, lane)
+                            else:
+                                step(A_s, W_s, S_s, W1, acc1, full, empty, 2 * i + 1, 0, lane)
                     T.copy(acc1, R_s)
                     T.sync_threads(barrier_id=_BAR_BOTH, arrive_count=256)
                 else:
@@ -379,7 +446,10 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
                             step2(A_s, W_s, S_s, W1, acc1, wfull, wempty, full, empty, ko, kbase + ko, WG_ROWS,
                                   lane)
                         else:
-                            step(A_s, W_s, S_s, W1, acc1, full, empty, ko, WG_ROWS, lane)
+                            if n_c > 1:
+                                step_c(A_s, W_s, S_s, W1, W1b, acc1, full, empty, ko, WG_ROWS, lane)
+                            else:
+                                step(A_s, W_s, S_s, W1, acc1, full, empty, ko, WG_ROWS, lane)
                     if kpair:
                         if krank == 1:
                             hand_over(acc1, R1_s, rbar, tx, 1)
@@ -408,6 +478,7 @@ def w4a16_gemm(
     probe: str = "",
     stages_w: int = 0,
     kpair: bool = False,
+    chunk: int = 0,
 ):
     """W4A16 with the weights expanded into wgmma's register operand (see the module docstring).
 
@@ -418,7 +489,7 @@ def w4a16_gemm(
     (wrong results: the time of the same pipeline without the ALU work).
     """
     return _program(M, N, K, group=group, block_M=block_M, block_K=block_K, stages=stages, split=split,
-                    cluster=cluster, probe=probe, stages_w=stages_w, kpair=kpair)
+                    cluster=cluster, probe=probe, stages_w=stages_w, kpair=kpair, chunk=chunk)
 
 
 #: The warp-level tensor-core path: tilelang's wgmma lowering switched off, T.gemm on m16n8k16.
@@ -439,20 +510,25 @@ def w4a16_gemm_mma(
     probe: str = "",
     stages_w: int = 0,
     kpair: bool = False,
+    chunk: int = 0,
 ):
     """:func:`w4a16_gemm` on the warp-level ``mma.sync`` m16n8k16 instruction instead of wgmma:
     each warp multiplies its 16 weight rows, the tensor-core work is issued in m16 x n8 x k16
     pieces (for a decode batch of 16 rows, two per 16 of K) instead of one m64 x 16 x 16 per
     warpgroup."""
     return _program(M, N, K, group=group, block_M=block_M, block_K=block_K, stages=stages, split=split,
-                    cluster=cluster, probe=probe, stages_w=stages_w, kpair=kpair, inst="mma")
+                    cluster=cluster, probe=probe, stages_w=stages_w, kpair=kpair, inst="mma", chunk=chunk)
 
 
 def config(block_M: int, block_K: int, stages: int, split: str = "k", cluster: int = 1, stages_w: int = 0,
-           kpair: bool = False, inst: str = "wgmma") -> dict[str, Any]:
-    """One configuration as the suite's tables and :func:`build` take it."""
-    return dict(block_M=block_M, block_K=block_K, stages=stages, split=split, cluster=cluster, stages_w=stages_w,
-                kpair=kpair, inst=inst)
+           kpair: bool = False, inst: str = "wgmma", chunk: int = 0) -> dict[str, Any]:
+    """One configuration as the suite's tables and :func:`build` take it (``chunk`` only when set,
+    so the configurations of the recorded runs keep their form)."""
+    cfg = dict(block_M=block_M, block_K=block_K, stages=stages, split=split, cluster=cluster, stages_w=stages_w,
+               kpair=kpair, inst=inst)
+    if chunk:
+        cfg["chunk"] = chunk
+    return cfg
 
 
 def label(cfg: dict[str, Any]) -> str:
@@ -460,7 +536,7 @@ def label(cfg: dict[str, Any]) -> str:
     return (f"m{cfg['block_M']}_k{cfg['block_K']}_s{cfg['stages']}"
             + (f"_w{cfg['stages_w']}" if cfg.get("stages_w") else "") + f"_{cfg['split']}"
             + (f"_c{cfg['cluster']}" if cfg.get("cluster", 1) > 1 else "") + ("_kp" if cfg.get("kpair") else "")
-            + ("_mma" if cfg.get("inst") == "mma" else ""))
+            + ("_mma" if cfg.get("inst") == "mma" else "") + (f"_x{cfg['chunk']}" if cfg.get("chunk") else ""))
 
 
 def build(M: int, N: int, K: int, group: int, cfg: dict[str, Any], probe: str = "") -> Any:

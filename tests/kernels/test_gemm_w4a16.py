@@ -25,6 +25,9 @@ CASES = {
     "m128_kpair": ((128, 8192, 8192), w4a16.config(128, 64, 4, "n", stages_w=8, kpair=True)),
     # the warp-level instruction: mma.sync m16n8k16, 16 weight rows per warp
     "decode_mma": ((16, 8192, 8192), w4a16.config(16, 256, 4, inst="mma")),
+    # a stage expanded in pieces into two register buffers used in turn
+    "decode_chunk": ((16, 8192, 8192), w4a16.config(16, 512, 4, chunk=128)),
+    "m128_chunk": ((128, 8192, 8192), w4a16.config(128, 128, 4, cluster=2, chunk=64)),
 }
 
 
@@ -134,7 +137,7 @@ def test_cluster_multicasts_the_activation_tile_and_releases_at_cluster_scope(bu
     assert counts == [4 * 2] * cfg["stages"]  # lane 0 of 4 warps of the one consumer, in both blocks
     assert ".arrive(r" in src  # remote arrive on every block of the cluster
     assert src.rstrip().rstrip("}").rstrip().endswith("tl::cluster_sync();")
-    for name in ("decode", "square", "decode_w", "m128_kpair", "decode_mma"):
+    for name in ("decode", "square", "decode_w", "m128_kpair", "decode_mma", "decode_chunk"):
         assert "multicast" not in built[name][2], name
 
 
@@ -154,6 +157,44 @@ def test_weight_ring_is_fed_by_its_own_warp_and_freed_before_the_wgmma(built):
     for part in src.split("warpgroup_reg_alloc")[1:]:
         loop = part[:part.index("wgmma_rs")]
         assert loop.index("wempty[") > loop.index("1.032000e+03") and loop.rindex("full[") > loop.index("wempty[")
+
+
+@pytest.mark.slow
+def test_pieces_alternate_two_register_buffers_and_wait_only_for_the_older_wgmma(built):
+    for name in ("decode_chunk", "m128_chunk"):
+        (_, _, K), cfg, src, _ = built[name]
+        kc, n_c = cfg["chunk"], cfg["block_K"] // cfg["chunk"]
+        consumers = src.split("warpgroup_reg_alloc")[1:]
+        assert len(consumers) == 2, name
+        for wg, part in enumerate(consumers):
+            buf = f"W{wg}"
+            # each consumer's loop over its stages: n_c / 2 iterations of two pieces, each piece
+            # waited for down to one group in flight before its registers are written again
+            if n_c > 2:
+                assert f"< {n_c // 2}; ++cc" in part, name
+            piece = part[part.index("wait_wgmma<1>"):part.index("wait_wgmma<0>")]
+            assert piece.count("wait_wgmma<1>") == 2, name
+            # one unrolled run of wgmma per piece: one instruction per 16 of K
+            assert set(re.findall(r"for \(int ki(?:_\d+)? = 0; ki(?:_\d+)? < (\d+);", piece)) == {str(kc // 16)}, name
+            for b in (buf, buf + "b"):
+                reads = re.findall(rf"reinterpret_cast<const uint32_t\*>\({b} \+", piece)
+                assert len(reads) == 1, (name, b, len(reads))
+                # the expansion writes the buffer after the wait and before the wgmma reading it
+                w = piece.index(f"{b}[")
+                assert piece.rindex("wait_wgmma<1>", 0, w + 1) < w < piece.index(f"({b} +"), (name, b)
+            # the stage is released only after every piece's wgmma completed
+            tail = part[part.index("wait_wgmma<0>"):]
+            assert tail.index("empty[") > 0, name
+
+
+@pytest.mark.slow
+def test_pieces_keep_the_register_budget_and_no_serialised_wgmma(built):
+    from kernels.gemm.lowered import ptxas_report
+
+    for name in ("decode_chunk", "m128_chunk"):
+        rep = ptxas_report(built[name][2])
+        assert rep["spill_bytes"] == 0 and not rep["serialized_wgmma"], (name, rep["text"][-400:])
+        assert rep["registers"] <= w4a16.CONSUMER_REGS, name
 
 
 @pytest.mark.slow
@@ -185,6 +226,9 @@ def test_configuration_errors_name_the_constraint():
         (dict(stages=3), "even rings"),
         (dict(stages_w=7), "even rings"),
         (dict(kpair=True), "kpair"),
+        (dict(chunk=96), "chunk=96"),
+        (dict(chunk=256), "even number of pieces"),
+        (dict(chunk=64, stages_w=8), "stages_w must be 0"),
     ]
     for change, msg in bad:
         with pytest.raises(ValueError, match=msg):

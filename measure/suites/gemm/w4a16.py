@@ -26,20 +26,22 @@ TARGETS = {1: 2.5, 16: 2.5, 64: 2.0, 128: 1.3, 4096: 0.9}
 
 
 #: A small, aimed search per regime (each list compiled in parallel, checked, then timed in
-#: rounds).  The first candidate of each list won the first H200 search (wgmma, one ring for
-#: both tiles).  The others: the warp-level m16n8k16 instruction (``inst="mma"``), whose small
-#: pieces suit a 16-row activation tile; a ring of its own for the weights, freed as soon as a
-#: tile is expanded (``stages_w``); for M = 64 / 128, K split between the two blocks of a cluster
-#: so that each SM reads half of the activations (``kpair``).
+#: rounds).  The first candidates of each list are the winners of the recorded searches (one
+#: ring for both tiles; wgmma, or the warp-level m16n8k16 ``inst="mma"`` for a 16-row activation
+#: tile; a ring of its own for the weights, ``stages_w``).  The others expand a stage in pieces
+#: (``chunk``): two register buffers used in turn, so one piece's expansion overlaps the
+#: previous piece's tensor-core work inside one consumer (the probes of the recorded run put
+#: both on the critical path), which also lets a stage grow to 1024 of K (longer runs of each
+#: weight row per TMA copy) without more registers; and deeper rings (more weight bytes in flight).
 CANDIDATES: dict[str, list[dict[str, Any]]] = {
-    "decode": [_c(16, 512, 4), _c(16, 512, 4, inst="mma"), _c(16, 256, 4, inst="mma"),
-               _c(16, 256, 4, stages_w=8, inst="mma"), _c(16, 256, 4, stages_w=8)],
-    "m64": [_c(64, 256, 4), _c(64, 256, 4, inst="mma"), _c(64, 128, 4, "n", stages_w=8, kpair=True),
-            _c(64, 128, 4, "n", stages_w=8, kpair=True, inst="mma"), _c(64, 128, 6, stages_w=8)],
-    "m128": [_c(128, 64, 8, cluster=2), _c(128, 64, 4, "n", stages_w=8, kpair=True),
-             _c(128, 64, 3, "n", stages_w=12, kpair=True), _c(128, 64, 8, cluster=2, inst="mma"),
-             _c(128, 64, 4, "n", stages_w=8, kpair=True, inst="mma")],
-    "square": [_c(256, 64, 4, "n")],
+    "decode": [_c(16, 512, 4), _c(16, 512, 4, inst="mma"), _c(16, 512, 4, chunk=128), _c(16, 512, 4, chunk=256),
+               _c(16, 512, 4, inst="mma", chunk=128), _c(16, 512, 6), _c(16, 512, 6, chunk=128),
+               _c(16, 1024, 2, chunk=256)],
+    "m64": [_c(64, 256, 4), _c(64, 128, 6, stages_w=8), _c(64, 256, 4, chunk=64), _c(64, 256, 4, chunk=128),
+            _c(64, 512, 2, chunk=128)],
+    "m128": [_c(128, 64, 8, cluster=2), _c(128, 128, 4, cluster=2, chunk=64), _c(128, 256, 2, cluster=2, chunk=64),
+             _c(128, 128, 4, chunk=64)],
+    "square": [_c(256, 64, 4, "n"), _c(256, 64, 4, "n", chunk=32)],
 }
 
 #: Ragged checks: M not a multiple of the activation tile (rows past M are TMA zeros, the
@@ -50,14 +52,20 @@ RAGGED: list[tuple[tuple[int, int, int], dict[str, Any]]] = [
     ((100, 2048, 1024), _c(64, 128, 6, cluster=2)),
     ((100, 2048, 2048), _c(64, 128, 4, "n", stages_w=8, kpair=True)),
     ((300, 1024, 2048), _c(256, 64, 4, "n")),
+    ((5, 1024, 2048), _c(16, 512, 4, chunk=128)),
+    ((5, 1024, 2048), _c(16, 512, 4, inst="mma", chunk=128)),
+    ((100, 2048, 1024), _c(64, 256, 4, chunk=64)),
+    ((300, 1024, 2048), _c(256, 64, 4, "n", chunk=32)),
 ]
 
 #: Timing probes (the same pipeline with one part left out, wrong results): ``noexpand`` skips
-#: the weight expansion, ``nomma`` the tensor-core work.
+#: the weight expansion, ``nomma`` the tensor-core work; for the recorded decode winner and for
+#: its form in pieces.
 PROBES: list[tuple[tuple[int, int, int], dict[str, Any], str]] = [
     ((16, 8192, 8192), _c(16, 512, 4), "nomma"),
     ((16, 8192, 8192), _c(16, 512, 4), "noexpand"),
-    ((128, 8192, 8192), _c(128, 64, 4, "n", stages_w=8, kpair=True), "noexpand"),
+    ((16, 8192, 8192), _c(16, 512, 4, chunk=128), "nomma"),
+    ((16, 8192, 8192), _c(16, 512, 4, chunk=128), "noexpand"),
 ]
 
 
