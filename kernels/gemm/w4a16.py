@@ -578,14 +578,14 @@ def check_w4a16_inputs(a: Any, packed: Any, scales: Any, group: int = 128) -> tu
 
 def pick_config(M: int) -> dict[str, Any]:
     """The configuration of record for M activation rows: the winners of the recorded H200 search
-    (suite ``gemm.w4a16``; margins of 1-2 % at M <= 64)."""
+    (suite ``gemm.w4a16``, run ``gemmvar4``; margins of 1-5 % between the first candidates)."""
     if M <= 16:
-        return dict(block_M=16, block_K=512, stages=4, split="k", cluster=1, stages_w=0, kpair=False, inst="mma")
+        return config(16, 512, 4, inst="mma")
     if M <= 64:
-        return dict(block_M=64, block_K=128, stages=6, split="k", cluster=1, stages_w=8, kpair=False, inst="wgmma")
+        return config(64, 256, 4, chunk=128)
     if M <= 128:
-        return dict(block_M=128, block_K=64, stages=8, split="k", cluster=2, stages_w=0, kpair=False, inst="wgmma")
-    return dict(block_M=256, block_K=64, stages=4, split="n", cluster=1, stages_w=0, kpair=False, inst="wgmma")
+        return config(128, 128, 4, chunk=64)
+    return config(256, 64, 4, "n")
 
 
 def run_w4a16(a: Any, packed: Any, scales: Any, group: int = 128, out: Any = None, **cfg: Any) -> Any:
