@@ -136,15 +136,16 @@ def tree_sha256(*roots: Path) -> str:
 
 
 def git_state() -> dict:
-    """``{"commit", "dirty"}`` of the checkout the suites ran from.  Without a git checkout
-    (a copied tree) ``COURSE_GIT_COMMIT`` / ``COURSE_GIT_DIRTY`` are used; else both None."""
+    """``{"commit", "dirty"}`` of the checkout the suites ran from.  ``COURSE_GIT_COMMIT`` /
+    ``COURSE_GIT_DIRTY``, when set, name it (a copied tree, which may sit inside another git
+    checkout whose HEAD is not the code that ran); else git; else both None."""
+    env = os.environ.get("COURSE_GIT_COMMIT")
+    if env:
+        return {"commit": env, "dirty": os.environ.get("COURSE_GIT_DIRTY", "unknown") not in ("0", "false", "no")}
     commit = _run(["git", "rev-parse", "HEAD"], cwd=ROOT)
     if commit:
         status = _run(["git", "status", "--porcelain", "--", "kernels", "measure", "ledger"], cwd=ROOT)
         return {"commit": commit, "dirty": bool(status)}
-    env = os.environ.get("COURSE_GIT_COMMIT")
-    if env:
-        return {"commit": env, "dirty": os.environ.get("COURSE_GIT_DIRTY", "unknown") not in ("0", "false", "no")}
     return {"commit": None, "dirty": None}
 
 

@@ -55,6 +55,12 @@ MODULES = {
     "gemm.grouped.tables": "measure.suites.gemm.grouped",
     "gemm.batched": "kernels.gemm.batched",
     "gemm.batched.tables": "measure.suites.gemm.batched",
+    "gemm.batched_ws.tables": "measure.suites.gemm.batched_ws",
+    "gemm.bf16.tables": "measure.suites.gemm.bf16",
+    "gemm.splitk_ws.tables": "measure.suites.gemm.splitk_ws",
+    "gemm.grouped_ws.tables": "measure.suites.gemm.grouped_ws",
+    "gemm.w4a16": "kernels.gemm.w4a16",
+    "gemm.w4a16.tables": "measure.suites.gemm.w4a16",
     "gemm.support": "kernels.gemm.support",
     "ascend": "measure.ascend",
 }
@@ -359,6 +365,87 @@ def _gemm_variants() -> Iterator[Job]:
         yield "gemm.batched", B.batched_gemm, (bt, mm, nn, kk), dict(B.DEFAULT)
 
 
+def _gemm_w4a16() -> Iterator[Job]:
+    """Every candidate of every regime at its shapes, the ragged checks, the timing probes, and the
+    configurations the tests lower."""
+    W, WT = M("gemm.w4a16"), M("gemm.w4a16.tables")
+    group = 128
+    builders = []
+    for (m, n, k) in WT.SHAPES:
+        for cfg in WT.CANDIDATES[WT.regime(m)]:
+            builders.append(lambda m=m, n=n, k=k, c=cfg: W.build(m, n, k, group, c))
+    for (m, n, k), cfg in WT.RAGGED:
+        builders.append(lambda m=m, n=n, k=k, c=cfg: W.build(m, n, k, group, c))
+    for (m, n, k), cfg, probe in WT.PROBES:
+        builders.append(lambda m=m, n=n, k=k, c=cfg, p=probe: W.build(m, n, k, group, c, probe=p))
+    for (m, n, k), cfg in TEST_W4A16:
+        builders.append(lambda m=m, n=n, k=k, c=cfg: W.build(m, n, k, group, W.config(**c)))
+    for b in builders:
+        for impl, a, kw in calls(b):
+            yield "gemm.w4a16", impl, a, kw
+
+
+#: The W4A16 configurations tests/kernels/test_gemm_w4a16.py lowers (shape, config arguments).
+TEST_W4A16 = [
+    ((1, 8192, 8192), dict(block_M=16, block_K=256, stages=4)),
+    ((128, 8192, 8192), dict(block_M=128, block_K=128, stages=4, cluster=2)),
+    ((4096, 4096, 4096), dict(block_M=256, block_K=64, stages=4, split="n")),
+    ((16, 8192, 8192), dict(block_M=16, block_K=256, stages=4, stages_w=12)),
+    ((128, 8192, 8192), dict(block_M=128, block_K=64, stages=4, split="n", stages_w=8, kpair=True)),
+    ((16, 8192, 8192), dict(block_M=16, block_K=256, stages=4, inst="mma")),
+    ((16, 8192, 8192), dict(block_M=16, block_K=512, stages=4, chunk=128)),
+    ((128, 8192, 8192), dict(block_M=128, block_K=128, stages=4, cluster=2, chunk=64)),
+]
+
+
+def _gemm_ws_forms() -> Iterator[Job]:
+    """The bf16 tuned GEMM (every candidate, both shapes, the fp16 repeats' kernel) and the batch
+    folded into M on the hand-written pipeline (every candidate of both attention products)."""
+    L, FT, BT, B = M("gemm.ladder"), M("gemm.bf16.tables"), M("gemm.batched_ws.tables"), M("gemm.batched")
+    builders = []
+    for (m, n, k) in FT.SHAPES:
+        for cfg in FT.bf16_candidates():
+            builders.append(lambda m=m, n=n, k=k, c=cfg: L.build_tuned(m, n, k, c, SMS, dtype="bfloat16"))
+    fp16_cfg = next(c for c in FT.bf16_candidates() if L.label(c) == FT.FP16_LABEL)
+    builders.append(lambda: L.build_tuned(*FT.SHAPES[-1], fp16_cfg, SMS))
+    builders.append(lambda: L.build_tuned(1024, 1024, 1024, FT.bf16_candidates()[0], 132, dtype="bfloat16"))
+    for kind, shape in (("scores", BT.SCORES), ("context", BT.CONTEXT)):
+        for cfg in BT.CANDIDATES[kind]:
+            builders.append(lambda s=shape, c=cfg: B.build_ws(*s, c, SMS))
+    builders.append(lambda: B.build_ws(4, 256, 512, 128, BT.CANDIDATES["scores"][0], workers=8))
+    for b in builders:
+        for impl, a, kw in calls(b):
+            yield "gemm.ws_forms", impl, a, kw
+
+
+def _gemm_variants_ws() -> Iterator[Job]:
+    """Split-K and grouped GEMM on the hand-written pipeline: every candidate at every shape (and
+    routing), the no-split baseline, the reductions, and what the tests lower."""
+    S, G, L = M("gemm.splitk"), M("gemm.grouped"), M("gemm.ladder")
+    ST, GT = M("gemm.splitk_ws.tables"), M("gemm.grouped_ws.tables")
+    builders = []
+    for (m, n, k) in ST.SHAPES:
+        for cfg in ST.CANDIDATES:
+            builders.append(lambda m=m, n=n, k=k, c=cfg: S.build_ws(m, n, k, c, SMS))
+        builders.append(lambda m=m, n=n, k=k: L.build_tuned(m, n, k, ST.NO_SPLIT, SMS))
+    for sizes in GT.MIXES.values():
+        for cfg in GT.CANDIDATES:
+            builders.append(lambda s=sizes, c=cfg: G.build_ws(s, GT.N, GT.K, c, SMS))
+        bm = G.DEFAULT["block_M"]
+        _, _, _, ntiles = G.tables(sizes, bm)
+        max_m = -(-max(sizes) // bm) * bm
+        builders.append(lambda s=sizes, t=ntiles: G.grouped_concat(sum(s), GT.N, GT.K, len(s), t, **G.DEFAULT))
+        builders.append(lambda s=sizes, t=ntiles, mm=max_m: G.grouped_ptr(
+            mm, GT.N, GT.K, len(s), t, block_M=bm, block_N=G.DEFAULT["block_N"], block_K=G.DEFAULT["block_K"],
+            threads=G.DEFAULT["threads"]))
+    # tests
+    builders.append(lambda: S.build_ws(1024, 1024, 16384, S.ws_splitk_config(4, cluster=2), SMS))
+    builders.append(lambda: G.build_ws((300, 17, 1100), 1024, 512, G.ws_config(), 8))
+    for b in builders:
+        for impl, a, kw in calls(b):
+            yield "gemm.variants_ws", impl, a, kw
+
+
 def _gemm_support() -> Iterator[Job]:
     P = M("gemm.support")
     for name, fn in P.PROBES.items():
@@ -370,6 +457,7 @@ FAMILIES: dict[str, Callable[[], Iterator[Job]]] = {
     "elementwise": _elementwise, "quant": _quant, "norm": _norm, "rope": _rope, "fused": _fused,
     "pytorch": _pytorch, "case_study": _case_study, "carver": _carver, "gemm.ladder": _gemm_ladder,
     "gemm.ws": _gemm_ws, "gemm.lowp": _gemm_lowp, "gemm.variants": _gemm_variants, "gemm.support": _gemm_support,
+    "gemm.w4a16": _gemm_w4a16, "gemm.ws_forms": _gemm_ws_forms, "gemm.variants_ws": _gemm_variants_ws,
 }
 
 

@@ -22,6 +22,7 @@ from typing import Any, Sequence
 import tilelang
 import tilelang.language as T
 
+from kernels.common import SMS
 from kernels.gemm.common import TARGET, check_cuda, check_matrix, check_wgmma_n, require
 
 
@@ -208,5 +209,90 @@ def make_ptr_runner(a_list: Sequence[Any], b_list: Sequence[Any], c_list: Sequen
     def fn() -> Any:
         kern(pa, pb, pc, t_toff)
         return c_list
+
+    return fn
+
+
+# ---------------------------------------------------------------- padded form on the hand-written pipeline
+def padded_tables(sizes: Sequence[int], tile: int = 128) -> tuple[list[int], int, list[int]]:
+    """(first row of every group, total rows, group of every ``tile``-row tile) when each group's
+    rows start on a tile boundary (its last tile padded): the layout :func:`build_ws` reads."""
+    starts, groups_of_tiles, r = [], [], 0
+    for g, s in enumerate(sizes):
+        require(int(s) >= 0, f"sizes[{g}]={s} must be >= 0")
+        starts.append(r)
+        n = -(-int(s) // tile)
+        groups_of_tiles += [g] * n
+        r += n * tile
+    require(r > 0, "the groups hold no rows")
+    return starts, r, groups_of_tiles
+
+
+def ws_config(block_N: int = 256, stages: int = 4, cluster: int = 1, epi_cols: int = 128, panel: int = 8,
+              inflight: int = 0) -> dict[str, Any]:
+    """One configuration of :func:`build_ws` (128-row tiles, K blocks of 64, persistent)."""
+    return dict(block_N=block_N, block_K=64, stages=stages, cluster=cluster, epi_cols=epi_cols, panel=panel,
+                inflight=inflight)
+
+
+def ws_label(cfg: dict[str, Any]) -> str:
+    return (f"ws 128x{cfg['block_N']} st{cfg['stages']} e{cfg['epi_cols']} p{cfg['panel']}"
+            + (f" c{cfg['cluster']}" if cfg["cluster"] > 1 else ""))
+
+
+def build_ws(sizes: Sequence[int], N: int, K: int, cfg: dict[str, Any], workers: int = SMS) -> Any:
+    """Compile the grouped form of :func:`kernels.gemm.ws.grouped_ws` for this routing: only the
+    padded row count (whole tiles, ``128 * cluster`` per group) is baked in."""
+    from kernels.gemm.ws import grouped_ws
+
+    _, rows, _ = padded_tables(sizes, 128 * cfg["cluster"])
+    kw = {k: cfg[k] for k in ("block_N", "block_K", "stages", "cluster", "epi_cols", "panel", "inflight")}
+    return grouped_ws(rows, N, K, len(sizes), workers=workers - workers % cfg["cluster"], **kw)
+
+
+def pad_rows(a_cat: Any, sizes: Sequence[int], tile: int = 128) -> Any:
+    """The concatenated rows in the padded layout (zeros in the padding): what a dispatcher that
+    aligns every expert to a tile writes."""
+    import torch
+
+    starts, rows, _ = padded_tables(sizes, tile)
+    out = torch.zeros((rows, a_cat.shape[1]), dtype=a_cat.dtype, device=a_cat.device)
+    r = 0
+    for s0, s in zip(starts, sizes):
+        out[s0:s0 + s].copy_(a_cat[r:r + s])
+        r += s
+    return out
+
+
+def check_ws_inputs(a_pad: Any, b: Any, sizes: Sequence[int], cluster: int = 1) -> tuple[int, int, int, int]:
+    """The padded form: ``a_pad [rows, K]`` with each group starting on a ``128 * cluster`` boundary,
+    ``b [G, N, K]`` fp16; K and N multiples of 8 (16-byte TMA rows); one CUDA device.  Returns
+    (rows, N, K, G)."""
+    import torch
+
+    require(hasattr(b, "shape") and len(b.shape) == 3, "b must be [G, N, K]")
+    G, N, K = b.shape
+    require(len(sizes) == G, f"{len(sizes)} group sizes for {G} weight matrices")
+    _, rows, _ = padded_tables(sizes, 128 * cluster)
+    check_matrix(a_pad, "a_pad", (rows, K), torch.float16)
+    check_matrix(b, "b", (G, N, K), torch.float16)
+    require(K % 8 == 0 and N % 8 == 0, f"K={K} and N={N} must be multiples of 8 (16-byte TMA rows)")
+    check_cuda(a_pad=a_pad, b=b)
+    return rows, N, K, G
+
+
+def make_ws_runner(a_pad: Any, b: Any, sizes: Sequence[int], cfg: dict[str, Any], workers: int = SMS):
+    """``fn(c_pad)``: the grouped kernel on the padded rows (``c_pad [rows, N]``, group ``g``'s
+    output at the rows :func:`padded_tables` gives)."""
+    import torch
+
+    rows, N, K, G = check_ws_inputs(a_pad, b, sizes, cfg["cluster"])
+    kern = build_ws(sizes, N, K, cfg, workers)
+    _, _, tg = padded_tables(sizes, 128 * cfg["cluster"])
+    e = torch.tensor([g for g in tg for _ in range(cfg["cluster"])], dtype=torch.int32, device=a_pad.device)
+
+    def fn(c_pad: Any) -> Any:
+        kern(a_pad, b.view(G * N, K), e, c_pad)
+        return c_pad
 
     return fn

@@ -360,18 +360,22 @@ def run(name: str, a: Any, b: Any, out: Any = None, **overrides: Any) -> Any:
 # --------------------------------------------------------------- tuned rung 4
 
 
-def build_tuned(M: int, N: int, K: int, cfg: dict[str, Any], workers: int = SMS) -> Any:
+def build_tuned(M: int, N: int, K: int, cfg: dict[str, Any], workers: int = SMS, dtype: str = "float16") -> Any:
     """Compile one tuned rung-4 candidate: the hand-written :func:`kernels.gemm.ws.rung4_ws`
     when ``cfg["ws"]`` (on ``workers`` blocks when also persistent), :func:`rung4_persistent`
-    on ``workers`` blocks when ``cfg["persistent"]``, else :func:`rung4_annotated`."""
+    on ``workers`` blocks when ``cfg["persistent"]``, else :func:`rung4_annotated`.
+    ``dtype="bfloat16"`` (bf16 in and out) exists for the hand-written pipeline only."""
     kw = {k: v for k, v in cfg.items() if k != "persistent"}
     check_wgmma_n(kw["block_N"])
+    require(dtype == "float16" or cfg.get("ws"), f"dtype={dtype!r} needs the hand-written pipeline (ws=True)")
     if cfg.get("ws"):
         from kernels.gemm.ws import WS_BLOCK_M, WS_THREADS, rung4_ws
 
         require(cfg["block_M"] == WS_BLOCK_M and cfg["threads"] + 128 == WS_THREADS,
                 f"the hand-written pipeline is {WS_BLOCK_M} rows on {WS_THREADS - 128} consumer threads")
         wk = {k: cfg[k] for k in ("block_N", "block_K", "stages", "panel", "cluster", "inflight", "epi_cols") if k in cfg}
+        if dtype != "float16":  # the fp16 call stays byte-for-byte the recorded one
+            wk["dtype"] = dtype
         return rung4_ws(M, N, K, workers=workers if cfg.get("persistent") else 0, **wk)
     if cfg.get("persistent"):
         return rung4_persistent(M, N, K, workers=workers, **kw)

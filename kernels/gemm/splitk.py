@@ -1,4 +1,5 @@
-"""Split-K GEMM: the K loop is cut into ``split_k`` slices, each slice a separate block.
+"""Split-K GEMM: the K loop is cut into ``split_k`` slices, each slice a separate block (and, in
+:func:`build_ws`, a work item of the persistent hand-written pipeline).
 
 For skinny problems (few output tiles, long K) one output tile per block leaves
 most of the SMs idle; cutting K multiplies the number of blocks by
@@ -20,6 +21,7 @@ from typing import Any
 import tilelang
 import tilelang.language as T
 
+from kernels.common import SMS
 from kernels.gemm.common import TARGET, check_inputs as check_operands, require
 
 
@@ -97,3 +99,73 @@ def run(a: Any, b: Any, split_k: int, form: str = "tile", out: Any = None, **cfg
     c = torch.zeros((M, N), dtype=torch.float32, device=a.device) if out is None else out.zero_()
     kern(a, b, c)
     return c
+
+
+# ---------------------------------------------------------------- split-K on the hand-written pipeline
+@tilelang.jit(target=TARGET)
+def splitk_reduce(splits: int, M: int, N: int, block_M: int = 16, block_N: int = 256, threads: int = 256):
+    """``C[m, n] = sum_s P[s * M + m, n]`` in fp32, cast to fp16 once: the second step of
+    :func:`kernels.gemm.ws.splitk_ws` (each block reads its ``block_M x block_N`` piece of every
+    slice, 16-byte loads, and writes it once)."""
+    require(M % block_M == 0 and N % block_N == 0, f"{M}x{N} must be whole {block_M}x{block_N} pieces")
+
+    @T.prim_func
+    def main(P: T.Tensor((splits * M, N), T.float32), C: T.Tensor((M, N), T.float16)):
+        with T.Kernel(N // block_N, M // block_M, threads=threads) as (bx, by):
+            acc = T.alloc_fragment((block_M, block_N), T.float32)
+            T.clear(acc)
+            for s in T.serial(splits):
+                for i, j in T.Parallel(block_M, block_N):
+                    acc[i, j] += P[s * M + by * block_M + i, bx * block_N + j]
+            for i, j in T.Parallel(block_M, block_N):
+                C[by * block_M + i, bx * block_N + j] = T.cast(acc[i, j], T.float16)
+
+    return main
+
+
+def ws_splitk_config(splits: int, block_N: int = 256, stages: int = 4, cluster: int = 1, epi_cols: int = 64,
+                     panel: int = 8, inflight: int = 0) -> dict[str, Any]:
+    """One configuration of :func:`build_ws` (K blocks of 64)."""
+    return dict(splits=splits, block_N=block_N, block_K=64, stages=stages, cluster=cluster, epi_cols=epi_cols,
+                panel=panel, inflight=inflight)
+
+
+def ws_splitk_label(cfg: dict[str, Any]) -> str:
+    return (f"ws s={cfg['splits']} 128x{cfg['block_N']} st{cfg['stages']} e{cfg['epi_cols']}"
+            + (f" c{cfg['cluster']}" if cfg["cluster"] > 1 else "") + (f" if{cfg['inflight']}" if cfg["inflight"] else ""))
+
+
+def build_ws(M: int, N: int, K: int, cfg: dict[str, Any], workers: int = SMS) -> tuple[Any, Any]:
+    """(split-K kernel, reduction kernel) of one configuration; ``workers`` persistent blocks."""
+    from kernels.gemm.ws import splitk_ws
+
+    kw = {k: cfg[k] for k in ("block_N", "block_K", "stages", "cluster", "epi_cols", "panel", "inflight")}
+    return splitk_ws(M, N, K, cfg["splits"], workers=workers - workers % cfg["cluster"], **kw), \
+        splitk_reduce(cfg["splits"], M, N)
+
+
+def check_ws_inputs(a: Any, b: Any, cfg: dict[str, Any]) -> tuple[int, int, int]:
+    """Operands of the hand-written split-K: fp16 ``[M, K]`` and ``[N, K]``; M a multiple of 16 (the
+    reduction's rows), N of 256 (its columns), K of ``splits * 64``; one CUDA device."""
+    import torch
+
+    M, N, K = check_operands(a, b, torch.float16, tiles={"M": 16, "N": 256}, cuda=False)
+    require(K % (cfg["splits"] * cfg["block_K"]) == 0,
+            f"K={K} must be a multiple of splits*block_K = {cfg['splits']}*{cfg['block_K']}")
+    return check_operands(a, b, torch.float16, block_N=cfg["block_N"])
+
+
+def make_ws_runner(a: Any, b: Any, cfg: dict[str, Any], workers: int = SMS):
+    """``fn(c)``: the split-K kernel into an fp32 workspace, then the reduction into ``c`` (fp16)."""
+    import torch
+
+    M, N, K = check_ws_inputs(a, b, cfg)
+    gemm, reduce = build_ws(M, N, K, cfg, workers)
+    ws = torch.empty((cfg["splits"] * M, N), dtype=torch.float32, device=a.device)
+
+    def fn(c: Any) -> Any:
+        gemm(a, b, ws)
+        reduce(ws, c)
+        return c
+
+    return fn

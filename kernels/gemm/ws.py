@@ -78,7 +78,8 @@ def ws_grid(M: int, N: int, block_N: int, cluster: int) -> tuple[int, int]:
 
 
 def _ws_program(M: int, N: int, K: int, *, fp8: bool, block_N: int, block_K: int, stages: int, panel: int,
-                cluster: int, inflight: int, epi_cols: int, workers: int):
+                cluster: int, inflight: int, epi_cols: int, workers: int, dtype: str = "float16", batch: int = 1,
+                groups: int = 0, splits: int = 1):
     """The hand-written pipeline as a TileLang program: fp16 -> fp16 (``fp8=False``) or fp8 e4m3
     with per-tensor scales -> bf16 with two-level accumulation (``fp8=True``: every K block's
     wgmma result is a fresh fp32 partial, promoted into the fp32 accumulator by ordinary adds,
@@ -91,20 +92,41 @@ def _ws_program(M: int, N: int, K: int, *, fp8: bool, block_N: int, block_K: int
     check_wgmma_n(block_N)
     epi_cols = epi_cols or block_N
     require(block_N % epi_cols == 0, f"epi_cols={epi_cols} must divide block_N={block_N}")
-    in_dtype = T.float8_e4m3fn if fp8 else T.float16
-    out_dtype = T.bfloat16 if fp8 else T.float16
+    require(dtype in ("float16", "bfloat16"), f"dtype must be 'float16' or 'bfloat16', got {dtype!r}")
+    # batch > 1: M counts the rows of all batches (A and C flattened to [batch * M_b, ...]) and B
+    # holds batch stacked [N, K] matrices; a 128-row tile never crosses a batch
+    require(batch >= 1 and M % batch == 0 and (batch == 1 or (M // batch) % (WS_BLOCK_M * cluster) == 0),
+            f"batch={batch}: the {M} rows must split into batches of a multiple of {WS_BLOCK_M * cluster} rows "
+            f"(a tile, or a cluster sharing one B tile, never crosses a batch)")
+    rows_b = M // batch
+    # groups > 0: a grouped GEMM, B holds `groups` stacked [N, K] weights and a table E gives the
+    # group of every 128-row tile (each group's rows padded to whole tiles, or clusters of tiles)
+    require(groups >= 0 and (groups == 0 or (batch == 1 and not fp8)),
+            f"groups={groups}: the grouped form is fp16/bf16 and not batched")
+    # splits > 1: split-K, work item = (tile, K slice); each item stores its fp32 partial into
+    # P[split * M + row, col] and a separate reduction adds the slices
+    require(splits >= 1 and (splits == 1 or (batch == 1 and groups == 0 and not fp8 and workers > 0)),
+            f"splits={splits}: split-K is fp16/bf16, not batched or grouped, and persistent (workers > 0)")
+    half_dtype = T.bfloat16 if dtype == "bfloat16" else T.float16  # 16-bit in and out (fp8: bf16 out)
+    in_dtype = T.float8_e4m3fn if fp8 else half_dtype
+    out_dtype = T.bfloat16 if fp8 else half_dtype
     half = WS_BLOCK_M // 2
     grid_n, grid_m = ws_grid(M, N, block_N, cluster)
     clusters_m = grid_m // cluster
     n_ctiles = clusters_m * grid_n  # tiles of a whole cluster (cluster x 128 rows, block_N columns)
     n_k = -(-K // block_K)
+    require(n_k % splits == 0, f"splits={splits} must divide the {n_k} K blocks of {block_K}")
+    n_ks = n_k // splits  # K blocks of one work item
+    n_items = n_ctiles * splits
+    if splits > 1:
+        out_dtype = T.float32
     if fp8 and inflight:
         require(n_k % 2 == 0, f"fp8 with inflight=1 alternates two partials: K={K} needs an even number of "
                               f"{block_K}-deep blocks, got {n_k}")
     acc_regs = half * block_N // 128
     persistent = workers > 0
     n_clusters = workers // cluster if persistent else n_ctiles
-    rounds = -(-n_ctiles // n_clusters)
+    rounds = -(-n_items // n_clusters)
     grid = (workers,) if persistent else (grid_n, grid_m)
     cdims = (cluster, 1, 1) if persistent else (1, cluster, 1)
 
@@ -124,6 +146,16 @@ def _ws_program(M: int, N: int, K: int, *, fp8: bool, block_N: int, block_K: int
             tile[1] = ct % grid_n
 
     @T.macro
+    def item_of(w, rank, tile):
+        """Work item -> tile (and, for split-K, its K slice: item ``w`` is slice ``w // tiles`` of
+        cluster tile ``w % tiles``, so the first wave holds every tile's first slice)."""
+        if splits > 1:
+            tile_of(w % n_ctiles, rank, tile)
+            tile[2] = w // n_ctiles
+        else:
+            tile_of(w, rank, tile)
+
+    @T.macro
     def release(empty, s):
         if cluster > 1:
             for r in T.serial(cluster):
@@ -132,14 +164,21 @@ def _ws_program(M: int, N: int, K: int, *, fp8: bool, block_N: int, block_K: int
             T.mbarrier_arrive(empty[s])
 
     @T.macro
-    def produce(A, B, A0_s, A1_s, B_s, full, empty, tile, g0):
+    def produce(A, B, A0_s, A1_s, B_s, full, empty, tile, g0, E):
         m0 = tile[0] * WS_BLOCK_M
         n0 = tile[1] * block_N
-        for ko in T.serial(n_k):
+        if batch > 1:
+            n0 = n0 + m0 // rows_b * N  # the B rows of this tile's batch
+        if groups > 0:
+            n0 = n0 + E[tile[0]] * N  # the B rows of this tile's group
+        for ko in T.serial(n_ks):
             g = g0 + ko
             s = g % stages
             T.barrier_wait(empty[s], g // stages % 2 ^ 1)
-            k0 = ko * block_K
+            if splits > 1:
+                k0 = (tile[2] * n_ks + ko) * block_K  # this item's K slice
+            else:
+                k0 = ko * block_K
             T.tma_copy(A[m0:m0 + half, k0:k0 + block_K], A0_s[s, :, :], barrier=full[s])
             T.tma_copy(A[m0 + half:m0 + WS_BLOCK_M, k0:k0 + block_K], A1_s[s, :, :], barrier=full[s])
             if cluster > 1:
@@ -163,7 +202,7 @@ def _ws_program(M: int, N: int, K: int, *, fp8: bool, block_N: int, block_K: int
 
     @T.macro
     def mainloop_fp16(A_s, B_s, acc, full, empty, g0, lane):
-        for ko in T.serial(n_k):
+        for ko in T.serial(n_ks):
             issue(A_s, B_s, acc, full, g0 + ko, ko == 0)
             T.wait_wgmma(inflight)
             # release the stage whose wgmma is known to be done (step ko - inflight)
@@ -171,7 +210,7 @@ def _ws_program(M: int, N: int, K: int, *, fp8: bool, block_N: int, block_K: int
                 release(empty, (g0 + ko - inflight) % stages)
         T.wait_wgmma(0)
         if inflight > 0 and lane == 0:
-            release(empty, (g0 + n_k - 1) % stages)
+            release(empty, (g0 + n_ks - 1) % stages)
 
     @T.macro
     def mainloop_fp8(A_s, B_s, acc, p0, p1, full, empty, g0, lane):
@@ -209,6 +248,8 @@ def _ws_program(M: int, N: int, K: int, *, fp8: bool, block_N: int, block_K: int
             for i, j in T.Parallel(half, block_N):
                 acc[i, j] = acc[i, j] * SA[0] * SB[0]
         r0 = tile[0] * WS_BLOCK_M + wg * half
+        if splits > 1:
+            r0 = r0 + tile[2] * M  # this K slice's partial
         for h in T.unroll(block_N // epi_cols):
             if h > 0 or persistent:  # the previous store has read C_s (its issuing thread waited)
                 T.sync_threads(barrier_id=_EPILOGUE_BARRIER[wg], arrive_count=128)
@@ -228,7 +269,7 @@ def _ws_program(M: int, N: int, K: int, *, fp8: bool, block_N: int, block_K: int
         epilogue(acc, C_s, C, SA, SB, tile, wg)
 
     @T.macro
-    def body(A, B, C, SA, SB):
+    def body(A, B, C, SA, SB, E):
         with T.Kernel(*grid, threads=WS_THREADS, cluster_dims=cdims) as ids:
             A0_s = T.alloc_shared((stages, half, block_K), in_dtype)
             A1_s = T.alloc_shared((stages, half, block_K), in_dtype)
@@ -247,7 +288,7 @@ def _ws_program(M: int, N: int, K: int, *, fp8: bool, block_N: int, block_K: int
                     P0b, P1b = P0a, P1a
             else:
                 P0a = P1a = P0b = P1b = None
-            tile = T.alloc_local((2,), T.int32)
+            tile = T.alloc_local((3,) if splits > 1 else (2,), T.int32)
             T.annotate_layout({
                 A0_s: make_swizzled_layout(A0_s), A1_s: make_swizzled_layout(A1_s),
                 B_s: make_swizzled_layout(B_s),
@@ -269,21 +310,21 @@ def _ws_program(M: int, N: int, K: int, *, fp8: bool, block_N: int, block_K: int
             if tx < 128:
                 T.dec_max_nreg(PRODUCER_REGS)
                 for t in T.serial(rounds):
-                    if first_ct + t * n_clusters < n_ctiles:
-                        tile_of(first_ct + t * n_clusters, rank, tile)
-                        produce(A, B, A0_s, A1_s, B_s, full, empty, tile, t * n_k)
+                    if first_ct + t * n_clusters < n_items:
+                        item_of(first_ct + t * n_clusters, rank, tile)
+                        produce(A, B, A0_s, A1_s, B_s, full, empty, tile, t * n_ks, E)
             elif tx < 256:
                 T.inc_max_nreg(CONSUMER_REGS)
                 for t in T.serial(rounds):
-                    if first_ct + t * n_clusters < n_ctiles:
-                        tile_of(first_ct + t * n_clusters, rank, tile)
-                        consume(A0_s, B_s, C0_l, P0a, P0b, C0_s, C, SA, SB, full, empty, tile, t * n_k, 0)
+                    if first_ct + t * n_clusters < n_items:
+                        item_of(first_ct + t * n_clusters, rank, tile)
+                        consume(A0_s, B_s, C0_l, P0a, P0b, C0_s, C, SA, SB, full, empty, tile, t * n_ks, 0)
             else:
                 T.inc_max_nreg(CONSUMER_REGS)
                 for t in T.serial(rounds):
-                    if first_ct + t * n_clusters < n_ctiles:
-                        tile_of(first_ct + t * n_clusters, rank, tile)
-                        consume(A1_s, B_s, C1_l, P1a, P1b, C1_s, C, SA, SB, full, empty, tile, t * n_k, 1)
+                    if first_ct + t * n_clusters < n_items:
+                        item_of(first_ct + t * n_clusters, rank, tile)
+                        consume(A1_s, B_s, C1_l, P1a, P1b, C1_s, C, SA, SB, full, empty, tile, t * n_ks, 1)
             if cluster > 1:
                 T.cluster_sync()  # no block leaves while its peer may still arrive on its barriers
 
@@ -292,13 +333,29 @@ def _ws_program(M: int, N: int, K: int, *, fp8: bool, block_N: int, block_K: int
         def main_fp8(A: T.Tensor((M, K), T.float8_e4m3fn), B: T.Tensor((N, K), T.float8_e4m3fn),
                      SA: T.Tensor((1,), T.float32), SB: T.Tensor((1,), T.float32),
                      C: T.Tensor((M, N), T.bfloat16)):
-            body(A, B, C, SA, SB)
+            body(A, B, C, SA, SB, None)
 
         return main_fp8
 
+    if splits > 1:
+        @T.prim_func
+        def main_split(A: T.Tensor((M, K), in_dtype), B: T.Tensor((N, K), in_dtype),
+                       P: T.Tensor((splits * M, N), T.float32)):
+            body(A, B, P, None, None, None)
+
+        return main_split
+
+    if groups > 0:
+        @T.prim_func
+        def main_grouped(A: T.Tensor((M, K), in_dtype), B: T.Tensor((groups * N, K), in_dtype),
+                         E: T.Tensor((grid_m,), T.int32), C: T.Tensor((M, N), out_dtype)):
+            body(A, B, C, None, None, E)
+
+        return main_grouped
+
     @T.prim_func
-    def main(A: T.Tensor((M, K), T.float16), B: T.Tensor((N, K), T.float16), C: T.Tensor((M, N), T.float16)):
-        body(A, B, C, None, None)
+    def main(A: T.Tensor((M, K), in_dtype), B: T.Tensor((batch * N, K), in_dtype), C: T.Tensor((M, N), out_dtype)):
+        body(A, B, C, None, None, None)
 
     return main
 
@@ -316,8 +373,10 @@ def rung4_ws(
     inflight: int = 1,
     epi_cols: int = 0,
     workers: int = 0,
+    dtype: str = "float16",
+    batch: int = 1,
 ):
-    """Hand-written warp-specialized rung 4, fp16 in and out (see the module docstring).
+    """Hand-written warp-specialized rung 4, fp16 (or ``dtype="bfloat16"``) in and out (see the module docstring).
 
     ``cluster`` = 1 or 2 blocks along M per cluster (2: the B tile is multicast);
     ``inflight`` = wgmma batches a consumer leaves running before it releases a stage
@@ -327,10 +386,59 @@ def rung4_ws(
     frees 32 KB of shared memory, room for a fourth stage);
     ``workers`` = 0: one block per tile; > 0: a persistent grid of ``workers`` blocks (one per
     SM) walking the tiles, the producer's ring running on across tile boundaries so the next
-    tile's loads overlap the current tile's epilogue.
+    tile's loads overlap the current tile's epilogue;
+    ``batch`` > 1 = a batched product: ``M`` rows of all batches, B ``[batch * N, K]``, each
+    tile's B rows taken from its batch (``M / batch`` a multiple of 128).
     """
     return _ws_program(M, N, K, fp8=False, block_N=block_N, block_K=block_K, stages=stages, panel=panel,
-                       cluster=cluster, inflight=inflight, epi_cols=epi_cols, workers=workers)
+                       cluster=cluster, inflight=inflight, epi_cols=epi_cols, workers=workers, dtype=dtype,
+                       batch=batch)
+
+
+@tilelang.jit(target=TARGET, pass_configs=WS_PASS_CONFIGS)
+def grouped_ws(
+    M: int,
+    N: int,
+    K: int,
+    groups: int,
+    block_N: int = 256,
+    block_K: int = 64,
+    stages: int = 4,
+    panel: int = 8,
+    cluster: int = 1,
+    inflight: int = 0,
+    epi_cols: int = 128,
+    workers: int = 0,
+):
+    """Grouped GEMM on the hand-written pipeline: ``M`` rows of all groups (each group's rows
+    padded to whole 128-row tiles, or ``128 * cluster`` with a cluster), B ``[groups * N, K]``,
+    and a table ``E[M / 128]`` (int32) naming the group of every tile; tile ``i`` multiplies its
+    rows by ``B[E[i] * N:(E[i] + 1) * N]``.  Other arguments as in :func:`rung4_ws`."""
+    return _ws_program(M, N, K, fp8=False, block_N=block_N, block_K=block_K, stages=stages, panel=panel,
+                       cluster=cluster, inflight=inflight, epi_cols=epi_cols, workers=workers, groups=groups)
+
+
+@tilelang.jit(target=TARGET, pass_configs=WS_PASS_CONFIGS)
+def splitk_ws(
+    M: int,
+    N: int,
+    K: int,
+    splits: int,
+    block_N: int = 256,
+    block_K: int = 64,
+    stages: int = 4,
+    panel: int = 8,
+    cluster: int = 1,
+    inflight: int = 0,
+    epi_cols: int = 64,
+    workers: int = 132,
+):
+    """Split-K on the hand-written persistent pipeline: ``tiles * splits`` work items, item ``w``
+    computing K slice ``w // tiles`` of tile ``w % tiles`` and storing its fp32 partial (TMA) into
+    ``P[slice * M + row, col]``; :func:`kernels.gemm.splitk.splitk_reduce` adds the slices and
+    casts to fp16.  Other arguments as in :func:`rung4_ws`."""
+    return _ws_program(M, N, K, fp8=False, block_N=block_N, block_K=block_K, stages=stages, panel=panel,
+                       cluster=cluster, inflight=inflight, epi_cols=epi_cols, workers=workers, splits=splits)
 
 
 #: fp8 adds one pass configuration: tilelang's buffer-initialisation check does not see that a

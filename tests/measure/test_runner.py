@@ -205,3 +205,17 @@ def test_live_run_records_every_suite_and_survives_a_failing_one(tmp_path, monke
     # every suite says what code it ran
     for suite in saved["suites"].values():
         assert set(suite["git"]) == {"commit", "dirty"} and len(suite["kernels_sha256"]) == 64
+
+
+def test_an_explicit_commit_names_the_code_even_inside_another_checkout(monkeypatch):
+    """A copied tree can sit inside some other git checkout (the GPU machine's copy of main): the
+    commit the copy was made from, when given, is what the records name."""
+    from measure import runner
+
+    monkeypatch.setenv("COURSE_GIT_COMMIT", "0123abc")
+    monkeypatch.setenv("COURSE_GIT_DIRTY", "0")
+    assert runner.git_state() == {"commit": "0123abc", "dirty": False}
+    monkeypatch.setenv("COURSE_GIT_DIRTY", "1")
+    assert runner.git_state()["dirty"] is True
+    monkeypatch.delenv("COURSE_GIT_COMMIT")
+    assert runner.git_state()["commit"] != "0123abc"

@@ -1,0 +1,602 @@
+"""W4A16 GEMM with the weights as wgmma's register operand ("swap AB").
+
+``C[M, N] = A[M, K] @ W[N, K]^T`` with A fp16 and W stored as in :mod:`kernels.gemm.lowp`:
+int4 two per byte (low nibble = even k), offset-binary ``q = w + 8``, ``[N, K/2]`` uint8,
+one fp16 scale per ``group`` consecutive k of each weight row (``scales[N, K/group]``).
+
+:func:`kernels.gemm.lowp.dequant_gemm` expands every packed tile into fp16 *shared memory*
+and then runs an ordinary ``T.gemm``: each weight byte crosses shared memory three times
+(TMA in, expanded out, wgmma in).  Hopper's ``wgmma`` can take its A operand from
+registers (``wgmma ... A in registers``, lowered by tilelang as ``wgmma_rs``), and only its
+A operand, whose rows are the instruction's M = 64.  So this kernel computes the
+transposed product ``C^T[N, M] = W[N, K] @ A[M, K]^T``: the weights are A, expanded from
+the packed tile straight into the register fragment wgmma reads, and the activations are
+B, read from shared memory by descriptor.  The instruction's N is then the number of
+activation rows a block handles (``block_M``): 16 for a decode step with M = 1..16 (the
+rows past M are zeros loaded by the TMA unit and clipped on the store), up to 256 for a
+square product.
+
+Expansion of one packed byte (two weights of one row, the pair a register holds): OR each
+nibble into the mantissa of the fp16 constant 0x6400 (1024.0), which gives ``1024 + q``
+exactly; subtract 1032 (exact) and multiply by the row's scale: one rounding, the same
+fp16 value as ``(q - 8) * s`` rounded once, which is what the reference expands.
+
+Block layout (384 threads, written out with tilelang's explicit primitives like
+:mod:`kernels.gemm.ws`): warpgroup 0 is the producer (TMA of the activation tile, of the
+packed weight tile and, once, of the block's scales), warpgroups 1 and 2 consume.
+``split`` says how the two consumers share the work:
+
+* ``"k"``: the block owns 64 weight rows; consumer ``c`` takes the K blocks ``ko = c, c+2,
+  ...`` and the two accumulators are added through shared memory at the end.  One block
+  per 64 rows keeps ``N/64`` blocks (128 for N = 8192, on 132 SMs), and while one consumer
+  expands its tile the other one's wgmma runs.
+* ``"n"``: the block owns 128 weight rows, each consumer 64, both read every K block
+  (the usual two-consumer tile, for large M).
+
+``cluster`` > 1: that many neighbouring blocks along N form a cluster and share the
+activation tile through a TMA multicast (each block still loads its own weights); a stage
+is released by the consumers of every block in the cluster.  The activations are read by
+every weight tile: without the multicast a 128-row decode batch moves ``N/64`` times 2 MB
+through L2, more than the weights themselves.
+
+Further knobs, each a candidate of the H200 search (:data:`CANDIDATES`):
+
+* ``stages_w`` > 0: the weight tiles get a ring of their own, fed by producer warp 0 while
+  warp 1 feeds the activations; a weight slot is freed as soon as it is expanded into
+  registers, an activation slot once the wgmma that reads it has completed.
+* ``kpair``: two blocks of a cluster split K for the same 128 weight rows, so each SM reads
+  half of the activations; the upper block hands each consumer's fp32 partial to the lower
+  one by one SM-to-SM bulk copy, and the lower block adds and stores.
+* ``inst="mma"`` (:func:`w4a16_gemm_mma`): the warp-level ``mma.sync`` m16n8k16 instead of
+  wgmma, each warp on its 16 weight rows;
+* ``chunk``: a stage is expanded in pieces of ``chunk`` of K into two register buffers used in
+  turn; a piece's wgmma is left running while the next piece is expanded, and a buffer is
+  written again only once the wgmma that read it has completed (``wait_wgmma<1>``), so inside
+  one consumer the expansion overlaps the tensor-core work, and a stage can be longer (more
+  of each weight row per TMA copy) without more registers.
+
+With ``split="k"`` every ring must have an even number of slots, so that a slot always serves
+the same consumer: an mbarrier is waited on by phase parity, and with an odd ring one
+consumer could pass over a phase the other one has not consumed yet (on the H200 such a
+kernel ran correctly in one launch and faulted after many; :func:`check_config` refuses it).
+
+The search over these knobs, the checks and the timing against cuBLAS are the suite
+:mod:`measure.suites.gemm.w4a16`; the ledger's floor is :mod:`ledger.w4a16`.
+"""
+
+
+from typing import Any
+
+import tilelang
+import tilelang.language as T
+from tilelang.layout import make_swizzled_layout
+
+from kernels.gemm.common import TARGET, check_cuda, check_matrix, require
+
+#: Pass configuration: the kernel places every barrier itself (as :mod:`kernels.gemm.ws`).
+W4_PASS_CONFIGS = {
+    "tl.disable_warp_specialized": True,
+    tilelang.PassConfigKey.TL_DISABLE_THREAD_STORAGE_SYNC: True,
+}
+
+#: Weight rows per consumer warpgroup: wgmma's M.
+WG_ROWS = 64
+#: One producer and two consumer warpgroups.
+THREADS = 384
+PRODUCER_REGS = 40
+CONSUMER_REGS = 232
+#: Shared memory one block may use on an H100/H200 SM (bytes).
+SMEM_LIMIT = 232448
+#: Named barriers: 1 = both consumers (split-K reduction), 2/3 = one consumer's epilogue.
+_BAR_BOTH, _BAR_EPI = 1, (2, 3)
+
+
+def block_rows(split: str) -> int:
+    """Weight rows (columns of C) one block owns."""
+    require(split in ("k", "n"), f"split must be 'k' or 'n', got {split!r}")
+    return WG_ROWS if split == "k" else 2 * WG_ROWS
+
+
+def smem_bytes(K: int, *, group: int, block_M: int, block_K: int, stages: int, split: str, stages_w: int = 0,
+               kpair: bool = False) -> int:
+    """Shared memory of one block, from the ledger (:func:`ledger.w4a16.smem_bytes`): the ring
+    (activation tile fp16 + packed weight tile), the block's scales for the whole K, the C
+    staging tile(s) and, for ``split="k"``, the fp32 tile the second consumer hands to the first."""
+    from ledger.w4a16 import smem_bytes as ledger_smem
+
+    return ledger_smem(K, group=group, block_m=block_M, block_k=block_K, stages=stages, rows=block_rows(split),
+                       split_k=split == "k", stages_w=stages_w, k_pair=kpair)
+
+
+def grid(M: int, N: int, *, block_M: int, split: str, kpair: bool = False) -> tuple[int, int]:
+    """(blocks along N, blocks along M); with ``kpair`` two blocks (a cluster) per weight tile."""
+    return N // block_rows(split) * (2 if kpair else 1), -(-M // block_M)
+
+
+def check_config(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, stages: int, split: str,
+                 cluster: int, stages_w: int = 0, kpair: bool = False, chunk: int = 0) -> None:
+    """Every constraint of one configuration, each failure naming it (ValueError)."""
+    rows = block_rows(split)
+    for name, v in (("M", M), ("N", N), ("K", K), ("group", group), ("block_K", block_K), ("stages", stages)):
+        require(isinstance(v, int) and v > 0, f"{name}={v} must be a positive integer")
+    require(block_M % 16 == 0 and 16 <= block_M <= 256,
+            f"block_M={block_M} is wgmma's N here: a multiple of 16 from 16 to 256 "
+            f"(N = 8 mod 16 hits the 0.1.x wgmma bug, see common.check_wgmma_n)")
+    require(group % 2 == 0 and K % group == 0, f"K={K} must be a multiple of the (even) scale group {group}")
+    require(K % block_K == 0 and block_K % 16 == 0, f"K={K} must be a multiple of block_K={block_K} (itself of 16)")
+    require(group % block_K == 0 or block_K % group == 0, f"group={group} and block_K={block_K} must nest")
+    require(N % rows == 0, f"N={N} must be a multiple of the {rows} weight rows of a block (split={split!r})")
+    require(cluster in (1, 2, 4), f"cluster must be 1, 2 or 4 blocks, got {cluster}")
+    require((N // rows) % cluster == 0, f"the {N // rows} blocks along N must fill clusters of {cluster}")
+    n_k = K // block_K
+    if split == "k":
+        require(n_k % 2 == 0, f"split='k' alternates K blocks between two consumers: K/block_K={n_k} must be even")
+        # a ring slot must always go to the same consumer: with an odd ring the two consumers share
+        # a slot's barrier, and one of them can pass a phase of the other's (parity waits alias)
+        require(stages % 2 == 0 and stages_w % 2 == 0,
+                f"split='k' needs even rings (stages={stages}, stages_w={stages_w}): each slot serves one consumer")
+    require(stages >= 2, f"stages={stages} must be >= 2")
+    require(stages_w == 0 or stages_w >= 2, f"stages_w={stages_w}: 0 (one ring) or a weight ring of >= 2 stages")
+    if kpair:
+        require(split == "n" and cluster == 1 and stages_w > 0,
+                "kpair (two blocks of a cluster split K, 128 rows each) needs split='n', cluster=1 and a weight ring")
+        require(n_k % 2 == 0, f"kpair halves the {n_k} K blocks: their number must be even")
+    if chunk:
+        require(chunk % 16 == 0 and block_K % chunk == 0 and (block_K // chunk) % 2 == 0,
+                f"chunk={chunk} must be a multiple of 16 that splits block_K={block_K} into an even number of "
+                f"pieces (two register buffers used in turn)")
+        require(stages_w == 0, "chunk (expansion in pieces) is written for one ring: stages_w must be 0")
+    g = K // group
+    require(g % 8 == 0, f"K/group={g} must be a multiple of 8: the block's scale rows are copied by TMA, "
+                        f"whole 16-byte rows")
+    sm = smem_bytes(K, group=group, block_M=block_M, block_K=block_K, stages=stages, split=split, stages_w=stages_w,
+                    kpair=kpair)
+    require(sm <= SMEM_LIMIT, f"{sm} bytes of shared memory exceed the {SMEM_LIMIT} a block may use")
+
+
+def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, stages: int, split: str,
+             cluster: int, probe: str = "", stages_w: int = 0, kpair: bool = False, inst: str = "wgmma",
+             chunk: int = 0):
+    check_config(M, N, K, group=group, block_M=block_M, block_K=block_K, stages=stages, split=split,
+                 cluster=cluster, stages_w=stages_w, kpair=kpair, chunk=chunk)
+    kc = chunk or block_K  # K expanded into one register buffer
+    n_c = block_K // kc
+    decoupled = stages_w > 0
+    rows = block_rows(split)
+    KP, G = K // 2, K // group
+    n_k = K // block_K
+    grid_n, grid_m = grid(M, N, block_M=block_M, split=split, kpair=kpair)
+    n_loc = n_k // 2 if kpair else n_k  # K blocks of one block (kpair: its half of K)
+    cdim = 2 if kpair else cluster
+    arrivals = 4 * cluster * (1 if split == "k" else 2)  # lane 0 of each warp that read a stage
+
+    @T.macro
+    def release(empty, s):
+        if cluster > 1:
+            for r in T.serial(cluster):
+                T.mbarrier_arrive(empty[s], r)
+        else:
+            T.mbarrier_arrive(empty[s])
+
+    require(probe in ("", "noexpand", "nomma"), f"probe must be '', 'noexpand' or 'nomma', got {probe!r}")
+    require(inst in ("wgmma", "mma"), f"inst must be 'wgmma' or 'mma', got {inst!r}")
+    if probe == "nomma":
+        inst = "none"
+
+    @T.macro
+    def expand(W_s, S_s, Wf, s, ko, r0):
+        if probe == "noexpand":  # timing probe: the scale in every register, the packed tile unread
+            for j, k in T.Parallel(WG_ROWS, block_K):
+                Wf[j, k] = S_s[r0 + j, (ko * block_K + k) // group]
+        else:
+            # two weights of one row per byte: 1024 + q by the 0x6400 mantissa trick, minus 1032, times the scale
+            for j, k in T.Parallel(WG_ROWS, block_K):
+                byte = T.cast(W_s[s, r0 + j, k // 2], T.uint16)
+                q = T.if_then_else(k % 2 == 0, byte & T.uint16(15), byte >> T.uint16(4))
+                Wf[j, k] = ((T.reinterpret(T.float16, q | T.uint16(0x6400)) - T.float16(1032.0))
+                            * S_s[r0 + j, (ko * block_K + k) // group])
+
+    @T.macro
+    def mma(Wf, A_t, acc):
+        if inst == "wgmma":  # one warpgroup-wide m64 x block_M x 16 instruction per 16 of K, then wait
+            T.wgmma_gemm(Wf, A_t, acc, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
+            T.wait_wgmma(0)
+        elif inst == "mma":  # the warp-level m16n8k16 path (pass config tl.disable_wgmma): 16 rows per warp
+            T.gemm(Wf, A_t, acc, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
+        # inst == "none": a timing probe without the tensor-core work (wrong results)
+
+    @T.macro
+    def step(A_s, W_s, S_s, Wf, acc, full, empty, ko, r0, lane):
+        s = ko % stages
+        T.barrier_wait(full[s], ko // stages % 2)
+        expand(W_s, S_s, Wf, s, ko, r0)
+        mma(Wf, A_s[s, :, :], acc)
+        if lane == 0:
+            release(empty, s)
+
+    @T.macro
+    def expand_c(W_s, S_s, Wf, s, ko, r0, c0):
+        """:func:`expand` of the K piece ``[c0, c0 + kc)`` of stage ``s`` (``chunk``)."""
+        if probe == "noexpand":
+            for j, k in T.Parallel(WG_ROWS, kc):
+                Wf[j, k] = S_s[r0 + j, (ko * block_K + c0 + k) // group]
+        else:
+            for j, k in T.Parallel(WG_ROWS, kc):
+                byte = T.cast(W_s[s, r0 + j, (c0 + k) // 2], T.uint16)
+                q = T.if_then_else(k % 2 == 0, byte & T.uint16(15), byte >> T.uint16(4))
+                Wf[j, k] = ((T.reinterpret(T.float16, q | T.uint16(0x6400)) - T.float16(1032.0))
+                            * S_s[r0 + j, (ko * block_K + c0 + k) // group])
+
+    @T.macro
+    def mma_c(Wf, A_t, acc):
+        """One piece's tensor-core work, left running (wgmma) or done (mma.sync)."""
+        if inst == "wgmma":
+            T.wgmma_gemm(Wf, A_t, acc, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
+        elif inst == "mma":
+            T.gemm(Wf, A_t, acc, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
+
+    @T.macro
+    def step_c(A_s, W_s, S_s, Wa, Wb, acc, full, empty, ko, r0, lane):
+        """``chunk``: the stage in pieces of ``kc``, expanded into two register buffers in turn, so
+        a piece's expansion overlaps the previous piece's wgmma; a buffer is written again only
+        after the wgmma that read it has completed (at most one group left in flight)."""
+        s = ko % stages
+        T.barrier_wait(full[s], ko // stages % 2)
+        for cc in T.serial(n_c // 2):
+            if inst == "wgmma":
+                T.wait_wgmma(1)
+            expand_c(W_s, S_s, Wa, s, ko, r0, 2 * cc * kc)
+            mma_c(Wa, A_s[s, :, 2 * cc * kc:2 * cc * kc + kc], acc)
+            if inst == "wgmma":
+                T.wait_wgmma(1)
+            expand_c(W_s, S_s, Wb, s, ko, r0, 2 * cc * kc + kc)
+            mma_c(Wb, A_s[s, :, 2 * cc * kc + kc:2 * cc * kc + 2 * kc], acc)
+        if inst == "wgmma":
+            T.wait_wgmma(0)
+        if lane == 0:
+            release(empty, s)
+
+    sw = stages_w if decoupled else stages
+
+    @T.macro
+    def step2(A_s, W_s, S_s, Wf, acc, wfull, wempty, afull, aempty, t, ko, r0, lane):
+        """Decoupled rings: the weight stage is free as soon as it is expanded into registers;
+        the activation stage once the wgmma that reads it has completed.  ``t`` counts the
+        block's own K steps (ring slot and phase), ``ko`` is the K block it reads."""
+        s = t % sw
+        T.barrier_wait(wfull[s], t // sw % 2)
+        expand(W_s, S_s, Wf, s, ko, r0)
+        if lane == 0:
+            T.mbarrier_arrive(wempty[s])
+        sa = t % stages
+        T.barrier_wait(afull[sa], t // stages % 2)
+        mma(Wf, A_s[sa, :, :], acc)
+        if lane == 0:
+            release(aempty, sa)
+
+    @T.macro
+    def hand_over(acc, R_s, rbar, tx, wg):
+        """kpair, upper block: this consumer's K-half partial into shared memory, then one bulk
+        copy into the same buffer of the lower block, completing on the lower block's barrier."""
+        T.copy(acc, R_s)
+        T.fence_proxy_async()
+        T.sync_threads(barrier_id=_BAR_EPI[wg], arrive_count=128)
+        if tx % 128 == 0:
+            T.copy_cluster(R_s, R_s, dst_block=0, remote_barrier=rbar[wg])
+
+    @T.macro
+    def take_over(acc, R_s, rbar, wg):
+        """kpair, lower block: wait for the upper block's partial and add it."""
+        T.barrier_wait(rbar[wg], 0)
+        for j, m in T.Parallel(WG_ROWS, block_M):
+            acc[j, m] = acc[j, m] + R_s[j, m]
+
+    @T.macro
+    def store(acc, C_s, C, m0, c0, wg):
+        for j, m in T.Parallel(WG_ROWS, block_M):
+            C_s[m, j] = T.cast(acc[j, m], T.float16)
+        T.fence_proxy_async()
+        T.sync_threads(barrier_id=_BAR_EPI[wg], arrive_count=128)
+        T.copy(C_s, C[m0:m0 + block_M, c0:c0 + WG_ROWS])
+
+    @T.prim_func
+    def main(
+        A: T.Tensor((M, K), T.float16),
+        Bq: T.Tensor((N, KP), T.uint8),
+        S: T.Tensor((N, G), T.float16),
+        C: T.Tensor((M, N), T.float16),
+    ):
+        with T.Kernel(grid_n, grid_m, threads=THREADS, cluster_dims=(cdim, 1, 1)) as (bx, by):
+            A_s = T.alloc_shared((stages, block_M, block_K), T.float16)
+            W_s = T.alloc_shared((sw, rows, block_K // 2), T.uint8)
+            S_s = T.alloc_shared((rows, G), T.float16)
+            C0_s = T.alloc_shared((block_M, WG_ROWS), T.float16)
+            W0 = T.alloc_fragment((WG_ROWS, kc), T.float16)
+            W1 = T.alloc_fragment((WG_ROWS, kc), T.float16)
+            if n_c > 1:  # the second register buffer of each consumer
+                W0b = T.alloc_fragment((WG_ROWS, kc), T.float16)
+                W1b = T.alloc_fragment((WG_ROWS, kc), T.float16)
+            acc0 = T.alloc_fragment((WG_ROWS, block_M), T.float32)
+            acc1 = T.alloc_fragment((WG_ROWS, block_M), T.float32)
+            if split == "k":
+                R_s = T.alloc_shared((WG_ROWS, block_M), T.float32)
+                C1_s = C0_s
+            else:
+                R_s = None
+                C1_s = T.alloc_shared((block_M, WG_ROWS), T.float16)
+            if kpair:  # the K-half partials of the upper block, copied into the lower one
+                R0_s = T.alloc_shared((WG_ROWS, block_M), T.float32)
+                R1_s = T.alloc_shared((WG_ROWS, block_M), T.float32)
+                rbar = T.alloc_cluster_barrier([1, 1])
+            T.annotate_layout({A_s: make_swizzled_layout(A_s), W_s: make_swizzled_layout(W_s),
+                               C0_s: make_swizzled_layout(C0_s)})
+            if decoupled:  # one producer warp per ring: 32 arrivals + the bytes
+                full = T.alloc_barrier([32] * stages)
+                wfull = T.alloc_barrier([32] * sw)
+                wempty = T.alloc_barrier([arrivals // cluster] * sw)
+                sbar = T.alloc_barrier([32])
+            else:
+                full = T.alloc_barrier([128] * stages)
+                wfull = wempty = None
+                sbar = T.alloc_barrier([128])
+            if cluster > 1:
+                empty = T.alloc_cluster_barrier([arrivals] * stages)
+            else:
+                empty = T.alloc_barrier([arrivals] * stages)
+            tx = T.get_thread_binding()
+            if kpair:
+                n0 = bx // 2 * rows
+                krank = bx % 2
+                kbase = krank * n_loc
+            else:
+                n0 = bx * rows
+                krank = 0
+                kbase = 0
+            m0 = by * block_M
+            if decoupled and tx < 128:
+                T.dec_max_nreg(PRODUCER_REGS)  # the whole warpgroup, before its warps part ways
+                if tx < 32:  # producer warp 0: the block's scales, then the weight ring
+                    T.tma_copy(S[n0:n0 + rows, 0:G], S_s, barrier=sbar)
+                    T.barrier_arrive(sbar)
+                    for t in T.serial(n_loc):
+                        s = t % sw
+                        T.barrier_wait(wempty[s], t // sw % 2 ^ 1)
+                        kw = (kbase + t) * (block_K // 2)
+                        T.tma_copy(Bq[n0:n0 + rows, kw:kw + block_K // 2], W_s[s, :, :], barrier=wfull[s])
+                        T.barrier_arrive(wfull[s])
+                elif tx < 64:  # producer warp 1: the activation ring (multicast in a cluster)
+                    for t in T.serial(n_loc):
+                        s = t % stages
+                        T.barrier_wait(empty[s], t // stages % 2 ^ 1)
+                        k0 = (kbase + t) * block_K
+                        if cluster > 1:
+                            T.tma_copy(A[m0:m0 + block_M, k0:k0 + block_K], A_s[s, :, :], barrier=full[s],
+                                       cluster_mask=(1 << cluster) - 1)
+                        else:
+                            T.tma_copy(A[m0:m0 + block_M, k0:k0 + block_K], A_s[s, :, :], barrier=full[s])
+                        T.barrier_arrive(full[s])
+            elif tx < 128:
+                T.dec_max_nreg(PRODUCER_REGS)
+                T.tma_copy(S[n0:n0 + rows, 0:G], S_s, barrier=sbar)
+                T.barrier_arrive(sbar)
+                for ko in T.serial(n_k):
+                    s = ko % stages
+                    T.barrier_wait(empty[s], ko // stages % 2 ^ 1)
+                    k0 = ko * block_K
+                    if cluster > 1:
+                        T.tma_copy(A[m0:m0 + block_M, k0:k0 + block_K], A_s[s, :, :], barrier=full[s],
+                                   cluster_mask=(1 << cluster) - 1)
+                    else:
+                        T.tma_copy(A[m0:m0 + block_M, k0:k0 + block_K], A_s[s, :, :], barrier=full[s])
+                    T.tma_copy(Bq[n0:n0 + rows, k0 // 2:(k0 + block_K) // 2], W_s[s, :, :], barrier=full[s])
+                    T.barrier_arrive(full[s])
+            elif tx < 256:
+                T.inc_max_nreg(CONSUMER_REGS)
+                lane = tx % 32
+                T.barrier_wait(sbar, 0)
+                T.clear(acc0)
+                if split == "k":
+                    for i in T.serial(n_k // 2):
+                        if decoupled:
+                            step2(A_s, W_s, S_s, W0, acc0, wfull, wempty, full, empty, 2 * i, 2 * i, 0, lane)
+                        else:
+                            if n_c > 1:
+                                step_c(A_s, W_s, S_s, W0, W0b, acc0, full, empty, 2 * i, 0, lane)
+                            else:
+                                step(A_s, W_s, S_s, W0, acc0, full, empty, 2 * i, 0, lane)
+                    T.sync_threads(barrier_id=_BAR_BOTH, arrive_count=256)
+                    for j, m in T.Parallel(WG_ROWS, block_M):
+                        acc0[j, m] = acc0[j, m] + R_s[j, m]
+                else:
+                    for ko in T.serial(n_loc):
+                        if decoupled:
+                            step2(A_s, W_s, S_s, W0, acc0, wfull, wempty, full, empty, ko, kbase + ko, 0, lane)
+                        else:
+                            if n_c > 1:
+                                step_c(A_s, W_s, S_s, W0, W0b, acc0, full, empty, ko, 0, lane)
+                            else:
+                                step(A_s, W_s, S_s, W0, acc0, full, empty, ko, 0, lane)
+                if kpair:
+                    if krank == 1:
+                        hand_over(acc0, R0_s, rbar, tx, 0)
+                    else:
+                        take_over(acc0, R0_s, rbar, 0)
+                        store(acc0, C0_s, C, m0, n0, 0)
+                else:
+                    store(acc0, C0_s, C, m0, n0, 0)
+            else:
+                T.inc_max_nreg(CONSUMER_REGS)
+                lane = tx % 32
+                T.barrier_wait(sbar, 0)
+                T.clear(acc1)
+                if split == "k":
+                    for i in T.serial(n_k // 2):
+                        if decoupled:
+                            step2(A_s, W_s, S_s, W1, acc1, wfull, wempty, full, empty, 2 * i + 1, 2 * i + 1, 0, lane)
+                        else:
+                            if n_c > 1:
+                                step_c(A_s, W_s, S_s, W1, W1b, acc1, full, empty, 2 * i + 1, 0, lane)
+                            else:
+                                step(A_s, W_s, S_s, W1, acc1, full, empty, 2 * i + 1, 0, lane)
+                    T.copy(acc1, R_s)
+                    T.sync_threads(barrier_id=_BAR_BOTH, arrive_count=256)
+                else:
+                    for ko in T.serial(n_loc):
+                        if decoupled:
+                            step2(A_s, W_s, S_s, W1, acc1, wfull, wempty, full, empty, ko, kbase + ko, WG_ROWS,
+                                  lane)
+                        else:
+                            if n_c > 1:
+                                step_c(A_s, W_s, S_s, W1, W1b, acc1, full, empty, ko, WG_ROWS, lane)
+                            else:
+                                step(A_s, W_s, S_s, W1, acc1, full, empty, ko, WG_ROWS, lane)
+                    if kpair:
+                        if krank == 1:
+                            hand_over(acc1, R1_s, rbar, tx, 1)
+                        else:
+                            take_over(acc1, R1_s, rbar, 1)
+                            store(acc1, C1_s, C, m0, n0 + WG_ROWS, 1)
+                    else:
+                        store(acc1, C1_s, C, m0, n0 + WG_ROWS, 1)
+            if cdim > 1:
+                T.cluster_sync()  # no block leaves while a peer may still arrive on (or copy into) it
+
+    return main
+
+
+@tilelang.jit(target=TARGET, pass_configs=W4_PASS_CONFIGS)
+def w4a16_gemm(
+    M: int,
+    N: int,
+    K: int,
+    group: int = 128,
+    block_M: int = 16,
+    block_K: int = 256,
+    stages: int = 4,
+    split: str = "k",
+    cluster: int = 1,
+    probe: str = "",
+    stages_w: int = 0,
+    kpair: bool = False,
+    chunk: int = 0,
+):
+    """W4A16 with the weights expanded into wgmma's register operand (see the module docstring).
+
+    ``block_M`` = activation rows per block (wgmma's N, 16..256); ``block_K`` = K per stage;
+    ``split`` = ``"k"`` (two consumers on alternate K blocks of 64 weight rows) or ``"n"``
+    (each consumer its own 64 rows); ``cluster`` = blocks along N sharing the activation
+    tile by TMA multicast; ``probe="noexpand"`` = a timing probe that skips the expansion
+    (wrong results: the time of the same pipeline without the ALU work).
+    """
+    return _program(M, N, K, group=group, block_M=block_M, block_K=block_K, stages=stages, split=split,
+                    cluster=cluster, probe=probe, stages_w=stages_w, kpair=kpair, chunk=chunk)
+
+
+#: The warp-level tensor-core path: tilelang's wgmma lowering switched off, T.gemm on m16n8k16.
+W4_MMA_PASS_CONFIGS = {**W4_PASS_CONFIGS, tilelang.PassConfigKey.TL_DISABLE_WGMMA: True}
+
+
+@tilelang.jit(target=TARGET, pass_configs=W4_MMA_PASS_CONFIGS)
+def w4a16_gemm_mma(
+    M: int,
+    N: int,
+    K: int,
+    group: int = 128,
+    block_M: int = 16,
+    block_K: int = 256,
+    stages: int = 4,
+    split: str = "k",
+    cluster: int = 1,
+    probe: str = "",
+    stages_w: int = 0,
+    kpair: bool = False,
+    chunk: int = 0,
+):
+    """:func:`w4a16_gemm` on the warp-level ``mma.sync`` m16n8k16 instruction instead of wgmma:
+    each warp multiplies its 16 weight rows, the tensor-core work is issued in m16 x n8 x k16
+    pieces (for a decode batch of 16 rows, two per 16 of K) instead of one m64 x 16 x 16 per
+    warpgroup."""
+    return _program(M, N, K, group=group, block_M=block_M, block_K=block_K, stages=stages, split=split,
+                    cluster=cluster, probe=probe, stages_w=stages_w, kpair=kpair, inst="mma", chunk=chunk)
+
+
+def config(block_M: int, block_K: int, stages: int, split: str = "k", cluster: int = 1, stages_w: int = 0,
+           kpair: bool = False, inst: str = "wgmma", chunk: int = 0) -> dict[str, Any]:
+    """One configuration as the suite's tables and :func:`build` take it (``chunk`` only when set,
+    so the configurations of the recorded runs keep their form)."""
+    cfg = dict(block_M=block_M, block_K=block_K, stages=stages, split=split, cluster=cluster, stages_w=stages_w,
+               kpair=kpair, inst=inst)
+    if chunk:
+        cfg["chunk"] = chunk
+    return cfg
+
+
+def label(cfg: dict[str, Any]) -> str:
+    """Short printable name of a configuration (the record's ``label``)."""
+    return (f"m{cfg['block_M']}_k{cfg['block_K']}_s{cfg['stages']}"
+            + (f"_w{cfg['stages_w']}" if cfg.get("stages_w") else "") + f"_{cfg['split']}"
+            + (f"_c{cfg['cluster']}" if cfg.get("cluster", 1) > 1 else "") + ("_kp" if cfg.get("kpair") else "")
+            + ("_mma" if cfg.get("inst") == "mma" else "") + (f"_x{cfg['chunk']}" if cfg.get("chunk") else ""))
+
+
+def build(M: int, N: int, K: int, group: int, cfg: dict[str, Any], probe: str = "") -> Any:
+    """Compile one configuration (``cfg["inst"]`` picks wgmma or mma.sync)."""
+    kw = {k: v for k, v in cfg.items() if k != "inst"}
+    if probe:
+        kw["probe"] = probe
+    if cfg.get("inst", "wgmma") == "mma":
+        return w4a16_gemm_mma(M, N, K, group, **kw)
+    return w4a16_gemm(M, N, K, group, **kw)
+
+
+def w4a16_ref(a: Any, packed: Any, scales: Any, group: int) -> Any:
+    """fp32 reference on the weights the kernel expands: ``(q - 8) * s`` rounded to fp16 once."""
+    import torch
+
+    from kernels.gemm.lowp import dequant_weight
+
+    w16 = dequant_weight(packed, scales, group).to(torch.float16)
+    return torch.matmul(a.to(torch.float32), w16.to(torch.float32).t())
+
+
+def check_w4a16_inputs(a: Any, packed: Any, scales: Any, group: int = 128) -> tuple[int, int, int]:
+    """Validate the operands (shapes, dtypes, contiguity, one CUDA device); returns (M, N, K)."""
+    import torch
+
+    require(isinstance(a, torch.Tensor) and a.dim() == 2, "a must be a [M, K] tensor")
+    require(isinstance(packed, torch.Tensor) and packed.dim() == 2, "packed weights must be a [N, K/2] uint8 tensor")
+    M, K = a.shape
+    N, KP = packed.shape
+    require(KP * 2 == K, f"packed weights hold two int4 per byte: [N, K/2] = [N, {K // 2}], got [N, {KP}]")
+    require(group > 0 and K % group == 0, f"K={K} must be a multiple of the scale group {group}")
+    check_matrix(a, "a", (M, K), torch.float16)
+    check_matrix(packed, "packed", (N, KP), torch.uint8)
+    check_matrix(scales, "scales", (N, K // group), torch.float16)
+    check_cuda(a=a, packed=packed, scales=scales)
+    return M, N, K
+
+
+def pick_config(M: int) -> dict[str, Any]:
+    """The configuration of record for M activation rows: the winners of the recorded H200 search
+    (suite ``gemm.w4a16``, run ``gemmvar4``; margins of 1-5 % between the first candidates)."""
+    if M <= 16:
+        return config(16, 512, 4, inst="mma")
+    if M <= 64:
+        return config(64, 256, 4, chunk=128)
+    if M <= 128:
+        return config(128, 128, 4, chunk=64)
+    return config(256, 64, 4, "n")
+
+
+def run_w4a16(a: Any, packed: Any, scales: Any, group: int = 128, out: Any = None, **cfg: Any) -> Any:
+    """Check the operands, compile (or load) the kernel for their shape and run it."""
+    import torch
+
+    M, N, K = check_w4a16_inputs(a, packed, scales, group)
+    cfg = {**pick_config(M), **cfg}
+    check_config(M, N, K, group=group, **{k: v for k, v in cfg.items() if k != "inst"})
+    if out is None:
+        out = torch.empty((M, N), dtype=torch.float16, device=a.device)
+    check_matrix(out, "out", (M, N), torch.float16)
+    build(M, N, K, group, cfg)(a, packed, scales, out)
+    return out

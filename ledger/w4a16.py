@@ -1,0 +1,204 @@
+"""The W4A16 ledger: what int4 weights can buy over fp16 weights, shape by shape.
+
+A weight-only quantised GEMM ``C[M,N] = A[M,K] @ W[N,K]^T`` (A fp16, W int4 two per byte,
+one fp16 scale per ``group`` consecutive k of each row, C fp16) does the same ``2*M*N*K``
+FLOPs as the fp16 GEMM it replaces and moves fewer bytes:
+
+* int4 kernel: ``2*M*K + N*K/2 + 2*N*K/group + 2*M*N`` bytes
+  (:func:`ledger.gemm.dequant_gemm_cost`);
+* fp16 kernel: ``2*M*K + 2*N*K + 2*M*N`` bytes (:func:`ledger.gemm.gemm_cost`).
+
+Each kernel's floor is its roofline time ``max(bytes / bandwidth, FLOPs / tensor rate)``
+(:meth:`ledger.cost.Cost.lower_bound`), and the largest speed-up the int4 weights can show is
+the ratio of the two floors, :func:`gain_bound`.  While both are memory-bound (decode, small
+M) the ratio is close to the ratio of the weight bytes, almost 4; the int4 kernel turns
+compute-bound first, at :func:`compute_bound_from` rows (a few dozen for 8192 x 8192
+weights on an H200), and from there the ratio falls like ``1/M`` until the fp16 kernel is
+compute-bound too (:func:`fp16_compute_bound_from`, near the machine balance) and it is 1:
+the same FLOPs on the same tensor cores.  The count says where the gain shrinks before
+any kernel is written.
+
+The FLOPs of expanding the weights (a few integer and fp16 operations per weight, on the
+CUDA cores, once per weight tile and activation tile) are not in the count: they are the
+kernel's own overhead, visible as the distance between the measured time and the floor.
+
+``python -m ledger.w4a16`` prints the table.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+from dataclasses import dataclass
+from typing import Optional
+
+from ledger.cost import Cost, check_size, dtype_bytes
+from ledger.figures import Figure, fig
+from ledger.gemm import dequant_gemm_cost, gemm_cost
+from ledger.machines import DEFAULT_MACHINE, Machine, get_machine
+
+__all__ = [
+    "Roofline",
+    "w4a16_cost",
+    "fp16_cost",
+    "roofline",
+    "gain_bound",
+    "compute_bound_from",
+    "fp16_compute_bound_from",
+    "smem_bytes",
+    "DECODE_SHAPES",
+    "SQUARE_SHAPE",
+    "figures",
+]
+
+#: The shapes the course measures: one 8192 x 8192 weight matrix at four batch sizes ...
+DECODE_SHAPES: tuple[tuple[int, int, int], ...] = ((1, 8192, 8192), (16, 8192, 8192), (64, 8192, 8192),
+                                                  (128, 8192, 8192))
+#: ... and one compute-bound square product.
+SQUARE_SHAPE: tuple[int, int, int] = (4096, 4096, 4096)
+
+
+@dataclass(frozen=True)
+class Roofline:
+    """One kernel's floor on one machine."""
+
+    cost: Cost
+    machine: str
+    memory_s: float
+    compute_s: float
+
+    @property
+    def bound_s(self) -> float:
+        """``max(memory_s, compute_s)``: no kernel of this cost is faster."""
+        return max(self.memory_s, self.compute_s)
+
+    @property
+    def bound(self) -> str:
+        return "memory" if self.memory_s >= self.compute_s else "compute"
+
+
+def w4a16_cost(m: int, n: int, k: int, group: int = 128) -> Cost:
+    """int4 weights (two per byte), fp16 per-group scales, fp16 activations and output."""
+    return dequant_gemm_cost(m, n, k, weight_dtype="int4", group=group)
+
+
+def fp16_cost(m: int, n: int, k: int) -> Cost:
+    """The fp16 GEMM the int4 kernel replaces (cuBLAS on fp16 weights)."""
+    return gemm_cost(m, n, k, "fp16")
+
+
+def roofline(cost: Cost, machine: "Machine | str | None" = None) -> Roofline:
+    """Byte time and FLOP time of ``cost`` on ``machine`` (default profile: tensor_core.fp16, hbm)."""
+    mach = get_machine(machine)
+    return Roofline(cost, mach.name, cost.memory_time(mach), cost.compute_time(mach))
+
+
+def gain_bound(m: int, n: int, k: int, group: int = 128, machine: "Machine | str | None" = None) -> float:
+    """fp16 floor / int4 floor: the largest speed-up over an fp16 GEMM *at its own floor*."""
+    return roofline(fp16_cost(m, n, k), machine).bound_s / roofline(w4a16_cost(m, n, k, group), machine).bound_s
+
+
+def _crossover(weight_bytes_per_elem: float, n: int, k: int, machine: "Machine | str | None") -> float:
+    """Smallest M (real) at which ``2MNK/F >= (2MK + w*N*K + 2MN)/B`` for weight bytes ``w``."""
+    check_size("n", n)
+    check_size("k", k)
+    mach = get_machine(machine)
+    flop_rate, byte_rate = mach.roof(None), mach.memory_rate(None)
+    per_row = 2 * n * k / flop_rate - 2 * (k + n) / byte_rate  # seconds of (compute - activation bytes) per row of M
+    if per_row <= 0:
+        raise ValueError(f"an {n}x{k} weight matrix never turns compute-bound on {mach.name}")
+    return weight_bytes_per_elem * n * k / byte_rate / per_row
+
+
+def compute_bound_from(n: int, k: int, group: int = 128, machine: "Machine | str | None" = None) -> float:
+    """Rows M from which the int4 kernel is compute-bound (the gain starts to shrink)."""
+    check_size("group", group)
+    return _crossover(0.5 + 2 / group, n, k, machine)
+
+
+def fp16_compute_bound_from(n: int, k: int, machine: "Machine | str | None" = None) -> float:
+    """Rows M from which the fp16 GEMM is compute-bound too (the gain bound is 1 from there)."""
+    return _crossover(2.0, n, k, machine)
+
+
+def smem_bytes(k: int, *, group: int, block_m: int, block_k: int, stages: int, rows: int, consumers: int = 2,
+               split_k: bool = True, stages_w: int = 0, k_pair: bool = False) -> int:
+    """Shared memory of one block of the swap-AB W4A16 kernel (:mod:`kernels.gemm.w4a16`).
+
+    ``stages`` copies of the activation tile (``block_m x block_k`` fp16) and of the packed
+    weight tile (``rows x block_k/2`` bytes); the block's scales for the whole K (``rows x
+    k/group`` fp16); one ``block_m x 64`` fp16 C staging tile per consumer that stores
+    (``split_k``: one, else ``consumers``); with ``split_k`` the ``64 x block_m`` fp32 tile
+    the second consumer hands to the first.  ``stages_w`` > 0: the weight tiles have a ring of
+    their own, ``stages_w`` deep, and ``stages`` counts the activation ring only.  ``k_pair``:
+    two blocks split K and every consumer of the upper block hands its ``64 x block_m`` fp32
+    partial to the lower one (one such tile per consumer in each block).
+    """
+    for name, v in (("k", k), ("group", group), ("block_m", block_m), ("block_k", block_k), ("stages", stages),
+                    ("rows", rows), ("consumers", consumers)):
+        check_size(name, v)
+    fp16, fp32, i4 = dtype_bytes("fp16"), dtype_bytes("fp32"), dtype_bytes("int4")
+    wg_rows = rows if split_k else rows // consumers
+    ring = stages * block_m * block_k * fp16 + (stages_w or stages) * rows * block_k * i4
+    scales = rows * math.ceil(k / group) * fp16
+    c_stage = (1 if split_k else consumers) * block_m * wg_rows * fp16
+    reduce = wg_rows * block_m * fp32 * (1 if split_k else (consumers if k_pair else 0))
+    return int(ring + scales + c_stage + reduce)
+
+
+# --- figures ------------------------------------------------------------------------
+
+
+def figures() -> list[Figure]:
+    mach = get_machine(DEFAULT_MACHINE)
+    out: list[Figure] = []
+    for (m, n, k) in DECODE_SHAPES + (SQUARE_SHAPE,):
+        tag = f"m{m}" if n == 8192 else f"s{m}"
+        cond = f"{m}x{n}x{k}, int4 weights group 128 vs fp16 weights, {mach.name}"
+        w4 = roofline(w4a16_cost(m, n, k), mach)
+        f16 = roofline(fp16_cost(m, n, k), mach)
+        out += [
+            fig(f"gemm.w4a16.{tag}.w4_mb", w4.cost.bytes / 1e6, "MB", digits=1, source="ledger.w4a16.w4a16_cost",
+                conditions=cond),
+            fig(f"gemm.w4a16.{tag}.fp16_mb", f16.cost.bytes / 1e6, "MB", digits=1, source="ledger.w4a16.fp16_cost",
+                conditions=cond),
+            fig(f"gemm.w4a16.{tag}.gflop", w4.cost.flops / 1e9, "GFLOP", digits=1, source="ledger.gemm.gemm_flops",
+                conditions=cond),
+            fig(f"gemm.w4a16.{tag}.w4_floor_us", w4.bound_s * 1e6, "us", digits=1, source="ledger.w4a16.roofline",
+                conditions=cond),
+            fig(f"gemm.w4a16.{tag}.w4_bound", w4.bound, "", source="ledger.w4a16.roofline", conditions=cond),
+            fig(f"gemm.w4a16.{tag}.fp16_floor_us", f16.bound_s * 1e6, "us", digits=1, source="ledger.w4a16.roofline",
+                conditions=cond),
+            fig(f"gemm.w4a16.{tag}.gain_bound", gain_bound(m, n, k, machine=mach), "x", digits=2,
+                source="ledger.w4a16.gain_bound", conditions=cond),
+        ]
+    c8 = f"8192x8192 weights, group 128, {mach.name}"
+    out += [
+        fig("gemm.w4a16.w4_compute_bound_from_m", compute_bound_from(8192, 8192, machine=mach), "rows", digits=0,
+            source="ledger.w4a16.compute_bound_from", conditions=c8),
+        fig("gemm.w4a16.fp16_compute_bound_from_m", fp16_compute_bound_from(8192, 8192, machine=mach), "rows",
+            digits=0, source="ledger.w4a16.fp16_compute_bound_from", conditions=c8),
+    ]
+    return out
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m ledger.w4a16", description="What int4 weights buy over fp16 weights.")
+    p.add_argument("--machine", default=DEFAULT_MACHINE)
+    p.add_argument("--group", type=int, default=128)
+    a = p.parse_args(argv)
+    mach = get_machine(a.machine)
+    print(mach.summary())
+    print(f"{'M x N x K':>18} {'int4 MB':>9} {'fp16 MB':>9} {'int4 floor':>11} {'fp16 floor':>11} {'gain bound':>11}")
+    for (m, n, k) in DECODE_SHAPES + (SQUARE_SHAPE,):
+        w4 = roofline(w4a16_cost(m, n, k, a.group), mach)
+        f16 = roofline(fp16_cost(m, n, k), mach)
+        print(f"{f'{m}x{n}x{k}':>18} {w4.cost.bytes / 1e6:>9.1f} {f16.cost.bytes / 1e6:>9.1f} "
+              f"{w4.bound_s * 1e6:>8.1f} us {f16.bound_s * 1e6:>8.1f} us {f16.bound_s / w4.bound_s:>10.2f}x"
+              f"  ({w4.bound} / {f16.bound})")
+    print(f"int4 kernel compute-bound from M = {compute_bound_from(8192, 8192, a.group, mach):.0f}; "
+          f"fp16 from M = {fp16_compute_bound_from(8192, 8192, mach):.0f} (8192 x 8192 weights)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,195 @@
+"""Suite ``gemm.w4a16``: the swap-AB W4A16 kernel (:mod:`kernels.gemm.w4a16`) against cuBLAS on the
+fp16 weights, at four decode batches on 8192 x 8192 weights and one square product.
+
+Per shape: every candidate of its regime is compiled in parallel, checked (fp32 reference on
+fresh inputs, poisoned output, then 50 more launches so a race shows before timing), searched
+in rotated rounds, and the winner benched in alternating rounds against cuBLAS with the
+fraction of the ledger's floor (:func:`ledger.w4a16.roofline`) it reaches.  Ragged shapes check
+each pipeline form; timing probes (the same pipeline with the expansion or the tensor-core
+work left out) say what sits on the critical path.
+"""
+import os
+from typing import Any
+
+from kernels.gemm.lowp import dequant_weight, pack_int4
+from kernels.gemm.w4a16 import build, config as _c, label
+from ledger.w4a16 import DECODE_SHAPES, SQUARE_SHAPE, fp16_cost, gain_bound, roofline, w4a16_cost
+from measure.cost import source_of
+from measure.search import par_build
+from measure.suites.gemm.common import BENCH_ROUNDS, SEARCH_ROUNDS, gemm_tolerance, rel_fro_err
+#: The measured shapes (from the ledger: four decode batches on 8192 x 8192 weights, one square).
+SHAPES: list[tuple[int, int, int]] = [*DECODE_SHAPES, SQUARE_SHAPE]
+
+
+#: The issue's targets: speed-up over cuBLAS on the fp16 weights, by M.
+TARGETS = {1: 2.5, 16: 2.5, 64: 2.0, 128: 1.3, 4096: 0.9}
+
+
+#: A small, aimed search per regime (each list compiled in parallel, checked, then timed in
+#: rounds).  The first candidates of each list are the winners of the recorded searches (one
+#: ring for both tiles; wgmma, or the warp-level m16n8k16 ``inst="mma"`` for a 16-row activation
+#: tile; a ring of its own for the weights, ``stages_w``).  The others expand a stage in pieces
+#: (``chunk``): two register buffers used in turn, so one piece's expansion overlaps the
+#: previous piece's tensor-core work inside one consumer (the probes of the recorded run put
+#: both on the critical path), which also lets a stage grow to 1024 of K (longer runs of each
+#: weight row per TMA copy) without more registers; and deeper rings (more weight bytes in flight).
+CANDIDATES: dict[str, list[dict[str, Any]]] = {
+    "decode": [_c(16, 512, 4), _c(16, 512, 4, inst="mma"), _c(16, 512, 4, chunk=128), _c(16, 512, 4, chunk=256),
+               _c(16, 512, 4, inst="mma", chunk=128), _c(16, 512, 6), _c(16, 512, 6, chunk=128),
+               _c(16, 1024, 2, chunk=256)],
+    "m64": [_c(64, 256, 4), _c(64, 128, 6, stages_w=8), _c(64, 256, 4, chunk=64), _c(64, 256, 4, chunk=128),
+            _c(64, 512, 2, chunk=128)],
+    "m128": [_c(128, 64, 8, cluster=2), _c(128, 128, 4, cluster=2, chunk=64), _c(128, 256, 2, cluster=2, chunk=64),
+             _c(128, 128, 4, chunk=64)],
+    "square": [_c(256, 64, 4, "n"), _c(256, 64, 4, "n", chunk=32)],
+}
+
+#: Ragged checks: M not a multiple of the activation tile (rows past M are TMA zeros, the
+#: store is clipped), K a few groups, N a few blocks; one per pipeline form.
+RAGGED: list[tuple[tuple[int, int, int], dict[str, Any]]] = [
+    ((5, 1024, 2048), _c(16, 256, 4)),
+    ((5, 1024, 2048), _c(16, 256, 4, stages_w=8, inst="mma")),
+    ((100, 2048, 1024), _c(64, 128, 6, cluster=2)),
+    ((100, 2048, 2048), _c(64, 128, 4, "n", stages_w=8, kpair=True)),
+    ((300, 1024, 2048), _c(256, 64, 4, "n")),
+    ((5, 1024, 2048), _c(16, 512, 4, chunk=128)),
+    ((5, 1024, 2048), _c(16, 512, 4, inst="mma", chunk=128)),
+    ((100, 2048, 1024), _c(64, 256, 4, chunk=64)),
+    ((300, 1024, 2048), _c(256, 64, 4, "n", chunk=32)),
+]
+
+#: Timing probes (the same pipeline with one part left out, wrong results): ``noexpand`` skips
+#: the weight expansion, ``nomma`` the tensor-core work; for the recorded decode winner and for
+#: its form in pieces.
+PROBES: list[tuple[tuple[int, int, int], dict[str, Any], str]] = [
+    ((16, 8192, 8192), _c(16, 512, 4), "nomma"),
+    ((16, 8192, 8192), _c(16, 512, 4), "noexpand"),
+    ((16, 8192, 8192), _c(16, 512, 4, chunk=128), "nomma"),
+    ((16, 8192, 8192), _c(16, 512, 4, chunk=128), "noexpand"),
+]
+
+
+def regime(M: int) -> str:
+    return "decode" if M <= 16 else "m64" if M <= 64 else "m128" if M <= 128 else "square"
+
+
+def make_inputs(h: Any, M: int, N: int, K: int, group: int = 128) -> tuple[Any, Any, Any, Any]:
+    """Fresh activations, int4 weights, scales (0.01..~0.05) and their fp16 expansion."""
+    import torch
+
+    a = h.rand((M, K), torch.float16)
+    w_int = torch.randint(-8, 8, (N, K), dtype=torch.int8, device=a.device)
+    packed = pack_int4(w_int)
+    scales = (h.rand((N, K // group), torch.float32, scale=0.02).abs() + 0.01).to(torch.float16)
+    w16 = dequant_weight(packed, scales, group).to(torch.float16)
+    return a, packed, scales, w16
+
+
+def gpu_suite(h: Any, skip: tuple[str, ...] = ()) -> None:
+    """W4A16 (swap AB) vs cuBLAS on the fp16 weights: search, check, alternating-round bench,
+    fraction of the ledger's floor; ragged checks; timing probes.  ``skip`` (and the
+    ``W4A16_SKIP`` environment variable, comma-separated): labels not to build (a driver that
+    saw them hang or fault)."""
+    import torch
+
+    group = 128
+    skip = tuple(skip) + tuple(x for x in os.environ.get("W4A16_SKIP", "").split(",") if x)
+    shapes = [(16, 1024, 1024), (128, 1024, 2048)] if h.quick else SHAPES
+    thunks: dict[str, Any] = {}
+    for (M, N, K) in shapes:
+        for cfg in CANDIDATES[regime(M)]:
+            if label(cfg) not in skip:
+                thunks[f"{label(cfg)}@{M}x{N}x{K}"] = (lambda m=M, n=N, k=K, c=cfg: build(m, n, k, group, c))
+    for (M, N, K), cfg in RAGGED:
+        if label(cfg) not in skip:
+            thunks[f"{label(cfg)}@{M}x{N}x{K}"] = (lambda m=M, n=N, k=K, c=cfg: build(m, n, k, group, c))
+    for (M, N, K), cfg, probe in PROBES:
+        if (M, N, K) in shapes and f"{probe}:{label(cfg)}" not in skip:
+            thunks[f"{probe} {label(cfg)}@{M}x{N}x{K}"] = (
+                lambda m=M, n=N, k=K, c=cfg, p=probe: build(m, n, k, group, c, probe=p))
+    built = par_build(thunks)
+    h.note("w4a16 compile", f"{len(thunks)} kernels", compile_s={k: round(v["compile_s"], 2) for k, v in built.items()},
+           errors={k: v["error"] for k, v in built.items() if v["error"]}, skipped=list(skip))
+
+    def launch(tag: str, fn: Any, times: int = 1) -> None:
+        h.log(f"  launch {tag}")  # a driver that sees a hang or a fault skips this label next time
+        for _ in range(times):
+            fn()
+        torch.cuda.synchronize()
+
+    for (M, N, K), cfg in RAGGED:
+        key = f"{label(cfg)}@{M}x{N}x{K}"
+        name = f"w4a16 {label(cfg)} ragged {M}x{N}x{K}"
+        if key not in built or built[key]["kernel"] is None:
+            h.skip(name, built.get(key, {}).get("error") or "skipped")
+            continue
+        a, packed, scales, w16 = make_inputs(h, M, N, K, group)
+        ref = torch.matmul(a.float(), w16.float().t())
+        c = h.poisoned((M, N), torch.float16)
+        launch(f"{label(cfg)} {M}x{N}x{K}", lambda k=built[key]["kernel"]: k(a, packed, scales, c))
+        h.check(name, c, ref, rel_fro_err=rel_fro_err(c, ref), config=cfg, **gemm_tolerance(K))
+        del a, packed, scales, w16, ref, c
+
+    for (M, N, K) in shapes:
+        shape = f"{M}x{N}x{K}"
+        a, packed, scales, w16 = make_inputs(h, M, N, K, group)
+        ref = torch.matmul(a.float(), w16.float().t())
+        cands: dict[str, Any] = {}
+        rejected: dict[str, str] = {}
+        for cfg in CANDIDATES[regime(M)]:
+            rec = built.get(f"{label(cfg)}@{shape}")
+            if rec is None or rec["kernel"] is None:
+                rejected[label(cfg)] = (rec or {}).get("error") or "skipped"
+                continue
+            c = h.poisoned((M, N), torch.float16)
+            fn = (lambda k=rec["kernel"], c=c: k(a, packed, scales, c))
+            launch(f"{label(cfg)} {shape}", fn)
+            e = rel_fro_err(c, ref)
+            if e < 1e-2:  # a wrong or unwritten tile gives O(1) or NaN
+                launch(f"{label(cfg)} {shape}", fn, times=50)  # a race shows up before the timed search
+                e2 = rel_fro_err(c, ref)
+                if e2 < 1e-2:
+                    cands[label(cfg)] = fn
+                else:
+                    rejected[label(cfg)] = f"rel_fro_err={e:.3g}, after 50 more launches {e2:.3g}"
+            else:
+                rejected[label(cfg)] = f"rel_fro_err={e:.3g}"
+        h.note(f"w4a16 {shape} candidates", f"{len(cands)} valid of {len(CANDIDATES[regime(M)])}", rejected=rejected)
+        if not cands:
+            h.error(f"w4a16 {shape}", RuntimeError(f"no valid candidate: {rejected}"))
+            continue
+        best, _ = h.search(f"w4a16 {shape}", cands, rounds=SEARCH_ROUNDS)
+        cfg = next(c for c in CANDIDATES[regime(M)] if label(c) == best)
+        kern = built[f"{best}@{shape}"]["kernel"]
+        c = h.poisoned((M, N), torch.float16)
+        kern(a, packed, scales, c)
+        err = rel_fro_err(c, ref)
+        h.check(f"w4a16 {shape}", c, ref, rel_fro_err=err, config=cfg, **gemm_tolerance(K))
+        w4 = roofline(w4a16_cost(M, N, K, group))
+        f16 = roofline(fp16_cost(M, N, K))
+        rec = h.bench(f"w4a16 {shape}", lambda: kern(a, packed, scales, c), flops=w4.cost.flops, bytes=w4.cost.bytes,
+                      ledger_source=source_of(w4a16_cost),
+                      baselines={"cuBLAS fp16 weights": lambda: torch.matmul(a, w16.t())},
+                      targets={"speedup:cuBLAS fp16 weights": TARGETS.get(M, 1.0)}, rounds=BENCH_ROUNDS,
+                      config=cfg, label=best, shape=[M, N, K], group=group, rel_fro_err=err,
+                      floor_us=w4.bound_s * 1e6, floor_bound=w4.bound, fp16_floor_us=f16.bound_s * 1e6,
+                      gain_bound=gain_bound(M, N, K, group), machine=w4.machine, floor_source=source_of(roofline))
+        rec["frac_floor"] = w4.bound_s * 1e3 / rec["ms"]
+        base = rec["baselines"].get("cuBLAS fp16 weights")
+        if base:
+            rec["cublas_frac_floor"] = f16.bound_s * 1e3 / base
+        h.log(f"    floor {w4.bound_s * 1e6:.1f} us ({w4.bound}); reached {100 * rec['frac_floor']:.0f} %; "
+              f"gain bound {rec['gain_bound']:.2f}x")
+        for (pm, pn, pk), pcfg, probe in PROBES:
+            pr = built.get(f"{probe} {label(pcfg)}@{shape}")
+            full = built.get(f"{label(pcfg)}@{shape}")
+            if (pm, pn, pk) != (M, N, K) or not pr or pr["kernel"] is None or not full or full["kernel"] is None:
+                continue
+            cp = h.poisoned((M, N), torch.float16)
+            launch(f"{probe}:{label(pcfg)} {shape}", lambda k=pr["kernel"]: k(a, packed, scales, cp))
+            h.search(f"w4a16 probe {probe} {shape} {label(pcfg)}",
+                     {"full": lambda k=full["kernel"]: k(a, packed, scales, c),
+                      probe: lambda k=pr["kernel"]: k(a, packed, scales, cp)}, rounds=SEARCH_ROUNDS)
+            del cp
+        del a, packed, scales, w16, ref, c
+        torch.cuda.empty_cache()
