@@ -304,8 +304,8 @@ def _lock_pins(python: str) -> dict[str, str]:
 
 
 def subset_font(dest: Path, roots: tuple[str, ...] = ("coursebook", "ledger", "measure", "kernels", "book")) -> Path:
-    """The plotting style's CJK font cut down to the characters of the repository's sources (what a
-    figure can show): a few hundred KB instead of 16 MB."""
+    """The plotting style's CJK font cut down to the characters of the repository's sources and the
+    common characters of GB 2312 (what a figure can show): about 2 MB instead of 16 MB."""
     from fontTools import subset
 
     from_font = None
@@ -318,6 +318,13 @@ def subset_font(dest: Path, roots: tuple[str, ...] = ("coursebook", "ledger", "m
             if p.suffix in (".py", ".md", ".json") and "__pycache__" not in p.parts:
                 chars |= set(p.read_text(encoding="utf-8", errors="ignore"))
     chars |= {chr(c) for c in range(0x20, 0x7f)} | set("，。、；：？！“”‘’（）《》【】—…·×÷≤≥≈±µ→←↑↓℃")
+    # and the 3755 common characters of GB 2312 level 1, for labels written after the subset was cut
+    for hi in range(0xB0, 0xD8):
+        for lo in range(0xA1, 0xFF):
+            try:
+                chars.add(bytes([hi, lo]).decode("gb2312"))
+            except UnicodeDecodeError:
+                pass
     dest.parent.mkdir(parents=True, exist_ok=True)
     opts = subset.Options()
     opts.layout_features = ["*"]
