@@ -328,6 +328,8 @@ def subset_font(dest: Path, roots: tuple[str, ...] = ("coursebook", "ledger", "m
     dest.parent.mkdir(parents=True, exist_ok=True)
     opts = subset.Options()
     opts.layout_features = ["*"]
+    opts.name_IDs = ["*"]  # keep the typographic family name (ID 16) the plotting style asks for
+    opts.name_languages = ["*"]
     font = subset.load_font(str(from_font), opts)
     sub = subset.Subsetter(opts)
     sub.populate(unicodes=sorted(ord(c) for c in chars))
