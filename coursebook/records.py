@@ -34,9 +34,14 @@ ELEMENTWISE_SUITES = _elementwise_suites()
 
 
 def load(device: str = "nvidia-h200") -> dict | None:
-    """The recorded results of ``device``, or None when nothing is recorded yet."""
+    """The results this page reads: live ones when the page chose live (:func:`coursebook.live.use`),
+    else the recorded results of ``device``; None when nothing is recorded yet."""
+    from coursebook import live
     from measure.results import load_results
 
+    src = live.current()
+    if src is not None and src.results.get("suites"):
+        return src.results
     try:
         return load_results(device)
     except FileNotFoundError:
@@ -85,11 +90,15 @@ def floor3(x: float) -> str:
 
 # ------------------------------------------------------------------ chapter 1's measured variants
 def _provenance_line(results: dict, suite: str | None = None) -> str:
-    """Device and versions of the results, and the date of the run that measured ``suite``."""
-    p = results.get("provenance") or {}
-    date = ((results.get("suites") or {}).get(suite) or {}).get("date") or p.get("date", "日期未知")
+    """Device and versions of the results, and the date of the run that measured ``suite`` (a live
+    suite says so: measured by this build)."""
+    s = (results.get("suites") or {}).get(suite) or {}
+    p = results.get("live_provenance") if s.get("live") else results.get("provenance") or {}
+    p = p or {}
+    date = s.get("date") or p.get("date", "日期未知")
     versions = "，".join(f"{k} {p[k]}" for k in ("torch", "tilelang", "triton", "cuda", "driver") if p.get(k))
-    return f"记录于 {p.get('device', '未知设备')}，{date}，{versions}"
+    head = "本次构建现场实测（live）于" if s.get("live") else "记录于"
+    return f"{head} {p.get('device', '未知设备')}，{str(date)[:10]}，{versions}"
 
 
 def measured_table(prefix: str, device: str = "nvidia-h200") -> str:
