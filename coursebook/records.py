@@ -15,7 +15,7 @@ from coursebook.style import figure
 
 __all__ = ["NO_RESULT", "DASH", "load", "records", "bench", "search", "floor3", "measured_table",
            "kernel_names_table", "measured_copy_fraction", "targets_table", "elementwise_values", "verdict_table",
-           "variant_summary", "ELEMENTWISE_SUITES"]
+           "variant_summary", "variant_words", "ELEMENTWISE_SUITES", "elementwise_claims", "elementwise_table", "kernel_words"]
 
 #: What a measured cell shows when no GPU results are recorded yet.
 NO_RESULT = "尚无记录结果 / no recorded result yet"
@@ -235,7 +235,7 @@ def targets_table(results: dict | None = None) -> str:
         return NO_RESULT
     lines = ["| kernel | 目标 | 要求 | 实测 | 结论 |", "|---|---|---:|---:|---|"]
     for name, key, t in _targets(results):
-        lines.append(f"| `{name}` | {_target_label(key)} | ≥ {_target_value(key, t['target'])} | "
+        lines.append(f"| {_named(name)} | {_target_label(key)} | ≥ {_target_value(key, t['target'])} | "
                      f"{_target_value(key, t['value'])} | {'达标' if t['met'] else '**未达标**'} |")
     return "\n".join(lines)
 
@@ -264,8 +264,8 @@ def elementwise_values(results: dict | None = None) -> dict[str, str]:
     if not results:
         return out
     ts = _targets(results)
-    met = [f"{n}（{_target_label(k)}）" for n, k, t in ts if t["met"]]
-    missed = [f"{n}（{_target_label(k)}：要求 ≥ {_target_value(k, t['target'])}，实测 {_target_value(k, t['value'])}）"
+    met = [f"{_named(n)}（{_target_label(k)}）" for n, k, t in ts if t["met"]]
+    missed = [f"{_named(n)}（{_target_label(k)}：要求 ≥ {_target_value(k, t['target'])}，实测 {_target_value(k, t['value'])}）"
               for n, k, t in ts if not t["met"]]
     out.update({"derived.elementwise.targets.total": str(len(ts)), "derived.elementwise.targets.met": str(len(met)),
                 "derived.elementwise.targets.missed": str(len(missed)),
@@ -321,10 +321,153 @@ def elementwise_values(results: dict | None = None) -> dict[str, str]:
         out["derived.elementwise.fused_fp8.mb"] = f"{f8['bytes'] / 1e6:.1f}"
         out["derived.elementwise.fused_fp8.mb_bf16_tables"] = f"{old / 1e6:.1f}"
         out["derived.elementwise.fused_fp8.pct_bf16_tables"] = f"{100 * old / (f8['ms'] * 1e-3) / 1e9 / f8['copy_gbps']:.1f}"
+    second = _second_read_pct(results)
+    if second is not None:
+        out["derived.elementwise.splitk.second_read_pct"] = f"{second:.1f}"
+    return out
+
+
+def _second_read_pct(results) -> float | None:
+    """The split-K RMSNorm's share of the copy bandwidth with its second read of x counted: the
+    ledger counts one read; the schedule reads x twice, 3 passes of x-sized traffic instead of 2."""
     sk = _find(results, "rmsnorm[splitk]")
-    if sk and sk.get("frac_copy_bw"):
-        # the ledger counts one read of x; split-K reads it twice: 3 passes of x-sized traffic instead of 2
-        out["derived.elementwise.splitk.second_read_pct"] = f"{100 * sk['frac_copy_bw'] * 3 / 2:.1f}"
+    return None if not sk or not sk.get("frac_copy_bw") else 100 * sk["frac_copy_bw"] * 3 / 2
+
+
+#: A record name's kernel part (before the dtype) in words.
+_KERNEL_WORDS = (
+    (r"add\[parallel\]", "加法 ①：每线程一个元素"), (r"add\[per_thread\]", "加法 ②：每线程连续若干元素"),
+    (r"add\[fragment\]", "加法 ③：先拷进 fragment"), (r"scale_cast", "缩放并转换"),
+    (r"rmsnorm\[rows\]", "RMSNorm 按行调度"), (r"rmsnorm\[shared\]", "RMSNorm 共享内存调度"),
+    (r"rmsnorm\[splitk\]", "RMSNorm 分段两趟"), (r"layernorm\[rows\]", "LayerNorm 按行调度"),
+    (r"quant_fp8", "FP8 按组量化"), (r"rope\[neox,blocked\]", "RoPE NeoX 分块"),
+    (r"rope\[neox,naive\]", "RoPE NeoX 朴素"), (r"rope\[interleaved,blocked\]", "RoPE interleaved 分块"),
+    (r"rope\[interleaved,naive\]", "RoPE interleaved 朴素"),
+    (r"fused rmsnorm\+rope\+fp8", "融合 RMSNorm + RoPE + FP8"), (r"fused rmsnorm\+rope", "融合 RMSNorm + RoPE"),
+)
+_BASE_WORDS = {"eager": "eager", "torch.compile": "compile", "F.rms_norm": "F.rms_norm", "F.layer_norm": "F.layer_norm",
+               "3 TileLang kernels": "三个 TileLang kernel", "copy (same bytes)": "同字节拷贝"}
+
+
+def kernel_words(name: str) -> tuple[str, str]:
+    """(kernel in words, shape and dtype in words) of an elementwise record name."""
+    for pat, words in _KERNEL_WORDS:
+        m = re.match(pat + r"\s+", name)
+        if m:
+            toks = name[m.end():].split()
+            out = [toks[0].replace("->", " → ")] if toks else []
+            for t in toks[1:]:
+                t = re.sub(r"^n=2\^(\d+)$", r"2^\1 个元素", t)
+                t = re.sub(r"(\d+)x(?=\d)", r"\1×", t)
+                t = re.sub(r"^group=(\d+)$", r"每组 \1 个通道", t)
+                out.append(re.sub(r"^R=(\d+)$", r"旋转末尾 \1 个通道", t))
+            return words, "，".join(out)
+    return name, ""
+
+
+def _named(name: str) -> str:
+    words, shape = kernel_words(name)
+    return f"{words}，{shape}" if shape else words
+
+
+def elementwise_table(results: dict | None = None) -> str:
+    """Markdown: every timed kernel of the elementwise topic -- time, share of the same run's copy
+    bandwidth, time ratios to the baselines (baseline time / kernel time: above one, the kernel is
+    faster), the targets -- with Chinese headers and the kernels in words."""
+    results = results if results is not None else load()
+    rows = _bench(results)
+    if not rows:
+        return f"**{NO_RESULT}**"
+    lines = ["| kernel | 形状与 dtype | 时间 (µs) | 占拷贝带宽 | 时间比（基线 / 本 kernel） | 目标 |",
+             "|---|---|---:|---:|---|---|"]
+    for r in rows:
+        words, shape = kernel_words(r.get("name", ""))
+        sp = "，".join(f"{_BASE_WORDS.get(k, k)} {v:.2f}×" for k, v in (r.get("speedup") or {}).items() if v is not None)
+        tg = [t for t in (r.get("targets") or {}).values() if isinstance(t, dict) and "met" in t]
+        verdict = "" if not tg else ("全部达标" if all(t["met"] for t in tg) else
+                                     f"{sum(not t['met'] for t in tg)} 项未达标")
+        pct = "" if r.get("frac_copy_bw") is None else f"{100 * r['frac_copy_bw']:.1f}%"
+        lines.append(f"| {words} | {shape} | {r['ms'] * 1e3:.1f} | {pct} | {sp or '—'} | {verdict or '—'} |")
+    return "\n".join(lines)
+
+
+def _ms(results, prefix: str) -> float | None:
+    r = _find(results, prefix)
+    return (r or {}).get("ms")
+
+
+def _pct(results, prefix: str) -> float | None:
+    r = _find(results, prefix)
+    return None if not r or r.get("frac_copy_bw") is None else 100 * r["frac_copy_bw"]
+
+
+def elementwise_claims(results: dict | None = None) -> list:
+    """The elementwise chapter's sentences that conclude from the records, each chosen by the
+    values (:mod:`coursebook.claims`; keys ``claim.elementwise.*``)."""
+    from coursebook import claims as C
+
+    results = results if results is not None else load()
+    out = []
+    # level 1 (one scalar element per thread) against level 2 (8 contiguous elements per thread)
+    out.append(C.compare(
+        "claim.elementwise.add.level1", _ms(results, "add[parallel]"), _ms(results, "add[per_thread]"), tol=0.05,
+        higher="它的代价在记录里一目了然：这一级只用到拷贝带宽的 {pct:.1f}%，下一级的耗时只有它的约 1/{ratio:.2f}。",
+        tie="不过在记录里，它与下一级的耗时相差不到百分之五（拷贝带宽的 {pct:.1f}%）：这台机器掩盖了标量访存的代价。",
+        lower="可记录里它反而比下一级快（拷贝带宽的 {pct:.1f}%），与标量访存的预期相反，值得重测。",
+        pct=_pct(results, "add[parallel]")))
+    out.append(C.compare(
+        "claim.elementwise.add.fragment", _ms(results, "add[fragment]"), _ms(results, "add[per_thread]"), tol=0.02,
+        tie="与第二级一样快（耗时相差不到百分之二）", lower="比第二级还快一点（耗时是它的 {ratio:.2f} 倍）",
+        higher="比第二级慢一点（耗时是它的 {ratio:.2f} 倍）"))
+    out.append(C.threshold(
+        "claim.elementwise.cast.narrow", _pct(results, "scale_cast"), 95.0,
+        above="写得窄一些并没有拖慢它：记录里这个 kernel 达到了拷贝带宽的 {value:.1f}%，瓶颈在显存而不在指令数。",
+        below="记录里这个 kernel 只达到拷贝带宽的 {value:.1f}%，窄一半的写可能是原因之一；"
+              "要确认，得看剖析数据里写事务的数量。"))
+    # the measured page: the level-2/3 adds against the copy, beyond 100 %, against eager / compile
+    p2, p3, pc = _pct(results, "add[per_thread]"), _pct(results, "add[fragment]"), _pct(results, "scale_cast")
+    low = None if None in (p2, p3) else min(p2, p3)
+    out.append(C.threshold("claim.elementwise.measured.add_copy", low, 95.0,
+                           above="已经与拷贝 kernel 不相上下。", below="离拷贝 kernel 还差一截。"))
+    top = None if None in (p2, p3, pc) else max(p2, p3, pc)
+    out.append(C.choose(
+        "claim.elementwise.measured.over100", None if top is None else ("over" if top > 100 else "under"),
+        {"over": "占比略高于百分之百并不矛盾：拷贝是一读一写，加法是两读一写，读多写少的混合在 HBM 上往往比纯拷贝"
+                 "跑得稍快，所以“拷贝带宽”是一把好用的尺子，却不是不可逾越的上限。",
+         "under": "拷贝带宽在这里是一把好用的尺子：同一次运行、同一种访存模式，读写的字节数一样算。"}))
+    add = _find(results, "add[per_thread]") or {}
+    sp = [(add.get("speedup") or {}).get(k) for k in ("eager", "torch.compile")]
+    near = None if None in sp else all(abs(x - 1) <= 0.05 for x in sp)
+    out.append(C.choose(
+        "claim.elementwise.measured.add_vs_torch", None if near is None else ("near" if near else "apart"),
+        {"near": "两个时间比都在一的百分之五以内：手写 kernel 在这里不会带来收益，它的意义在于确认“写对了就能顶到带宽”。",
+         "apart": "两个时间比离一超过百分之五，这么简单的算子出现这样的差别，值得到剖析数据里看看原因。"}))
+    out.append(C.threshold(
+        "claim.elementwise.measured.splitk", _second_read_pct(results), 95.0,
+        above="折算值接近甚至超过百分之百，说明第二遍读有相当一部分命中了 L2，倒序遍历起了作用。",
+        below="折算值离百分之百还远，第二遍读大多又回到了显存，倒序遍历没能帮上多少。"))
+    rms = _find(results, "rmsnorm[rows]") or {}
+    out.append(C.threshold(
+        "claim.elementwise.measured.rms_vs_copy", (rms.get("speedup") or {}).get("copy (same bytes)"), 0.95,
+        above="几乎贴着它。", below="离它还有一段距离。"))
+    # RoPE: the blocked schedules against the naive ones, and interleaved against NeoX
+    nb, nn = _ms(results, "rope[neox,blocked]"), _ms(results, "rope[neox,naive]")
+    ib, inv = _ms(results, "rope[interleaved,blocked]"), _ms(results, "rope[interleaved,naive]")
+    both = None if None in (nb, nn, ib, inv) else ("faster" if nb < nn and ib < inv else "not")
+    out.append(C.choose(
+        "claim.elementwise.rope.blocked", both,
+        {"faster": "记录里，NeoX 分块版比朴素版快约 {neox:.2f} 倍，interleaved 约 {inter:.2f} 倍；",
+         "not": "记录里，分块版并没有全都快过朴素版（NeoX 的时间比 {neox:.2f}，interleaved {inter:.2f}，"
+                "大于一才是分块版快）；"},
+        neox=(nn / nb) if both else None, inter=(inv / ib) if both else None))
+    out.append(C.compare(
+        "claim.elementwise.rope.interleaved", ib, nb, tol=0.02,
+        tie="interleaved 的片上运算是标量的，速度却与 NeoX 不相上下（时间相差不到百分之二）："
+            "对一个受带宽限制的 kernel，片上多几条指令被显存延迟掩盖了，决定速度的是显存一侧的访存是否整块、对齐。",
+        lower="interleaved 的片上运算是标量的，却比 NeoX 还快一点（时间比 {ratio:.2f}）："
+              "对一个受带宽限制的 kernel，片上多几条指令被显存延迟掩盖了，决定速度的是显存一侧的访存是否整块、对齐。",
+        higher="interleaved 的片上运算是标量的，记录里它也确实比 NeoX 慢（时间比 {ratio:.2f}）："
+               "片上的标量运算没能完全藏进显存延迟里。"))
     return out
 
 
@@ -337,15 +480,43 @@ def verdict_table(results: dict | None = None) -> str:
     for r in records(results, "gemm.", kind="bench"):
         for key, t in (r.get("targets") or {}).items():
             val = t.get("value")
-            lines.append(f"| {r['name']} | {key} | ≥ {t.get('target')} | {DASH if val is None else floor3(val)} | "
-                         f"{zh[t.get('met')]} |")
+            lines.append(f"| {_gemm_words(r['name'])} | {_target_label(key)} | ≥ {t.get('target')} | "
+                         f"{DASH if val is None else floor3(val)} | {zh[t.get('met')]} |")
     if len(lines) == 2:
         return f"**{NO_RESULT}**"
     return "\n".join(lines)
 
 
+def _gemm_words(name: str) -> str:
+    """``tuned rung4 8192^3`` -> ``调优后的第四级，8192³``; ``fp8 e4m3 4096^3`` -> ``fp8 e4m3 两级累加，4096³``."""
+    m = re.match(r"(.*?)\s*(\d+)\^3$", name)
+    if not m:
+        return variant_words(name)
+    head = {"tuned rung4": "调优后的第四级", "fp8 e4m3": "fp8 e4m3 两级累加",
+            "fp8 e4m3 single-level": "fp8 e4m3 单级累加（教学版）"}.get(m.group(1), m.group(1))
+    return f"{head}，{m.group(2)}³"
+
+
 def _fmt_err(x: Any, spec: str = ".2e") -> str:
     return DASH if x is None else format(x, spec)
+
+
+#: Words for the parts of a GEMM variant's record name (``grouped concat G=8 N=4096 K=2048``).
+_VARIANT_WORDS = (("grouped concat", "grouped，拼接式"), ("grouped ptr", "grouped，指针式"),
+                  ("batched scores Q@K^T", "batched，注意力分数 QKᵀ"), ("batched context P@V", "batched，注意力输出 PV"),
+                  ("stream-K", "stream-K"))
+_BASELINE_WORDS = {"torch.matmul loop": "逐个专家调用 torch.matmul", "torch.bmm": "torch.bmm", "cuBLAS": "cuBLAS"}
+
+
+def variant_words(name: str) -> str:
+    """A GEMM variant's record name in words: its kind, then the shape (``64×2048×2048×128``)."""
+    for key, words in _VARIANT_WORDS:
+        if name.startswith(key):
+            rest = name[len(key):].strip()
+            rest = re.sub(r"(\d+)x(?=\d)", r"\1×", rest)
+            rest = re.sub(r"\bG=(\d+)", r"\1 个专家", rest).replace(" N=", "，N=").replace(" K=", "，K=")
+            return f"{words}（{rest}）" if rest else words
+    return re.sub(r"(\d+)x(?=\d)", r"\1×", name)
 
 
 def variant_summary(results: dict | None, prefix: str, suite: str) -> str:
@@ -356,6 +527,7 @@ def variant_summary(results: dict | None, prefix: str, suite: str) -> str:
     lines = ["| kernel | TFLOP/s | 时间 (µs) | 基线时间 (µs) | 相对基线 | 相对 Frobenius 误差 |", "|---|---:|---:|---:|---:|---:|"]
     for r in recs:
         for base, ms in (r.get("baselines") or {}).items():
-            lines.append(f"| {r['name']} | {r.get('tflops', 0):.0f} | {r['ms'] * 1e3:.1f} | {ms * 1e3:.1f} ({base}) | "
+            lines.append(f"| {variant_words(r['name'])} | {r.get('tflops', 0):.0f} | {r['ms'] * 1e3:.1f} | "
+                         f"{ms * 1e3:.1f}（{_BASELINE_WORDS.get(base, base)}） | "
                          f"{(r.get('speedup') or {}).get(base, 0):.2f}× | {_fmt_err(r.get('rel_fro_err'))} |")
     return "\n".join(lines)
