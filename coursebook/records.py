@@ -13,7 +13,7 @@ from typing import Any
 from coursebook.style import COLORS as _C
 from coursebook.style import figure
 
-__all__ = ["NO_RESULT", "DASH", "load", "records", "bench", "search", "floor3", "measured_table",
+__all__ = ["md_table", "NO_RESULT", "DASH", "load", "records", "bench", "search", "floor3", "measured_table",
            "kernel_names_table", "measured_copy_fraction", "targets_table", "elementwise_values", "verdict_table",
            "variant_summary", "ELEMENTWISE_SUITES"]
 
@@ -21,6 +21,24 @@ __all__ = ["NO_RESULT", "DASH", "load", "records", "bench", "search", "floor3", 
 NO_RESULT = "尚无记录结果 / no recorded result yet"
 #: What a derived value reads when its record is missing.
 DASH = "—"
+
+
+def md_table(rows, cols, heads) -> str:
+    """A Markdown table of ``rows`` (dicts or objects) with columns ``cols`` headed ``heads``; floats
+    print with two decimals and thousands separators, None as "—"."""
+    out = ["| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]
+    for r in rows:
+        cells = []
+        for c in cols:
+            v = r.get(c) if isinstance(r, dict) else getattr(r, c)
+            if v is None:
+                cells.append(DASH)
+            elif isinstance(v, float):
+                cells.append(f"{v:,.2f}")
+            else:
+                cells.append(str(v).replace("|", "\\|").replace("*", "\\*"))
+        out.append("| " + " | ".join(cells) + " |")
+    return "\n".join(out)
 
 
 def _elementwise_suites() -> tuple[str, ...]:
@@ -615,3 +633,79 @@ def sincos_bounds_figure(results: dict | None = None):
     ax.set_xlabel("时间 (µs)，4096×4096 fp16")
     fig.tight_layout()
     return fig
+
+
+# ------------------------------------------------------------------ the performance-model chapter: carver on the GPU
+def carver_values(results: dict | None = None) -> dict[str, str]:
+    """The recorded carver run (``perfmodel.hw.carver.*``): the device model's shared memory, how many
+    hints were timed, the first hint's and the fastest hint's tile and TFLOP/s, the slowest, cuBLAS,
+    and whether the GPU run agreed with the CPU model; claims chosen by them."""
+    from coursebook import claims
+
+    results = load() if results is None else results
+    keys = ("gpu_smem_kb", "n_timed", "first_tile", "first_tflops", "best_rank", "best_tile", "best_tflops",
+            "worst_tflops", "cublas_tflops", "same_as_cpu", "same_order_gpu")
+    out = {f"perfmodel.hw.carver.{k}": DASH for k in keys}
+    notes = {r["name"]: r for r in records(results, "carver", kind="note")}
+    bench = [r for r in records(results, "carver", kind="bench") if r.get("tflops")]
+    dev = (notes.get("carver device model") or {}).get("fields") or {}
+    if dev.get("smem_cap"):
+        out["perfmodel.hw.carver.gpu_smem_kb"] = str(dev["smem_cap"] // 1024)
+    if "carver GPU vs CPU hand-built model" in notes:
+        out["perfmodel.hw.carver.same_as_cpu"] = "相同" if notes["carver GPU vs CPU hand-built model"].get("identical") else "不同"
+    if "carver vs ledger.carver" in notes:
+        out["perfmodel.hw.carver.same_order_gpu"] = "一致" if notes["carver vs ledger.carver"].get("same_order") else "不一致"
+    first = best = None
+    if bench:
+        by_rank = sorted(bench, key=lambda b: b.get("carver_rank", 99))
+        first, best = by_rank[0], max(bench, key=lambda b: b["tflops"])
+        cublas_ms = min((b.get("baselines") or {}).get("cuBLAS", float("inf")) for b in bench)
+        out.update({
+            "perfmodel.hw.carver.n_timed": str(len(bench)),
+            "perfmodel.hw.carver.first_tile": "×".join(map(str, first["hint"]["block"])),
+            "perfmodel.hw.carver.first_tflops": f"{first['tflops']:.0f}",
+            "perfmodel.hw.carver.best_rank": str(best.get("carver_rank")),
+            "perfmodel.hw.carver.best_tile": "×".join(map(str, best["hint"]["block"])),
+            "perfmodel.hw.carver.best_tflops": f"{best['tflops']:.0f}",
+            "perfmodel.hw.carver.worst_tflops": f"{min(b['tflops'] for b in bench):.0f}",
+            "perfmodel.hw.carver.cublas_tflops": f"{first['flops'] / (cublas_ms * 1e-3) / 1e12:.0f}",
+        })
+    out.update(claims.claim_values(claims.choose(
+        "claim.perfmodel.carver.first", None if not bench else ("first_best" if first is best else "other_best"),
+        {"first_best": "排第一的 {tile} 同时也是实测最快的一名，{tf} TFLOP/s",
+         "other_best": "排第一的 {tile} 只跑到 {tf} TFLOP/s；最快的反而是第 {rank} 名 {btile}，{btf} TFLOP/s"},
+        tile=out["perfmodel.hw.carver.first_tile"], tf=out["perfmodel.hw.carver.first_tflops"],
+        rank=out["perfmodel.hw.carver.best_rank"], btile=out["perfmodel.hw.carver.best_tile"],
+        btf=out["perfmodel.hw.carver.best_tflops"])))
+    return out
+
+
+def carver_table(results: dict | None = None) -> str:
+    """Markdown: the recorded carver run -- what the GPU's device model reported and each timed hint
+    (rank, tile, time, TFLOP/s, cuBLAS on the same shape), in Chinese."""
+    results = load() if results is None else results
+    notes = {r["name"]: r for r in records(results, "carver", kind="note")}
+    bench = sorted((r for r in records(results, "carver", kind="bench")), key=lambda b: b.get("carver_rank", 99))
+    if not notes and not bench:
+        return f"**{NO_RESULT}**：H200 上的 carver 运行还没有记录。"
+    s = (results.get("suites") or {}).get("carver") or {}
+    dev = (notes.get("carver device model") or {}).get("fields") or {}
+    lines = [f"*{_provenance_line(results, 'carver')}*", ""]
+    if dev:
+        lines.append(f"- 设备模型：{dev.get('name', '?')}，{dev.get('compute_max_core', '?')} 个 SM，计算能力 "
+                     f"{dev.get('compute_capability', '?')}，单 block shared memory 上限 {dev.get('smem_cap', 0) // 1024} KB。")
+    v = notes.get("carver vs ledger.carver") or {}
+    if v:
+        lines.append(f"- 与账本复算的排序：{'逐名次一致' if v.get('same_order') else '不一致'}，"
+                     f"候选集合{'相同' if v.get('same_set') else '不同'}。")
+    c = notes.get("carver GPU vs CPU hand-built model") or {}
+    if c:
+        lines.append(f"- 真实设备模型与 CPU 上手工填写的模型给出的提示：{'完全相同' if c.get('identical') else '不同'}。")
+    if bench:
+        lines += ["", md_table([{"rank": b.get("carver_rank"), "tile": "×".join(map(str, b["hint"]["block"])),
+                                 "us": b["ms"] * 1e3, "tf": b.get("tflops"),
+                                 "cublas": (b.get("baselines") or {}).get("cuBLAS", 0) * 1e3} for b in bench],
+                               ["rank", "tile", "us", "tf", "cublas"],
+                               ["carver 名次", "输出分块", "时间 (µs)", "TFLOP/s", "同形状 cuBLAS (µs)"])]
+    del s
+    return "\n".join(lines)
