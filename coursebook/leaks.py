@@ -20,11 +20,17 @@ import re
 from dataclasses import dataclass
 from html.parser import HTMLParser
 
-__all__ = ["Leak", "PATTERNS", "EXEMPT_PAGES", "find_leaks", "html_reader_text", "md_reader_text",
+__all__ = ["Leak", "PATTERNS", "EXEMPT_PAGES", "is_exempt", "find_leaks", "html_reader_text", "md_reader_text",
            "english_paragraphs", "page_leaks"]
 
-#: Pages (relative to the book root, no suffix) where bookkeeping is the content.
+#: Pages (relative to the book root, no suffix) where bookkeeping is the content, with their sections.
 EXEMPT_PAGES = ("book/appendix/records", "book/appendix/maintainers")
+
+
+def is_exempt(page: str) -> bool:
+    """Whether ``page`` (``book/appendix/records/gemm``, no suffix) is one of :data:`EXEMPT_PAGES`
+    or one of their section pages."""
+    return any(page == e or page.startswith(e + "/") for e in EXEMPT_PAGES)
 
 _KEY_TOPICS = r"(?:pytorch|primer|elementwise|gemm|perfmodel|machines|calc|derived|claim|fig)"
 _REPO_DIRS = r"(?:kernels|measure|ledger|coursebook|tests|labs|autograder|tools|results|book)"

@@ -13,7 +13,7 @@ from typing import Any
 from coursebook.style import COLORS as _C
 from coursebook.style import figure
 
-__all__ = ["NO_RESULT", "DASH", "load", "records", "bench", "search", "floor3", "measured_table",
+__all__ = ["md_table", "NO_RESULT", "DASH", "load", "records", "bench", "search", "floor3", "measured_table",
            "kernel_names_table", "measured_copy_fraction", "targets_table", "elementwise_values", "verdict_table",
            "variant_summary", "variant_words", "ELEMENTWISE_SUITES", "elementwise_claims", "elementwise_table", "kernel_words"]
 
@@ -21,6 +21,24 @@ __all__ = ["NO_RESULT", "DASH", "load", "records", "bench", "search", "floor3", 
 NO_RESULT = "尚无记录结果 / no recorded result yet"
 #: What a derived value reads when its record is missing.
 DASH = "—"
+
+
+def md_table(rows, cols, heads) -> str:
+    """A Markdown table of ``rows`` (dicts or objects) with columns ``cols`` headed ``heads``; floats
+    print with two decimals and thousands separators, None as "—"."""
+    out = ["| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]
+    for r in rows:
+        cells = []
+        for c in cols:
+            v = r.get(c) if isinstance(r, dict) else getattr(r, c)
+            if v is None:
+                cells.append(DASH)
+            elif isinstance(v, float):
+                cells.append(f"{v:,.2f}")
+            else:
+                cells.append(str(v).replace("|", "\\|").replace("*", "\\*"))
+        out.append("| " + " | ".join(cells) + " |")
+    return "\n".join(out)
 
 
 def _elementwise_suites() -> tuple[str, ...]:
@@ -101,6 +119,12 @@ def _provenance_line(results: dict, suite: str | None = None) -> str:
     return f"{head} {p.get('device', '未知设备')}，{str(date)[:10]}，{versions}"
 
 
+#: Chinese names of chapter 1's measured variants (the part of the record name after the experiment).
+VARIANT_ZH = {"eager": "eager：两个 ATen kernel", "compile": "torch.compile：Inductor 生成的 Triton kernel",
+              "tilelang": "TileLang 融合 kernel", "three_pass": "手写三趟（eager）",
+              "F.layer_norm": "F.layer_norm：一个 ATen kernel"}
+
+
 def measured_table(prefix: str, device: str = "nvidia-h200") -> str:
     """Markdown: recorded time and bandwidth of every ``prefix.*`` variant, ledger floor beside it."""
     results = load(device)
@@ -109,9 +133,8 @@ def measured_table(prefix: str, device: str = "nvidia-h200") -> str:
         skips = [r for r in records(results, prefix=prefix + ".") if r.get("kind") in ("skip", "error")]
         why = "" if not skips else "（记录里只有跳过或出错的条目：" + "；".join(
             f"{r['name']}: {r.get('reason') or r.get('error', '')}" for r in skips) + "）"
-        return (f"**{NO_RESULT}**{why}\n\n这个单元在构建时读取 `measure/results/{device}.json`。"
-                "课程维护者在 H200 上运行 `python -m measure.runner --suite pytorch` 之后，"
-                "这里会出现实测时间、有效带宽与账本下界的对照；在此之前不显示任何数字。")
+        return (f"**{NO_RESULT}**{why}\n\n这个单元在构建时读取课程的测量记录；在 GPU 上运行过"
+                "这一章的测量之后，这里会出现实测时间、有效带宽与账本下界的对照；在此之前不显示任何数字。")
     lines = [
         f"*{_provenance_line(results, recs[0]['suite'])}*",
         "",
@@ -123,10 +146,12 @@ def measured_table(prefix: str, device: str = "nvidia-h200") -> str:
         lb = r.get("lower_bound_ms")
         lb_b = r.get("ledger_bytes")
         util = f"{lb / ms:.0%}" if ms and lb else "—"
+        suffix = r["name"][len(prefix) + 1:]
+        label = VARIANT_ZH.get(suffix, suffix)
         lines.append(
-            f"| {r.get('variant', r['name'])} | {lb_b / 1e6:.1f} | {lb * 1e3:.1f} | {ms * 1e3:.1f} | "
+            f"| {label} | {lb_b / 1e6:.1f} | {lb * 1e3:.1f} | {ms * 1e3:.1f} | "
             f"{r.get('gbps', 0):.0f} | {r.get('frac_copy_bw', 0):.0%} | {util} |"
-            if lb_b and lb and ms else f"| {r.get('variant', r['name'])} | — | — | "
+            if lb_b and lb and ms else f"| {label} | — | — | "
             f"{(ms or 0) * 1e3:.1f} | — | — | — |")
     shape = recs[0].get("shape")
     bw = recs[0].get("copy_gbps")
@@ -141,14 +166,14 @@ def kernel_names_table(device: str = "nvidia-h200", top: int = 12) -> str:
     results = load(device)
     recs = records(results, prefix="pytorch.inductor.kernels")
     if not recs:
-        return (f"**{NO_RESULT}**\n\n这个单元在构建时读取 `measure/results/{device}.json` 中 "
-                "`pytorch.inductor.kernels` 这条记录：在 H200 上对一个小 MLP 块跑一次前向加反向，"
+        return (f"**{NO_RESULT}**\n\n这个单元在构建时读取课程的测量记录："
+                "在 GPU 上对一个小 MLP 块跑一次前向加反向，"
                 "分别在 eager 与 `torch.compile`（`TORCHINDUCTOR_UNIQUE_KERNEL_NAMES=1`）下用 profiler "
                 "数出每个 kernel 的名字和次数。在此之前不显示任何名字或数字。")
     r = recs[-1]
     eager = r.get("eager_kernels") or {}
     comp = r.get("compiled_kernels") or {}
-    lines = [f"*{_provenance_line(results, r['suite'])}*", "", f"模型：{r.get('model', '')}", "",
+    lines = [f"*{_provenance_line(results, r['suite'])}*", "", f"模型：`{r.get('model', '')}`", "",
              f"- eager：{sum(eager.values())} 次 kernel 发射，{len(eager)} 种 kernel；",
              f"- torch.compile：{sum(comp.values())} 次 kernel 发射，{len(comp)} 种 kernel。",
              "", "| torch.compile 下的 kernel（profiler 记录的名字） | 次数 |", "|---|---:|"]
@@ -530,4 +555,329 @@ def variant_summary(results: dict | None, prefix: str, suite: str) -> str:
             lines.append(f"| {variant_words(r['name'])} | {r.get('tflops', 0):.0f} | {r['ms'] * 1e3:.1f} | "
                          f"{ms * 1e3:.1f}（{_BASELINE_WORDS.get(base, base)}） | "
                          f"{(r.get('speedup') or {}).get(base, 0):.2f}× | {_fmt_err(r.get('rel_fro_err'))} |")
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------ chapter 1: what the records say
+def _bench_by(results: dict | None, name: str) -> dict | None:
+    return next((r for r in records(results, prefix=name, kind="bench") if r.get("name") == name), None)
+
+
+def _instruction_record() -> dict | None:
+    import json
+
+    from measure.instructions import RECORD
+
+    return json.loads(RECORD.read_text(encoding="utf-8")) if RECORD.is_file() else None
+
+
+def _pct(x: float) -> str:
+    return f"{x:.0f}"
+
+
+def sincos_values(results: dict | None = None) -> dict[str, str]:
+    """Chapter 1's explanation of the fused ``sin(cos(x))``: instructions an element (CPU record of
+    the generated code), the issue bound they imply on the ledger's machine, the copy time of the
+    same bytes in the same run, and the claims these numbers choose (keys ``calc.pytorch.sincos.*``,
+    ``derived.pytorch.sincos.*``, ``claim.pytorch.sincos.*``)."""
+    from ledger import issue
+
+    from coursebook import claims
+
+    results = load() if results is None else results
+    out: dict[str, str] = {}
+    ins = _instruction_record()
+    tl = _bench_by(results, "pytorch.sincos.tilelang")
+    comp = _bench_by(results, "pytorch.sincos.compile")
+    eager = _bench_by(results, "pytorch.sincos.eager")
+    n = (ins or {}).get("shape", [4096, 4096])
+    n = n[0] * n[1]
+    per = issue_us = mufu_us = fast_us = None
+    if ins:
+        acc, fast = ins["accurate"]["sass"], ins["fast_math"]["sass"]
+        per = acc["per_element"]
+        cls = acc["by_class_per_element"]
+        issue_us = issue.issue_bound_s(per, n) * 1e6
+        fast_us = issue.issue_bound_s(fast["per_element"], n) * 1e6
+        mufu = fast["by_class_per_element"].get("special function (MUFU)", 0)
+        mufu_us = issue.unit_bound_s(mufu, n) * 1e6
+        out.update({
+            "calc.pytorch.sincos.sass_per_elem": f"{per:.1f}",
+            "calc.pytorch.sincos.sass_per_thread": str(acc["per_thread"]),
+            "calc.pytorch.sincos.ptx_per_elem": f"{ins['accurate']['ptx']['per_element']:.0f}",
+            "calc.pytorch.sincos.fp32_per_elem": f"{cls.get('fp32 arithmetic', 0):.0f}",
+            "calc.pytorch.sincos.int_per_elem": f"{cls.get('integer and logic', 0):.0f}",
+            "calc.pytorch.sincos.conv_per_elem": f"{cls.get('conversion', 0):.1f}",
+            "calc.pytorch.sincos.ctrl_per_elem": f"{cls.get('control', 0):.1f}",
+            "calc.pytorch.sincos.ffma_per_elem": f"{acc['opcodes_per_thread'].get('FFMA', 0) / ins['elements_per_thread']:.0f}",
+            "calc.pytorch.sincos.elems_per_thread": str(ins["elements_per_thread"]),
+            "calc.pytorch.sincos.fast_sass_per_elem": f"{fast['per_element']:.1f}",
+            "calc.pytorch.sincos.mufu_per_elem": f"{mufu:.0f}",
+            "calc.pytorch.sincos.issue_us": f"{issue_us:.1f}",
+            "calc.pytorch.sincos.fast_issue_us": f"{fast_us:.1f}",
+            "calc.pytorch.sincos.mufu_us": f"{mufu_us:.1f}",
+            "calc.pytorch.sincos.issue_tinst": f"{issue.issue_rate() / 1e12:.1f}",
+            "calc.pytorch.sincos.clock_ghz": f"{issue.sm_clock_hz() / 1e9:.2f}",
+            "calc.pytorch.sincos.nvcc": str(ins.get("nvcc")),
+        })
+    copy_us = None
+    if tl and tl.get("copy_gbps") and tl.get("bytes"):
+        copy_us = tl["bytes"] / (tl["copy_gbps"] * 1e9) * 1e6
+        out["derived.pytorch.sincos.copy_us"] = f"{copy_us:.1f}"
+    if copy_us and issue_us:
+        out["derived.pytorch.sincos.max_pct"] = _pct(100 * copy_us / issue_us)
+    if tl and issue_us:
+        out["derived.pytorch.sincos.issue_share"] = _pct(100 * issue_us / (tl["ms"] * 1e3))
+    if eager and tl:
+        out["derived.pytorch.sincos.eager_over_fused"] = f"{eager['ms'] / tl['ms']:.2f}"
+    if eager and eager.get("ledger_bytes") and tl and tl.get("ledger_bytes"):
+        out["derived.pytorch.sincos.ledger_ratio"] = f"{eager['ledger_bytes'] / tl['ledger_bytes']:.0f}"
+    out.update(claims.claim_values(
+        claims.compare("claim.pytorch.sincos.bound", copy_us, issue_us,
+                       lower="发射指令的时间比搬字节的时间还长：它受指令发射限制，而不是受带宽限制",
+                       higher="搬字节的时间仍比发射指令长：它仍受带宽限制"),
+        claims.compare("claim.pytorch.sincos.tl_vs_compile", (tl or {}).get("ms"), (comp or {}).get("ms"),
+                       lower="比 torch.compile 生成的 kernel 略快", higher="比 torch.compile 生成的 kernel 略慢",
+                       tie="与 torch.compile 生成的 kernel 相差不到百分之五", tol=0.05),
+        claims.compare("claim.pytorch.sincos.eager_gain", (eager or {}).get("ms", 0) / (tl or {}).get("ms", 1)
+                       if eager and tl else None, 2.0 * 0.9,
+                       lower="远不到账本预言的两倍", higher="接近账本预言的两倍"),
+        claims.compare("claim.pytorch.sincos.fast_math", mufu_us, copy_us,
+                       lower="短于同样字节的拷贝时间，换成快速版本之后，这个 kernel 按推算会重新受带宽限制",
+                       higher="仍长于同样字节的拷贝时间，换成快速版本也摆脱不了指令的限制"),
+    ))
+    return out
+
+
+def layernorm_values(results: dict | None = None) -> dict[str, str]:
+    """Chapter 1's LayerNorm comparison: each variant's share of copy bandwidth, the fastest one and
+    how far the three-pass code sits from its own (three-pass) floor."""
+    from coursebook import claims
+
+    results = load() if results is None else results
+    names = {"three_pass": "手写三趟", "F.layer_norm": "F.layer_norm", "compile": "torch.compile",
+             "tilelang": "TileLang 融合版"}
+    recs = {k: _bench_by(results, f"pytorch.layernorm.{k}") for k in names}
+    out: dict[str, str] = {}
+    timed = {k: r for k, r in recs.items() if r and r.get("ms")}
+    if timed:
+        order = sorted(timed, key=lambda k: timed[k]["ms"])
+        out["derived.pytorch.ln.ranking"] = " < ".join(names[k] for k in order)
+        out["derived.pytorch.ln.fastest"] = names[order[0]]
+    tp = recs.get("three_pass")
+    if tp and tp.get("ms"):
+        from ledger import ops
+
+        three = ops.layernorm(8192, 4096, dtype="fp16", passes=3) if "passes" in ops.layernorm.__code__.co_varnames \
+            else None
+        if three is not None:
+            from ledger.cost import judge
+
+            lb = judge(three, "h200-calibrated").lower_bound
+            out["derived.pytorch.ln.three_pass_over_floor"] = f"{tp['ms'] * 1e-3 / lb:.1f}"
+    f, t = recs.get("F.layer_norm"), recs.get("tilelang")
+    out.update(claims.claim_values(
+        claims.compare("claim.pytorch.ln.tl_vs_f", (t or {}).get("ms"), (f or {}).get("ms"),
+                       lower="比 `F.layer_norm` 快", higher="比 `F.layer_norm` 慢", tie="与 `F.layer_norm` 相当", tol=0.03),
+        claims.threshold("claim.pytorch.ln.f_near_floor", (f or {}).get("frac_copy_bw"), 0.8,
+                         above="已经接近拷贝带宽", below="离拷贝带宽还远"),
+        claims.threshold("claim.pytorch.ln.tl_near_floor", (t or {}).get("frac_copy_bw"), 0.8,
+                         above="接近拷贝带宽", below="离拷贝带宽还有距离"),
+    ))
+    return out
+
+
+def _launch_category(name: str) -> str:
+    if name.startswith("nvjet") or "gemm" in name.lower() or "cutlass" in name.lower():
+        return "gemm"
+    if name.startswith(("Memset", "Memcpy")):
+        return "mem"
+    if name.startswith("triton_"):
+        return "triton"
+    return "aten"
+
+
+def launch_breakdown(results: dict | None = None) -> dict | None:
+    """Kernel launches of the recorded training step, eager vs compiled, by kind: cuBLAS GEMMs,
+    memsets and copies, ATen kernels both runs share (the loss, outside the compiled module), the
+    block's own ATen kernels (eager) and Inductor's Triton kernels (compiled); and the reductions
+    Inductor split in two (a ``red`` and a ``per`` kernel over the same fused operators)."""
+    results = load() if results is None else results
+    recs = records(results, prefix="pytorch.inductor.kernels")
+    if not recs:
+        return None
+    r = recs[-1]
+    eager, comp = r.get("eager_kernels") or {}, r.get("compiled_kernels") or {}
+
+    def tally(d):
+        out = {"gemm": 0, "mem": 0, "shared": 0, "block": 0}
+        for k, v in d.items():
+            c = _launch_category(k)
+            if c in ("gemm", "mem"):
+                out[c] += v
+            elif c == "aten" and k in eager and k in comp:
+                out["shared"] += v
+            else:
+                out["block"] += v
+        return out
+
+    gen = [re.sub(r"^triton_(red|per|poi)_fused_(.*)_\d+$", r"\1 \2", g) for g in comp if g.startswith("triton_")]
+    reds = {g.split(" ", 1)[1] for g in gen if g.startswith("red ")}
+    pers = {g.split(" ", 1)[1] for g in gen if g.startswith("per ")}
+    return {"eager": tally(eager), "compiled": tally(comp), "eager_total": sum(eager.values()),
+            "compiled_total": sum(comp.values()), "split_reductions": sorted(reds & pers),
+            "triton_kinds": len([g for g in comp if g.startswith("triton_")])}
+
+
+def launch_table(results: dict | None = None) -> str:
+    """Markdown: the launch breakdown of :func:`launch_breakdown` as a table."""
+    b = launch_breakdown(results)
+    if not b:
+        return f"**{NO_RESULT}**"
+    rows = (("cuBLAS 矩阵乘", "gemm"), ("显存清零与拷贝", "mem"), ("损失函数及其反向（在编译的模块之外，两边相同）", "shared"),
+            ("模型块自身的逐元素与归约 kernel", "block"))
+    lines = ["| kernel 种类 | eager | torch.compile |", "|---|---:|---:|"]
+    for label, k in rows:
+        lines.append(f"| {label} | {b['eager'][k]} | {b['compiled'][k]} |")
+    lines.append(f"| 合计 | {b['eager_total']} | {b['compiled_total']} |")
+    return "\n".join(lines)
+
+
+def launch_values(results: dict | None = None) -> dict[str, str]:
+    """Texts and claims of the launch breakdown (``derived.pytorch.launch.*``, ``claim.pytorch.launch.*``)."""
+    from coursebook import claims
+
+    b = launch_breakdown(results)
+    out = {}
+    if b:
+        out.update({
+            "derived.pytorch.launch.eager": str(b["eager_total"]),
+            "derived.pytorch.launch.compiled": str(b["compiled_total"]),
+            "derived.pytorch.launch.block_eager": str(b["eager"]["block"]),
+            "derived.pytorch.launch.block_compiled": str(b["compiled"]["block"]),
+            "derived.pytorch.launch.split": str(len(b["split_reductions"])),
+            "derived.pytorch.launch.split_example": (b["split_reductions"] or ["—"])[0].replace("_", " "),
+        })
+    tot = (b["compiled_total"], b["eager_total"]) if b else (None, None)
+    blk = (b["compiled"]["block"], b["eager"]["block"]) if b else (None, None)
+    out.update(claims.claim_values(
+        claims.compare("claim.pytorch.launch.total", *tot,
+                       lower="比 eager 的 {b} 次少，与常见说法“编译就是把 kernel 合并成更少的 kernel”相符；"
+                             "不过按种类分开数就会看到，少掉的未必都来自合并",
+                       higher="反而比 eager 的 {b} 次多。常见说法是“编译就是把 kernel 合并成更少的 kernel”，"
+                              "在这里并不成立",
+                       tie="与 eager 的 {b} 次一样多，并没有因为编译而减少", tol=1e-9),
+        claims.compare("claim.pytorch.launch.block", *blk, lower="少于", higher="多于", tie="等于", tol=1e-9),
+    ))
+    return out
+
+
+def sincos_bounds_figure(results: dict | None = None):
+    """Horizontal bars: the copy time of the fused kernel's bytes (same run), the issue bound of its
+    instructions, and the measured times of the fused and eager variants."""
+    vals = sincos_values(results)
+    results = load() if results is None else results
+    fig = figure(8.2, 3.4)
+    ax = fig.add_subplot(1, 1, 1)
+    rows = []
+    if "derived.pytorch.sincos.copy_us" in vals:
+        rows.append(("拷贝同样字节（同一次运行）", float(vals["derived.pytorch.sincos.copy_us"]), _C["memory"]))
+    if "calc.pytorch.sincos.issue_us" in vals:
+        rows.append(("发射全部指令（标定的发射速率）", float(vals["calc.pytorch.sincos.issue_us"]), _C["compute"]))
+    for name, label in (("pytorch.sincos.tilelang", "实测：TileLang 融合 kernel"),
+                        ("pytorch.sincos.compile", "实测：torch.compile 融合 kernel"),
+                        ("pytorch.sincos.eager", "实测：eager 两个 kernel")):
+        r = _bench_by(results, name)
+        if r and r.get("ms"):
+            rows.append((label, r["ms"] * 1e3, _C["datasheet"]))
+    if not rows:
+        ax.set_axis_off()
+        ax.text(0.5, 0.5, NO_RESULT, ha="center", va="center")
+        return fig
+    y = list(range(len(rows)))
+    ax.barh(y, [r[1] for r in rows], color=[r[2] for r in rows], height=0.6)
+    for i, (_, v, _c) in enumerate(rows):
+        ax.text(v * 1.01, i, f"{v:.1f} µs", va="center", fontsize=8.5)
+    ax.set_yticks(y)
+    ax.set_yticklabels([r[0] for r in rows], fontsize=9)
+    ax.invert_yaxis()
+    ax.set_xlim(0, max(r[1] for r in rows) * 1.18)
+    ax.set_xlabel("时间 (µs)，4096×4096 fp16")
+    fig.tight_layout()
+    return fig
+
+
+# ------------------------------------------------------------------ the performance-model chapter: carver on the GPU
+def carver_values(results: dict | None = None) -> dict[str, str]:
+    """The recorded carver run (``perfmodel.hw.carver.*``): the device model's shared memory, how many
+    hints were timed, the first hint's and the fastest hint's tile and TFLOP/s, the slowest, cuBLAS,
+    and whether the GPU run agreed with the CPU model; claims chosen by them."""
+    from coursebook import claims
+
+    results = load() if results is None else results
+    keys = ("gpu_smem_kb", "n_timed", "first_tile", "first_tflops", "best_rank", "best_tile", "best_tflops",
+            "worst_tflops", "cublas_tflops", "same_as_cpu", "same_order_gpu")
+    out = {f"perfmodel.hw.carver.{k}": DASH for k in keys}
+    notes = {r["name"]: r for r in records(results, "carver", kind="note")}
+    bench = [r for r in records(results, "carver", kind="bench") if r.get("tflops")]
+    dev = (notes.get("carver device model") or {}).get("fields") or {}
+    if dev.get("smem_cap"):
+        out["perfmodel.hw.carver.gpu_smem_kb"] = str(dev["smem_cap"] // 1024)
+    if "carver GPU vs CPU hand-built model" in notes:
+        out["perfmodel.hw.carver.same_as_cpu"] = "相同" if notes["carver GPU vs CPU hand-built model"].get("identical") else "不同"
+    if "carver vs ledger.carver" in notes:
+        out["perfmodel.hw.carver.same_order_gpu"] = "一致" if notes["carver vs ledger.carver"].get("same_order") else "不一致"
+    first = best = None
+    if bench:
+        by_rank = sorted(bench, key=lambda b: b.get("carver_rank", 99))
+        first, best = by_rank[0], max(bench, key=lambda b: b["tflops"])
+        cublas_ms = min((b.get("baselines") or {}).get("cuBLAS", float("inf")) for b in bench)
+        out.update({
+            "perfmodel.hw.carver.n_timed": str(len(bench)),
+            "perfmodel.hw.carver.first_tile": "×".join(map(str, first["hint"]["block"])),
+            "perfmodel.hw.carver.first_tflops": f"{first['tflops']:.0f}",
+            "perfmodel.hw.carver.best_rank": str(best.get("carver_rank")),
+            "perfmodel.hw.carver.best_tile": "×".join(map(str, best["hint"]["block"])),
+            "perfmodel.hw.carver.best_tflops": f"{best['tflops']:.0f}",
+            "perfmodel.hw.carver.worst_tflops": f"{min(b['tflops'] for b in bench):.0f}",
+            "perfmodel.hw.carver.cublas_tflops": f"{first['flops'] / (cublas_ms * 1e-3) / 1e12:.0f}",
+        })
+    out.update(claims.claim_values(claims.choose(
+        "claim.perfmodel.carver.first", None if not bench else ("first_best" if first is best else "other_best"),
+        {"first_best": "排第一的 {tile} 同时也是实测最快的一名，{tf} TFLOP/s",
+         "other_best": "排第一的 {tile} 只跑到 {tf} TFLOP/s；最快的反而是第 {rank} 名 {btile}，{btf} TFLOP/s"},
+        tile=out["perfmodel.hw.carver.first_tile"], tf=out["perfmodel.hw.carver.first_tflops"],
+        rank=out["perfmodel.hw.carver.best_rank"], btile=out["perfmodel.hw.carver.best_tile"],
+        btf=out["perfmodel.hw.carver.best_tflops"])))
+    return out
+
+
+def carver_table(results: dict | None = None) -> str:
+    """Markdown: the recorded carver run -- what the GPU's device model reported and each timed hint
+    (rank, tile, time, TFLOP/s, cuBLAS on the same shape), in Chinese."""
+    results = load() if results is None else results
+    notes = {r["name"]: r for r in records(results, "carver", kind="note")}
+    bench = sorted((r for r in records(results, "carver", kind="bench")), key=lambda b: b.get("carver_rank", 99))
+    if not notes and not bench:
+        return f"**{NO_RESULT}**：H200 上的 carver 运行还没有记录。"
+    s = (results.get("suites") or {}).get("carver") or {}
+    dev = (notes.get("carver device model") or {}).get("fields") or {}
+    lines = [f"*{_provenance_line(results, 'carver')}*", ""]
+    if dev:
+        lines.append(f"- 设备模型：{dev.get('name', '?')}，{dev.get('compute_max_core', '?')} 个 SM，计算能力 "
+                     f"{dev.get('compute_capability', '?')}，单 block shared memory 上限 {dev.get('smem_cap', 0) // 1024} KB。")
+    v = notes.get("carver vs ledger.carver") or {}
+    if v:
+        lines.append(f"- 与账本复算的排序：{'逐名次一致' if v.get('same_order') else '不一致'}，"
+                     f"候选集合{'相同' if v.get('same_set') else '不同'}。")
+    c = notes.get("carver GPU vs CPU hand-built model") or {}
+    if c:
+        lines.append(f"- 真实设备模型与 CPU 上手工填写的模型给出的提示：{'完全相同' if c.get('identical') else '不同'}。")
+    if bench:
+        lines += ["", md_table([{"rank": b.get("carver_rank"), "tile": "×".join(map(str, b["hint"]["block"])),
+                                 "us": b["ms"] * 1e3, "tf": b.get("tflops"),
+                                 "cublas": (b.get("baselines") or {}).get("cuBLAS", 0) * 1e3} for b in bench],
+                               ["rank", "tile", "us", "tf", "cublas"],
+                               ["carver 名次", "输出分块", "时间 (µs)", "TFLOP/s", "同形状 cuBLAS (µs)"])]
+    del s
     return "\n".join(lines)
