@@ -421,7 +421,7 @@ def _ms(results, prefix: str) -> float | None:
     return (r or {}).get("ms")
 
 
-def _pct(results, prefix: str) -> float | None:
+def _pct_copy(results, prefix: str) -> float | None:
     r = _find(results, prefix)
     return None if not r or r.get("frac_copy_bw") is None else 100 * r["frac_copy_bw"]
 
@@ -439,18 +439,18 @@ def elementwise_claims(results: dict | None = None) -> list:
         higher="它的代价在记录里一目了然：这一级只用到拷贝带宽的 {pct:.1f}%，下一级的耗时只有它的约 1/{ratio:.2f}。",
         tie="不过在记录里，它与下一级的耗时相差不到百分之五（拷贝带宽的 {pct:.1f}%）：这台机器掩盖了标量访存的代价。",
         lower="可记录里它反而比下一级快（拷贝带宽的 {pct:.1f}%），与标量访存的预期相反，值得重测。",
-        pct=_pct(results, "add[parallel]")))
+        pct=_pct_copy(results, "add[parallel]")))
     out.append(C.compare(
         "claim.elementwise.add.fragment", _ms(results, "add[fragment]"), _ms(results, "add[per_thread]"), tol=0.02,
         tie="与第二级一样快（耗时相差不到百分之二）", lower="比第二级还快一点（耗时是它的 {ratio:.2f} 倍）",
         higher="比第二级慢一点（耗时是它的 {ratio:.2f} 倍）"))
     out.append(C.threshold(
-        "claim.elementwise.cast.narrow", _pct(results, "scale_cast"), 95.0,
+        "claim.elementwise.cast.narrow", _pct_copy(results, "scale_cast"), 95.0,
         above="写得窄一些并没有拖慢它：记录里这个 kernel 达到了拷贝带宽的 {value:.1f}%，瓶颈在显存而不在指令数。",
         below="记录里这个 kernel 只达到拷贝带宽的 {value:.1f}%，窄一半的写可能是原因之一；"
               "要确认，得看剖析数据里写事务的数量。"))
     # the measured page: the level-2/3 adds against the copy, beyond 100 %, against eager / compile
-    p2, p3, pc = _pct(results, "add[per_thread]"), _pct(results, "add[fragment]"), _pct(results, "scale_cast")
+    p2, p3, pc = _pct_copy(results, "add[per_thread]"), _pct_copy(results, "add[fragment]"), _pct_copy(results, "scale_cast")
     low = None if None in (p2, p3) else min(p2, p3)
     out.append(C.threshold("claim.elementwise.measured.add_copy", low, 95.0,
                            above="已经与拷贝 kernel 不相上下。", below="离拷贝 kernel 还差一截。"))
