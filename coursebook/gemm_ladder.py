@@ -38,6 +38,8 @@ def pipeline_values() -> dict[str, str]:
     v = {"calc.gemm.bench.rounds": str(BENCH_ROUNDS), "calc.gemm.tune.search_rounds": str(suite.SEARCH_ROUNDS),
          "calc.gemm.tune.n_ws": str(sum(1 for c in cands if c.get("ws"))),
          "calc.gemm.tune.n_auto": str(sum(1 for c in cands if not c.get("ws"))),
+         "calc.gemm.tune.n_inferred": str(sum(1 for c in cands if c.get("annotate") is False)),
+         "calc.gemm.tune.n_pers": str(sum(1 for c in cands if c.get("persistent") and not c.get("ws"))),
          "calc.gemm.ws.producer_regs": str(ws.PRODUCER_REGS), "calc.gemm.ws.consumer_regs": str(ws.CONSUMER_REGS),
          "calc.gemm.ws.cluster_arrivals": str(ws.empty_arrivals(2))}
     for st, inf in ((3, 1), (3, 0), (4, 0)):

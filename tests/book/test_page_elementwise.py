@@ -453,3 +453,9 @@ def test_vec_schedule_has_the_quantizers_instruction_count(diag):
 @claims.guards("elementwise.diagnosis.vecp-slower")
 def test_vecp_ring_was_slower_than_vec(diag):
     assert diag["derived.elementwise.diag.vecp_us"] > diag["derived.elementwise.diag.vec_us"]
+
+
+@claims.guards("elementwise.diagnosis.lean-neither-full")
+def test_the_lean_body_saturates_neither_issue_nor_dram(diag):
+    assert diag["derived.elementwise.ncu.lean.issue"] < 80 and diag["derived.elementwise.ncu.lean.dram"] < 80
+    assert diag["derived.elementwise.ncu.lean.issue"] < diag["derived.elementwise.ncu.fused.issue"]

@@ -477,6 +477,12 @@ def test_multicast_reads_no_less_from_l2(results):
     assert f["derived.gemm.ncu.mc.dram_read_mb"] < f["derived.gemm.ncu.ws.dram_read_mb"]
     for k in ("auto", "ws", "mc", "cublas"):  # "about half" of the ledger's L2 -> SM bytes
         assert 0.3 < f[f"derived.gemm.ncu.{k}.l2_read_mb"] / f["calc.gemm.ncu.tiled_l2_mb"] < 0.7, k
+        assert f[f"derived.gemm.ncu.{k}.time_us"] < 2000, k  # "a launch of under two milliseconds"
+    # ...too short to push the board to its power cap: clocks above those of the capped timed rounds
+    from coursebook import gemm_ladder as G
+
+    capped = G.tuned_values(results)["derived.gemm.power.s8192.kernel_mhz"]
+    assert f["derived.gemm.ncu.ws.sm_mhz"] > float(capped.split("–")[-1])
 
 
 @claims.guards("gemm.streamk.l2-ceiling")
