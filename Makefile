@@ -12,7 +12,7 @@ PIP_EXTRA ?=
 .PHONY: help venv book book-strict pdf test test-fast test-ledger-bare lock lock-check bundle gpu-results clean
 
 help:
-	@echo "make book        build the HTML book into _build/html"
+	@echo "make book        build the HTML book into _build/html (on a CUDA GPU: live numbers; LIVE=0: recorded)"
 	@echo "make pdf         build the PDF edition into _build/latex/book.pdf (XeLaTeX; see .ci/run)"
 	@echo "make test        the whole test suite (includes a strict build of the book)"
 	@echo "make test-fast   the tests that compile no kernel and build no book (about a minute)"
@@ -36,11 +36,12 @@ $(STAMP): requirements.lock pyproject.toml
 
 venv: $(STAMP)
 
+# LIVE=0 forces the recorded GPU numbers on a machine with a CUDA GPU (coursebook/live.py).
 book: venv
-	$(VPY) -m coursebook.build
+	LIVE="$(LIVE)" $(VPY) -m coursebook.build
 
 book-strict: venv
-	$(VPY) -m coursebook.build --strict
+	LIVE="$(LIVE)" $(VPY) -m coursebook.build --strict
 
 # The PDF edition: the same executed pages (shared execution cache), XeLaTeX + ctex.
 # Also copied beside the HTML book (_build/html/tilelang-course.pdf) when that exists.

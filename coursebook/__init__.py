@@ -10,6 +10,11 @@
 * :mod:`coursebook.tiles` -- waves and tiles: split-K, stream-K, grouped and batched GEMMs;
 * :mod:`coursebook.ncu` -- Nsight Compute summaries; :mod:`coursebook.ascend` -- Ascend lowering;
 * :mod:`coursebook.errata` -- errata and misreadings from the registry;
+* :mod:`coursebook.runlog` -- the appendix of measurement records (runs, searches, repeats, labels);
+* :mod:`coursebook.live` -- live (a CUDA GPU runs the chapter's suites) or recorded numbers;
+* :mod:`coursebook.claims` -- sentences chosen by the data, and the markers of guarded sentences;
+* :mod:`coursebook.leaks` -- the bookkeeping reader-facing text must not show (the page test's scanner);
+* :mod:`coursebook.pagecheck` -- what counts as prose, and the pages of a chapter split into sections;
 * :mod:`coursebook.style` -- the one plotting style; :mod:`coursebook.build` -- the strict build.
 """
 from coursebook.glue import figure_table, glue_figures  # noqa: F401

@@ -1,7 +1,7 @@
 """The recorded Ascend lowering (``measure/results/ascend/``) as the values a page glues."""
 from __future__ import annotations
 
-__all__ = ["ascend_values"]
+__all__ = ["ascend_values", "asc_excerpt", "surface_table"]
 
 
 def ascend_values() -> dict[str, str]:
@@ -28,3 +28,40 @@ def ascend_values() -> dict[str, str]:
         "derived.elementwise.ascend.kind": r["kernel_kind"],
         "derived.elementwise.ascend.stopped": r["stopped_at"],
     }
+
+
+#: The lines of the recorded AscendC that carry the page's claims (the DMA, the reduction, the loop).
+ASC_LINES = ("lowered on the CPU", "AscendAllReduce", "asc_copy_gm2ub_align", "asc_vf_call", "asc_copy_ub2gm_align",
+             "for (int32_t step")
+
+
+def asc_excerpt(kernel: str = "rmsnorm", tokens: tuple[str, ...] = ASC_LINES, width: int = 160):
+    """The lines of the recorded AscendC of ``kernel`` that hold one of ``tokens``, as a C++ block."""
+    from IPython.display import Markdown
+
+    from measure.ascend import RESULTS_DIR
+
+    src = (RESULTS_DIR / f"{kernel}.asc").read_text(encoding="utf-8").splitlines()
+    keep = [ln.strip()[:width] for ln in src if any(t in ln for t in tokens)]
+    return Markdown("```cpp\n" + "\n".join(keep) + "\n```")
+
+
+_ZH = {"exists": "存在", "missing": "不存在", "no threads parameter": "没有 threads 参数",
+       "ValueError (1-D core grid)": "ValueError（一维核网格）"}
+
+#: The surface the elementwise chapter compares: trunk names, and the adapter's names that trunk lacks.
+SURFACE = ("alloc_ub", "tile", "Scope", "TL_ASCEND_AUTO_SYNC", "SimtVF", "alloc_shared", "Pipelined", "reduce_sum")
+
+
+def surface_table(names: tuple[str, ...] = SURFACE):
+    """Which names the installed Ascend dialect has (no lowering): expected, observed, agree."""
+    from IPython.display import Markdown
+
+    from kernels.ascend import surface
+
+    rows = [f for f in surface.audit(lower=False)
+            if f.item.split(".")[-1].split("(")[0] in names or f.item.startswith("T.Kernel")]
+    lines = ["| 条目 | 预期 | 实际 | 一致 |", "|---|---|---|---|"]
+    lines += [f"| `{f.item}` | {_ZH.get(f.expected, f.expected)} | {_ZH.get(f.observed, f.observed)} | "
+              f"{'是' if f.ok else '**否**'} |" for f in rows]
+    return Markdown("\n".join(lines))

@@ -2,6 +2,11 @@
 
 Strict by default: any Sphinx warning or failing notebook cell fails the build
 (``-W --keep-going`` with ``raise_on_error`` in ``_config.yml``).
+
+Live or recorded (:mod:`coursebook.live`): on a machine with a CUDA GPU the pages run their
+chapter's suites live unless ``LIVE=0`` (``make book LIVE=0``).  The mode is part of the cache
+stamp, and a live build always executes every page afresh (new measurements, a new live
+directory): jupyter-cache keys a page on its source only and would replay old numbers.
 """
 from __future__ import annotations
 
@@ -39,13 +44,13 @@ def inputs_digest() -> str:
     return h.hexdigest()
 
 
-def _invalidate_stale_cache() -> tuple[bool, str]:
-    """Drop the caches when the inputs changed; returns (stale, digest of the inputs now).
-    The caller stamps *this* digest after a good build -- not one taken at the end, which
-    would claim inputs edited during the build were already executed."""
-    digest = inputs_digest()
+def _invalidate_stale_cache(mode: str = "recorded") -> tuple[bool, str]:
+    """Drop the caches when the inputs or the mode changed, or the build is live; returns (stale,
+    stamp of the inputs now).  The caller stamps *this* digest after a good build -- not one taken
+    at the end, which would claim inputs edited during the build were already executed."""
+    digest = inputs_digest() + ("" if mode == "recorded" else f" {mode}")
     old = STAMP.read_text().strip() if STAMP.is_file() else None
-    stale = old != digest
+    stale = old != digest or mode == "live"
     if stale:
         # drop executed outputs and Sphinx's parsed pages, so every page re-runs
         for d in (CACHE, ROOT / "_build" / ".doctrees"):
@@ -77,8 +82,14 @@ def _complete_redirect(index: Path) -> None:
 def build(strict: bool = True, clean: bool = False) -> Path:
     if clean and (ROOT / "_build").exists():
         shutil.rmtree(ROOT / "_build")
-    stale, digest = _invalidate_stale_cache()
-    if stale:
+    from coursebook import live
+
+    mode = live.mode()
+    if mode == "live":
+        shutil.rmtree(live.live_dir(), ignore_errors=True)
+        print("a CUDA GPU is here: every page runs again and measures its chapter live (LIVE=0: recorded)")
+    stale, digest = _invalidate_stale_cache(mode)
+    if stale and mode != "live":
         print("packages or recorded results changed since the last build: every page runs again")
     exe = Path(sys.executable).parent / "jupyter-book"
     cmd = [str(exe) if exe.exists() else "jupyter-book", "build", str(ROOT), "--builder", "html"]

@@ -2,7 +2,8 @@
 the ledger computes, and why they differ (never typed here)."""
 from __future__ import annotations
 
-__all__ = ["errata_table", "errata_reasons_table", "misreading_rows", "erratum_rows"]
+__all__ = ["errata_table", "errata_reasons_table", "misreading_rows", "erratum_rows", "departures_table",
+           "sources_table"]
 
 
 def errata_table(prefix: str = "elementwise") -> str:
@@ -69,3 +70,30 @@ def erratum_rows() -> list[dict]:
         why = v.conditions.split(" (the installed carver")[0]  # carver rows: keep "draft printed N; ours M"
         out.append({"key": k, "ours": f"{v.text} {v.unit}".strip(), "why": why})
     return out
+
+
+def departures_table() -> str:
+    """Markdown: every erratum the registry holds (``ledger.errata.listed``) -- where the course
+    departs from its source material: the key, the source's value, the ledger's, and why."""
+    from ledger.errata import listed
+
+    lines = ["| 勘误 | 素材里的值 | 账本的值 | 原因 |", "|---|---:|---:|---|"]
+    for e in listed():
+        draft = "—" if e.draft is None else f"{e.draft} {e.unit}".strip()
+        why = str(e.why).replace("|", "\\|").replace("\n", " ")
+        lines.append(f"| `{e.key}` | {draft} | {e.text} {e.unit} | {why} |")
+    return "\n".join(lines)
+
+
+def sources_table(landing: str, prefixes: tuple[str, ...]) -> str:
+    """Markdown: every registry figure the pages of a chapter glue (first use first), with its value,
+    unit, the function that computes it (or the cited source) and its conditions."""
+    from coursebook.glue import figure_table, glued_keys
+    from coursebook.pagecheck import chapter_pages
+
+    keys: list[str] = []
+    for page in chapter_pages(landing):
+        keys += [k for k in glued_keys(page, prefixes) if k not in keys]
+    if not keys:
+        return "（本章没有粘贴账本数字。）"
+    return figure_table(prefixes, keys=keys)

@@ -17,6 +17,8 @@ from coursebook.style import COLORS as _C
 from coursebook.style import figure
 
 __all__ = ["pipeline_values", "tuned_values", "replicate_values", "fp8_values", "ladder_bars", "ladder_rows",
+           "config_words", "tuning_table", "ws_table", "ladder_claims", "ws_claims", "fp8_claims", "lowp_claims",
+           "fp8_words",
            "tuning_rows", "ws_rows", "power_rows", "lowp_rows", "audit_rows", "targets", "fp8_section",
            "audit_table", "lowered_evidence", "ws_evidence", "wgmma_descriptors", "ladder_replicates",
            "search_times", "vs_automatic", "ws_label", "WS_KEYS", "LADDER_REPEATS"]
@@ -36,6 +38,8 @@ def pipeline_values() -> dict[str, str]:
     v = {"calc.gemm.bench.rounds": str(BENCH_ROUNDS), "calc.gemm.tune.search_rounds": str(suite.SEARCH_ROUNDS),
          "calc.gemm.tune.n_ws": str(sum(1 for c in cands if c.get("ws"))),
          "calc.gemm.tune.n_auto": str(sum(1 for c in cands if not c.get("ws"))),
+         "calc.gemm.tune.n_inferred": str(sum(1 for c in cands if c.get("annotate") is False)),
+         "calc.gemm.tune.n_pers": str(sum(1 for c in cands if c.get("persistent") and not c.get("ws"))),
          "calc.gemm.ws.producer_regs": str(ws.PRODUCER_REGS), "calc.gemm.ws.consumer_regs": str(ws.CONSUMER_REGS),
          "calc.gemm.ws.cluster_arrivals": str(ws.empty_arrivals(2))}
     for st, inf in ((3, 1), (3, 0), (4, 0)):
@@ -76,6 +80,7 @@ def tuned_values(results: dict | None) -> dict[str, str]:
         plain = [t for k, t in ms.items() if "_pers" not in k and "_ws" not in k]
         v[f"derived.gemm.tune.s{side}.pers_gap_pct"] = (f"{100 * (min(pers) / min(plain) - 1):.0f}" if pers and plain else DASH)
         v[f"derived.gemm.tune.s{side}.best"] = (srch or {}).get("best") or DASH
+        v[f"derived.gemm.tune.s{side}.best_words"] = config_words(srch["best"]) if (srch or {}).get("best") else DASH
         v[f"derived.gemm.tune.s{side}.best_pipeline"] = ("手写" if "_ws" in v[f"derived.gemm.tune.s{side}.best"] else "自动"
                                                   if srch else DASH)
         # what NVML saw while the winner and cuBLAS were timed (sampled by Harness.bench)
@@ -113,6 +118,7 @@ def fp8_values(results: dict | None) -> dict[str, str]:
     for side in (4096, 8192):
         rec = bench(results, f"fp8 e4m3 {side}^3", "gemm.lowp")
         v[f"derived.gemm.fp8.s{side}.config"] = str(rec["config"]) if rec and rec.get("config") else DASH
+        v[f"derived.gemm.fp8.s{side}.words"] = config_words(rec["config"]) if rec and rec.get("config") else DASH
         fms = (search(results, f"fp8 promoted {side}^3", "gemm.lowp") or {}).get("ms") or {}
         hand = [t for k, t in fms.items() if "_ws" in k]
         auto = [t for k, t in fms.items() if "_ws" not in k]
@@ -425,45 +431,138 @@ def targets(results: dict[str, Any] | None) -> list[dict[str, str]]:
     return rows
 
 
+def fp8_words(r: dict) -> str:
+    """An fp8 record in words: accumulation and shape (``fp8 e4m3，两级累加，4096³``)."""
+    import re
+
+    acc = str(r.get("accumulation") or "")
+    kind = "单级累加（教学版）" if "single" in acc or "single-level" in r.get("name", "") else "两级累加"
+    m = re.search(r"(\d+)\^3", r.get("name", ""))
+    return f"fp8 e4m3，{kind}，{m.group(1) + '³' if m else ''}".rstrip("，")
+
+
+def _fp8_check(r: dict, checks: dict) -> dict:
+    """The element-wise check of an fp8 bench: its check record, else the tolerance stats it carries
+    (the single-level teaching variant is timed and measured against the fp8 tolerance, not checked)."""
+    return checks.get(r["name"]) or r.get("tolerance") or {}
+
+
 def fp8_section(results: dict | None = None) -> str:
-    """The fp8 records (any name starting ``fp8`` or ``torch._scaled_mm``), speed and accuracy side by side,
-    followed by sentences chosen by what the records say (no fixed verdict)."""
+    """The fp8 records (any name starting ``fp8``), speed and accuracy side by side, followed by
+    sentences chosen by what the records say (no fixed verdict)."""
     results = load() if results is None else results
     lowp = records(results, "gemm.lowp")
     checks = {r["name"]: r for r in lowp if r.get("kind") == "check"}
     benches = [r for r in lowp if r.get("kind") == "bench" and str(r.get("name", "")).startswith("fp8")]
     if not benches:
-        return f"**{NO_RESULT}**（`gemm.lowp` 里没有 fp8 记录）"
-    lines = ["| kernel | TFLOP/s | 对 `torch._scaled_mm` | 检查 | 最大绝对误差 | 相对 Frobenius 误差 | "
-             "同形状 `_scaled_mm` 的最大绝对误差 / 相对 Frobenius 误差 |",
+        return f"**{NO_RESULT}**（记录里没有 fp8 kernel）"
+    lines = ["| kernel | TFLOP/s | 对 `torch._scaled_mm` 的时间比 | 逐元素检查 | 最大绝对误差 | 相对 Frobenius 误差 | "
+             "同形状 `_scaled_mm`：最大绝对误差 / 相对 Frobenius 误差 |",
              "|---|---:|---:|---|---:|---:|---|"]
     worse, better, failed = [], [], []
     for r in benches:
-        chk = checks.get(r["name"], {})
+        chk = _fp8_check(r, checks)
         side = (r.get("shape") or [None])[0]
         ref = checks.get(f"torch._scaled_mm {side}^3", {})
         ok = chk.get("ok")
         mark = {True: "通过", False: f"未通过（{chk.get('mismatched', '?')} 个元素超出容差）", None: DASH}[ok]
         sp = (r.get("speedup") or {}).get("torch._scaled_mm")
-        lines.append(f"| {r['name']} | {r.get('tflops', 0):.0f} | {_fmt_err(sp, '.2f')}× | {mark} | "
+        lines.append(f"| {fp8_words(r)} | {r.get('tflops', 0):.0f} | {_fmt_err(sp, '.2f')}× | {mark} | "
                      f"{_fmt_err(chk.get('max_abs_err'), '.3g')} | {_fmt_err(chk.get('rel_fro_err', r.get('rel_fro_err')))} | "
                      f"{_fmt_err(ref.get('max_abs_err'), '.3g')} / {_fmt_err(ref.get('rel_fro_err'))} |")
         if ok is False:
-            failed.append(r["name"])
+            failed.append(fp8_words(r))
         e, e0 = chk.get("rel_fro_err", r.get("rel_fro_err")), ref.get("rel_fro_err")
         if e is not None and e0 is not None:
-            (worse if e > 1.05 * e0 else better).append(r["name"])
+            (worse if e > 1.05 * e0 else better).append(fp8_words(r))
     text = ["\n".join(lines), ""]
     if failed:
-        text.append("按记录，" + "、".join(f"`{n}`" for n in failed) +
-                    " 的逐元素检查没有通过：它跑得快，但有元素落在容差之外。")
+        text.append("按记录，" + "、".join(failed) + " 的逐元素检查没有通过：它跑得快，但有元素落在容差之外。")
     if worse:
-        text.append("误差高于同形状 `torch._scaled_mm` 的有：" + "、".join(f"`{n}`" for n in worse) + "。")
+        text.append("误差高于同形状 `torch._scaled_mm` 的有：" + "、".join(worse) + "。")
     if better:
-        text.append("误差与 `torch._scaled_mm` 相当或更低的有：" + "、".join(f"`{n}`" for n in better) + "。")
+        text.append("误差与 `torch._scaled_mm` 相当或更低的有：" + "、".join(better) + "。")
     if not failed and not worse:
         text.append("按记录，所有 fp8 kernel 都通过了检查，误差不高于 `torch._scaled_mm`。")
     return "\n".join(text)
+
+
+def fp8_claims(results: dict | None) -> list:
+    """The fp8 sentences that conclude from the records (``claim.gemm.fp8.*``)."""
+    from coursebook import claims as C
+
+    lowp = records(results, "gemm.lowp")
+    checks = {r["name"]: r for r in lowp if r.get("kind") == "check"}
+    benches = [r for r in lowp if r.get("kind") == "bench" and str(r.get("name", "")).startswith("fp8")]
+    single = [r for r in benches if "single" in str(r.get("accumulation", "")) or "single-level" in r["name"]]
+    kept = [r for r in benches if r not in single]
+    out = []
+    s4 = next((r for r in single if (r.get("shape") or [0])[0] == 4096), None)
+    sp = ((s4 or {}).get("speedup") or {}).get("torch._scaled_mm")
+    tol = _fp8_check(s4, checks) if s4 else {}
+    target = next((t.get("target") for r in kept for t in (r.get("targets") or {}).values()), None)
+    kept_ok = [(_fp8_check(r, checks).get("ok")) for r in kept]
+    case = None
+    if s4 and sp is not None and tol.get("ok") is not None and target is not None and kept and None not in kept_ok:
+        fast = sp >= target
+        case = ("fast_fails" if fast and tol["ok"] is False else "fast_passes" if fast else "slow") + (
+            "_kept_ok" if all(kept_ok) else "_kept_fail")
+    tail = {"_kept_ok": "目标表里的 fp8 kernel 都是两级累加的版本，速度与逐元素检查都过了关。",
+            "_kept_fail": "目标表里的两级累加版本，也有没过逐元素检查的（见 fp8 一节的表）。"}
+    variants = {}
+    for k, t in tail.items():
+        variants["fast_fails" + k] = ("fp8 一节里只做单级累加的教学版就是这样：在 4096³ 上它是 torch._scaled_mm 的 "
+                                      "{sp:.2f} 倍，够得上速度目标，却有 {n} 个元素落在 fp8 的容差之外。" + t)
+        variants["fast_passes" + k] = ("fp8 一节里只做单级累加的教学版在 4096³ 上是 torch._scaled_mm 的 {sp:.2f} 倍，"
+                                       "这一次也没有元素落在容差之外，但它的误差仍高于两级累加的版本。" + t)
+        variants["slow" + k] = ("fp8 一节里只做单级累加的教学版在 4096³ 上只是 torch._scaled_mm 的 {sp:.2f} 倍。" + t)
+    out.append(C.choose("claim.gemm.fp8.speed_vs_check", case, variants, sp=sp, n=tol.get("mismatched")))
+    # the two-level kernels of record: error next to _scaled_mm's, time next to the single-level variant
+    pairs = []
+    for r in kept:
+        side = (r.get("shape") or [None])[0]
+        ref = checks.get(f"torch._scaled_mm {side}^3", {})
+        one = next((x for x in single if (x.get("shape") or [None])[0] == side), None)
+        e, e0 = _fp8_check(r, checks).get("rel_fro_err", r.get("rel_fro_err")), ref.get("rel_fro_err")
+        if None in (e, e0) or not one or not one.get("ms") or not r.get("ms"):
+            pairs = None
+            break
+        pairs.append((e / e0, r["ms"] / one["ms"]))
+    case = None if not pairs else ("trade" if all(a <= 1.05 for a, _ in pairs) and all(b > 1 for _, b in pairs) else
+                                   "close" if all(a <= 1.05 for a, _ in pairs) else "worse")
+    out.append(C.choose("claim.gemm.fp8.two_level", case, {
+        "trade": "记录里的两级累加版本正是这样：误差与 _scaled_mm 相当（不超过它的 {emax:.2f} 倍），代价是主循环里"
+                 "每隔若干步多一次寄存器之间的加法，比单级版本慢 {smin:.0f}%～{smax:.0f}%——这正是 cuBLAS 替你做的那笔交易。",
+        "close": "记录里的两级累加版本误差与 _scaled_mm 相当（不超过它的 {emax:.2f} 倍），速度也没有比单级版本慢。",
+        "worse": "记录里的两级累加版本，误差仍比 _scaled_mm 高（最多是它的 {emax:.2f} 倍）：提升的间隔还可以再收紧。"},
+        emax=max(a for a, _ in pairs) if pairs else None,
+        smin=100 * (min(b for _, b in pairs) - 1) if pairs else None,
+        smax=100 * (max(b for _, b in pairs) - 1) if pairs else None))
+    gains = [fp8_values(results).get(f"derived.gemm.fp8.s{s}.ws_gain_pct") for s in (4096, 8192)]
+    g = None if DASH in gains else [float(x) for x in gains]
+    out.append(C.choose("claim.gemm.fp8.ws_wins", None if g is None else ("wins" if min(g) > 0 else "not"), {
+        "wins": "持久化的手写候选比同一次搜索里最快的自动两级累加候选快 {a:.0f}%（4096³）与 {b:.0f}%（8192³），胜者就是它们。",
+        "not": "持久化的手写候选与同一次搜索里最快的自动两级累加候选相比，快慢是 {a:+.0f}%（4096³）与 {b:+.0f}%（8192³），"
+               "并没有在两个形状上都胜出。"}, a=g[0] if g else None, b=g[1] if g else None))
+    loss = [fp8_values(results).get(f"derived.gemm.fp8.s{s}.if1_loss_pct") for s in (4096, 8192)]
+    lv = None if DASH in loss else [float(x) for x in loss]
+    out.append(C.choose("claim.gemm.fp8.two_partials", None if lv is None else ("slower" if min(lv) > 0 else "not"), {
+        "slower": "实测它比同一块形状的单部分和版本慢了 {a:.0f}%（4096³）与 {b:.0f}%（8192³）。",
+        "not": "实测它与同一块形状的单部分和版本相比，快慢是 {a:+.0f}% 与 {b:+.0f}%，没有一致地变慢。"},
+        a=lv[0] if lv else None, b=lv[1] if lv else None))
+    return out
+
+
+def lowp_claims(results: dict | None) -> list:
+    """The W4A16 sentences chosen by the records (``claim.gemm.w4a16.*``)."""
+    from coursebook import claims as C
+
+    out = []
+    for key, name in (("square", "dequant W4A16 g128 4096x4096x4096"), ("decode", "dequant W4A16 g128 128x8192x8192")):
+        r = bench(results, name, "gemm.lowp") or {}
+        x = (r.get("speedup") or {}).get("cuBLAS fp16 weights")
+        out.append(C.threshold(f"claim.gemm.w4a16.{key}", x, 1.0, above="赢了", below="输了"))
+    return out
 
 
 def audit_table(results: dict | None = None) -> str:
@@ -474,8 +573,12 @@ def audit_table(results: dict | None = None) -> str:
     head = "审计结果取自 GPU 运行时一并写下的记录（同一 tilelang 版本的编译器）。"
     if not rows:
         return f"**{NO_RESULT}**"
+    zh = {"construct": "探针", "sm_90a": "sm_90a", "instruction path": "指令路径", "compiler says": "编译器的报错（节选）"}
     for r in rows:
-        r["compiler says"] = r["compiler says"][:160] + ("…" if len(r["compiler says"]) > 160 else "")
+        r["compiler says"] = r["compiler says"][:120] + ("…" if len(r["compiler says"]) > 120 else "")
+        r["sm_90a"] = {"compiles": "能编译", "refused": "被拒绝"}.get(r["sm_90a"], r["sm_90a"])
+        r["construct"] = f"`{r['construct']}`"
+    rows = [{zh[k]: v for k, v in r.items()} for r in rows]
     checks = [r for r in records(results, "gemm.support", kind="check")]
     tail = ""
     if checks:
@@ -510,3 +613,229 @@ def ws_evidence() -> str:
 
     rec = load()
     return f"({rec['label']}: tilelang {rec['tilelang']}, {rec['date']})\n" + rec["ws"]["report"]
+
+
+# ------------------------------------------------------------------ words instead of labels
+_LABEL_WORDS = (
+    (r"(\d+)x(\d+)x(\d+)", "{0}×{1}×{2} 的块"), (r"s(\d+)", "{0} 级流水"), (r"t128", "一个计算 warpgroup"),
+    (r"t256", "两个计算 warpgroup"), (r"p0", "不做光栅化"), (r"p(\d+)", "光栅化分组宽 {0}"),
+    (r"inferred", "布局交给编译器推断"), (r"row", "按整行给 warpgroup 分工"), (r"col", "按整列给 warpgroup 分工"),
+    (r"ws", "手写流水"), (r"e(\d+)", "每次写回 {0} 列"), (r"if0", "等 wgmma 全部完成再还缓冲"),
+    (r"if(\d+)", "留 {0} 批 wgmma 在飞"), (r"pers", "持久化"), (r"nfast", "先沿 N 方向走"),
+    (r"c(\d+)", "{0} 块一簇、多播 B"), (r"prom(\d+)", "每 {0} 个 K 分块提升一次"),
+)
+
+
+def config_words(label: str) -> str:
+    """A GEMM configuration label (``128x256x64_s4_t256_p8_ws_e128_if0_pers``) in words."""
+    import re
+
+    words = []
+    for tok in str(label).split("_"):
+        for pat, text in _LABEL_WORDS:
+            m = re.fullmatch(pat, tok)
+            if m:
+                words.append(text.format(*m.groups()))
+                break
+        else:
+            words.append(tok)
+    return "、".join(words)
+
+
+def tuning_table(results: dict | None, top: int = 8) -> str:
+    """The automatic candidates of the tuned search, fastest first (at 4096^3), in words, with the
+    time at both shapes; the full lists with their labels are in the appendix of records."""
+    a, b = search_times(results, 4096), search_times(results, 8192)
+    auto = sorted((t, k) for k, t in a.items() if "_ws" not in k)
+    if not auto:
+        return f"**{NO_RESULT}**"
+    lines = ["| 自动流水的候选（按 4096³ 上的耗时排序） | 4096³ (µs) | 8192³ (µs) |", "|---|---:|---:|"]
+    for t, k in auto[:top]:
+        t8 = b.get(k)
+        lines.append(f"| {config_words(k)} | {t * 1e3:.1f} | {'—' if t8 is None else f'{t8 * 1e3:.1f}'} |")
+    return "\n".join(lines)
+
+
+def ws_table(results: dict | None, runs: list | None = None) -> str:
+    """The hand-written candidates: what each changes, and how much faster than the fastest automatic
+    candidate of the same search it ran, as the range over the declared repeats (``+``: faster)."""
+    from kernels.gemm.ladder import label
+    from measure.suites.gemm.ladder import TUNE_CANDIDATES
+
+    runs = runs or ([("", results)] if results else [])
+    rows = []
+    for cfg in TUNE_CANDIDATES:
+        if not cfg.get("ws"):
+            continue
+        lab = label(cfg)
+        cells = [str(cfg["stages"]), "0（等全部完成）" if not cfg.get("inflight", 1) else str(cfg.get("inflight", 1)),
+                 str(cfg.get("epi_cols") or cfg["block_N"]), "是" if cfg.get("persistent") else "否",
+                 "两块一簇" if cfg.get("cluster", 1) > 1 else "否"]
+        for side in (4096, 8192):
+            cells.append(_span([vs_automatic(res, side, lab) for _, res in runs], "+.1f") + "%")
+        rows.append(cells)
+    if not rows or all(c[-1] == DASH + "%" for c in rows):
+        return f"**{NO_RESULT}**"
+    head = ("| 流水级数 | 在飞的 wgmma 批数 | 每次写回的列数 | 持久化 | 多播 B | "
+            "4096³ 比最快的自动候选快 | 8192³ 比最快的自动候选快 |")
+    return "\n".join([head, "|---:|---|---:|---|---|---:|---:|"] + ["| " + " | ".join(c) + " |" for c in rows])
+
+
+# ------------------------------------------------------------------ sentences chosen by the records
+def _r(results, name: str, suite: str = "gemm.ladder") -> dict:
+    return bench(results, name, suite) or {}
+
+
+def ladder_claims(results: dict | None) -> list:
+    """The ladder's and the tuned rung 4's sentences that conclude from the records, chosen by them
+    (:mod:`coursebook.claims`; keys ``claim.gemm.*``)."""
+    from coursebook import claims as C
+
+    out = []
+    tf = {(n, s): _r(results, f"{n} {s}^3").get("tflops") for n in
+          ("rung1_naive", "rung2_shared", "rung3_pipelined", "rung4_annotated", "rung5_mma") for s in (4096, 8192)}
+    cub = lambda s: (lambda r: r["flops"] / (r["baselines"]["cuBLAS"] * 1e-3) / 1e12  # noqa: E731
+                     if r.get("baselines", {}).get("cuBLAS") else None)(_r(results, f"tuned rung4 {s}^3"))
+    c4 = cub(4096)
+    out.append(C.threshold(
+        "claim.gemm.ladder.naive", None if not (c4 and tf[("rung1_naive", 4096)]) else c4 / tf[("rung1_naive", 4096)],
+        100.0, above="账本预言的数量级差距原样出现：cuBLAS 是它的 {value:.0f} 倍。",
+        below="与 cuBLAS 差 {value:.0f} 倍，没有账本预言的那么悬殊。"))
+    r1, r2 = tf[("rung1_naive", 4096)], tf[("rung2_shared", 4096)]
+    out.append(C.threshold(
+        "claim.gemm.ladder.shared", None if not (r1 and r2) else r2 / r1, 100.0,
+        above="张量核上场，一步跨过两个数量级（{value:.0f} 倍）；", below="张量核上场，快了 {value:.0f} 倍；"))
+    r3 = tf[("rung3_pipelined", 4096)]
+    out.append(C.threshold(
+        "claim.gemm.ladder.pipelined", None if not (r2 and r3) else r3 / r2, 1.8,
+        above="一行改动，换来 TMA、异步流水与 warp 专门化，吞吐是第二级的 {value:.1f} 倍，大约翻了一倍。",
+        below="一行改动，换来 TMA、异步流水与 warp 专门化，吞吐是第二级的 {value:.1f} 倍。"))
+    r4, r5 = tf[("rung4_annotated", 4096)], tf[("rung5_mma", 4096)]
+    out.append(C.compare(
+        "claim.gemm.ladder.annotated", r4, r3, tol=0.02,
+        higher="比第三级快 {pct:.0f}%，增益来自光栅化与 TMA 写回；前面说过，swizzle 注解本身在 Hopper 上不改变生成代码。",
+        tie="与第三级相当：光栅化与 TMA 写回在这个形状上没有带来可分辨的增益。",
+        lower="反而比第三级慢 {pct:.0f}%：光栅化与 TMA 写回在这个形状上没有带来增益。",
+        pct=None if not (r3 and r4) else abs(r4 / r3 - 1) * 100))
+    out.append(C.compare("claim.gemm.ladder.mma", r5, r4, tol=0.02, lower="比第四级慢。", tie="与第四级相当。",
+                         higher="比第四级还快。"))
+    order = {}
+    for s in (4096, 8192):
+        v = [tf[(n, s)] for n in ("rung2_shared", "rung3_pipelined", "rung4_annotated")]
+        order[s] = None if None in v or tf[("rung5_mma", s)] is None else (
+            v[0] < v[1] < v[2] and tf[("rung5_mma", s)] < v[2])
+    same = None if None in order.values() else ("same" if all(order.values()) else "differs")
+    out.append(C.choose("claim.gemm.ladder.8192", same, {
+        "same": "8192³ 上的格局相同：", "differs": "8192³ 上的排序与 4096³ 不完全相同："}))
+    out.append(C.choose("claim.gemm.ladder.why5", None if r4 is None or r5 is None else ("slower" if r5 < r4 else "not"),
+                        {"slower": "第五级在 Hopper 上反而比第四级慢，原因在指令路径。", "not": "第五级在 Hopper 上没有比第四级慢，但它走的仍是上一代的指令路径。"}))
+    # the automatic persistent candidates against the best one-block-per-tile one, in every repeat
+    runs = ladder_replicates(results) if results else []
+    flags = []
+    for _, res in runs:
+        for side in (4096, 8192):
+            ms = search_times(res, side)
+            pers = [t for k, t in ms.items() if "_pers" in k and "_ws" not in k]
+            plain = [t for k, t in ms.items() if "_pers" not in k and "_ws" not in k]
+            flags.append(None if not (pers and plain) else min(pers) > min(plain))
+    out.append(C.every("claim.gemm.tune.pers_slower", flags,
+                       all_="记录里它却在每一次搜索、两个形状上都慢于最好的非持久化自动候选",
+                       some="记录里它在 {n} 次搜索（两个形状各算一次）中有 {k} 次慢于最好的非持久化自动候选",
+                       none="记录里它在每一次搜索里都不比最好的非持久化自动候选慢"))
+    return out
+
+
+def ws_claims(results: dict | None) -> list:
+    """The hand-written pipeline's sentences, chosen by the declared repeats of the tuned search."""
+    from coursebook import claims as C
+
+    runs = ladder_replicates(results) if results else []
+    out = []
+    lab = {k: ws_label(k) for k in WS_KEYS}
+
+    def gains(side: int, a: str, b: str) -> list:
+        """Per repeat: how much faster ``b`` ran than ``a`` (percent)."""
+        g = []
+        for _, res in runs:
+            ms = search_times(res, side)
+            g.append(100 * (ms[lab[a]] / ms[lab[b]] - 1) if lab[a] in ms and lab[b] in ms else None)
+        return g
+
+    def within(xs: list, tol: float = 2.5) -> str | None:
+        if not xs or any(x is None for x in xs):
+            return None
+        return "within" if all(abs(x) <= tol for x in xs) else ("faster" if all(x > 0 for x in xs) else
+                                                                ("slower" if all(x < 0 for x in xs) else "mixed"))
+
+    auto = {s: [vs_automatic(res, s, lab["s3_if0"]) for _, res in runs] for s in (4096, 8192)}
+    c = [within(auto[s]) for s in (4096, 8192)]
+    out.append(C.choose("claim.gemm.ws.plain", None if None in c else ("same" if c == ["within", "within"] else "not"), {
+        "same": "原样写出来，速度不变。", "not": "原样写出来，速度已经不同。"}))
+    s3 = [within(gains(s, "s3_if1", "s3_if0"), 0.0) for s in (4096, 8192)]
+    out.append(C.choose("claim.gemm.ws.inflight3", None if None in s3 else (
+        "slower" if s3 == ["faster", "faster"] else "not"), {
+        "slower": "三级流水时，让一批 wgmma 留在飞行中反而变慢。",
+        "not": "三级流水时，让一批 wgmma 留在飞行中并没有一致地变慢。"}))
+    p = [within([-x if x is not None else None for x in gains(s, "pers_if0", "pers_if1")]) for s in (4096, 8192)]
+    p += [within([-x if x is not None else None for x in gains(s, "c2_if0", "c2_if1")]) for s in (4096, 8192)]
+    out.append(C.choose("claim.gemm.ws.inflight4", None if None in p else (
+        "tie" if all(x in ("within", "mixed") for x in p) else "differs"), {
+        "tie": "到了四级流水、持久化之后，留不留这一批在各次重复里互有胜负，差别落在测量分辨率附近",
+        "differs": "到了四级流水、持久化之后，留不留这一批的差别依然一致"}))
+    st = [within(gains(s, "s3_if0", "s4_if0")) for s in (4096, 8192)]
+    out.append(C.choose("claim.gemm.ws.stage", None if None in st else (
+        "edge" if all(x in ("within",) for x in st) else "clear"), {
+        "edge": "多一级流水，收益在分辨率边缘。", "clear": "多一级流水，收益超出了测量分辨率。"}))
+    pg = [within(gains(s, "s4_if0", "pers_if0"), 0.0) for s in (4096, 8192)]
+    out.append(C.choose("claim.gemm.ws.pers", None if None in pg else ("paid" if pg == ["faster", "faster"] else "not"), {
+        "paid": "持久化这一次兑现了。", "not": "持久化并没有在每次重复里都更快。"}))
+    import statistics
+
+    med = [gains(s, "s4_if0", "pers_if0") for s in (4096, 8192)]
+    med = None if any(not g or None in g for g in med) else [statistics.median(g) for g in med]
+    out.append(C.choose("claim.gemm.ws.pers_where", None if med is None else (
+        "small" if med[0] > med[1] + 0.5 else "same"), {
+        "small": "4096³ 上收益更大（各次重复的中位数 {a:+.1f}% 对 {b:+.1f}%），与这样一笔账一致：那里每个输出块的 "
+                 "K 循环只有 8192³ 的一半长，每块开头的流水填充与结尾的写回在总时间里占得更多，而持久化的生产者"
+                 "在消费者写回时已经在搬下一块的操作数。",
+        "same": "两个形状上的收益相近（各次重复的中位数 {a:+.1f}% 对 {b:+.1f}%）：持久化的生产者在消费者写回时已经在搬"
+                "下一块的操作数，省下的是每块开头的流水填充与结尾的写回。"},
+        a=med[0] if med else None, b=med[1] if med else None))
+    mc = [within(gains(s, "pers_if0", "c2_if0"), 0.0) for s in (4096, 8192)]
+    out.append(C.choose("claim.gemm.ws.multicast", None if None in mc else (
+        "large" if mc[1] == "faster" and mc[0] != "faster" else ("both" if mc == ["faster", "faster"] else "neither")), {
+        "large": "多播只在大形状上有用。", "both": "多播在两个形状上都有用。", "neither": "多播没有一致的收益。"}))
+    # exercise E12: the three-stage candidate with a batch in flight is the slowest hand-written one,
+    # the four-stage one the fastest of those that are not persistent -- in every repeat, both shapes
+    slow, fast = [], []
+    non_pers = [lab[k] for k in ("s3_if1", "s3_if0", "s4_if0")]
+    every_ws = list(lab.values())
+    for _, res in runs:
+        for side in (4096, 8192):
+            ms = search_times(res, side)
+            if not all(k in ms for k in every_ws):
+                slow.append(None)
+                fast.append(None)
+                continue
+            slow.append(max(every_ws, key=ms.get) == lab["s3_if1"])
+            fast.append(min(non_pers, key=ms.get) == lab["s4_if0"])
+    flags = [None if a is None else (a and b) for a, b in zip(slow, fast)]
+    out.append(C.every("claim.gemm.ex.e12", flags,
+                       all_="记录里，每一次搜索、两个形状上，它都是手写候选中最慢的；四级、等全部完成的那个领先最多，"
+                            "它也都是不持久化的手写候选里最快的。",
+                       some="记录里，{n} 次搜索（两个形状各算一次）中有 {k} 次是这样的排序：它最慢，四级、等全部完成的那个"
+                            "在不持久化的手写候选里最快；其余几次，噪声盖过了领先一级的差别。",
+                       none="记录里的排序并不如此：领先几级只是一个因素，在这台功耗封顶的卡上，它没有决定名次。"))
+    ratios = {s: [] for s in (4096, 8192)}
+    for _, res in runs:
+        for s in (4096, 8192):
+            b = bench(res, f"tuned rung4 {s}^3", "gemm.ladder")
+            ratios[s].append(((b or {}).get("speedup") or {}).get("cuBLAS"))
+    out.append(C.every("claim.gemm.vs_cublas.s8192", [None if x is None else x > 1.0 for x in ratios[8192]],
+                       all_="每一次运行都略快于 cuBLAS", some="{n} 次运行中有 {k} 次快于 cuBLAS",
+                       none="{n} 次运行都没有快过 cuBLAS"))
+    lo = None if not ratios[4096] or None in ratios[4096] else min(ratios[4096])
+    out.append(C.threshold("claim.gemm.vs_cublas.s4096", lo, 0.95,
+                           above="与它相差几个百分点以内（最慢的一次是它的 {value:.3f} 倍）",
+                           below="最慢的一次只有它的 {value:.3f} 倍"))
+    return out

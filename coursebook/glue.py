@@ -10,7 +10,10 @@ from typing import Iterable
 
 from ledger.figures import Figure, collect
 
-__all__ = ["glue_figures", "glue_values", "glued_keys", "figure_table", "GluedText"]
+__all__ = ["glue", "glue_figures", "glue_values", "glued_keys", "figure_table", "GluedText"]
+
+#: The mime prefix of a glued output that is not displayed (myst-nb's, from papermill).
+GLUE_PREFIX = "application/papermill.record/"
 
 
 class GluedText:
@@ -26,6 +29,25 @@ class GluedText:
         return self.text
 
 
+def glue(name: str, variable, display: bool = True) -> None:
+    """Glue ``variable`` under ``name`` for ``{glue:…}`` roles: myst-nb's ``glue`` where myst-nb is
+    installed, else the same output written with IPython alone (a GPU machine that runs a chapter's
+    notebook needs the Jupyter kernel, not the book's build stack)."""
+    try:
+        from myst_nb import glue as _myst_glue
+    except ImportError:
+        _myst_glue = None
+    if _myst_glue is not None:
+        return _myst_glue(name, variable, display)
+    import IPython
+    from IPython.display import display as ipy_display
+
+    mimebundle, metadata = IPython.core.formatters.format_display_data(variable)
+    prefix = "" if display else GLUE_PREFIX
+    metadata["scrapbook"] = dict(name=name, mime_prefix=prefix)
+    ipy_display({prefix + k: v for k, v in mimebundle.items()}, raw=True, metadata=metadata)
+
+
 def _select(prefix: str | Iterable[str]) -> dict[str, Figure]:
     prefixes = (prefix,) if isinstance(prefix, str) else tuple(prefix)
     figs = collect()
@@ -37,8 +59,6 @@ def _select(prefix: str | Iterable[str]) -> dict[str, Figure]:
 
 def glue_figures(prefix: str | Iterable[str] = "") -> dict[str, Figure]:
     """Glue every figure whose key starts with ``prefix``; return them."""
-    from myst_nb import glue
-
     chosen = _select(prefix)
     for key, f in chosen.items():
         glue(key, GluedText(f.text), display=False)
@@ -47,8 +67,6 @@ def glue_figures(prefix: str | Iterable[str] = "") -> dict[str, Figure]:
 
 def glue_values(values: dict[str, str]) -> dict[str, str]:
     """Glue computed texts (``{key: printed text}``, e.g. a helper's value function); return them."""
-    from myst_nb import glue
-
     for key, text in values.items():
         glue(key, GluedText(str(text)), display=False)
     return values
@@ -60,9 +78,10 @@ def glued_keys(page: str, prefixes: str | Iterable[str] = (), registry_only: boo
     ``registry_only`` only those the ledger's registry holds (the page's "where each number comes
     from" table)."""
     import re
-    from pathlib import Path
 
-    text = (Path(__file__).resolve().parent.parent / "book" / page).read_text(encoding="utf-8")
+    from coursebook.pagecheck import page_text
+
+    text = page_text(page)
     keys = list(dict.fromkeys(re.findall(r"\{glue:text\}`([^`]+)`", text)))
     pre = (prefixes,) if isinstance(prefixes, str) else tuple(prefixes)
     if pre:

@@ -75,17 +75,18 @@ def provenance_line(results: dict, mode: str = "recorded") -> str:
             f"同一次运行实测的显存拷贝带宽 {v.get('rec.copy_gbps', '?')} GB/s。")
 
 
-def glue_measured(device: str = "nvidia-h200") -> dict[str, str]:
-    """Load results (live mode is the runner's business; pages show recorded files)
-    and glue every value; returns the dict of glued texts."""
-    from myst_nb import glue
+def glue_measured(device: str = "nvidia-h200", topic: str | None = None) -> dict[str, str]:
+    """Glue every value of the results a page of ``topic`` reads -- recorded, or live on a CUDA GPU
+    (:mod:`coursebook.live`: the topic's suites run once per build) -- and ``rec.header``, the line
+    that labels them; returns the dict of glued texts.  Without ``topic`` the page reads the
+    recorded results."""
+    from coursebook import live
+    from coursebook.glue import glue_values
 
-    from measure.results import load_results
-
-    res = load_results(device)
-    vals = measured_values(res, "recorded")
-    for key, text in vals.items():
-        glue(key, GluedText(text), display=False)
+    src = live.use(topic, device)
+    vals = measured_values(src.results, src.mode)
+    vals["rec.header"] = live.header(src)
+    glue_values(vals)
     return vals
 
 
@@ -95,10 +96,10 @@ def glue_missing(page: str, measured: dict[str, str] | None, dash: str = "—") 
     failing the strict build; returns those keys.  A page test checks that, with the results in
     the repository, none is missing."""
     import re
-    from pathlib import Path
 
     from coursebook.glue import glue_values
 
-    text = (Path(__file__).resolve().parent.parent / "book" / page).read_text(encoding="utf-8")
-    used = dict.fromkeys(re.findall(r"\{glue:text\}`(rec\.[^`]+)`", text))
+    from coursebook.pagecheck import page_text
+
+    used = dict.fromkeys(re.findall(r"\{glue:text\}`(rec\.[^`]+)`", page_text(page)))
     return glue_values({k: dash for k in used if k not in (measured or {})})

@@ -15,7 +15,7 @@ from coursebook.style import COLORS as _C
 from coursebook.style import figure
 
 __all__ = ["recorded", "case_values", "case_traffic", "design_rows", "recorded_benches", "rows_values",
-           "gemm_values"]
+           "gemm_values", "fused_words", "rows_claims"]
 
 
 def recorded(name: str) -> dict | None:
@@ -164,6 +164,32 @@ def case_values(ncu: dict | None = None) -> dict[str, str]:
     return out
 
 
+#: One token of a label of the fused kernel's search (``vec,tpr=128,rows=1,seg=8,min_blocks=9,prefetch``), in words.
+_FUSED_WORDS = (
+    (r"blk_m=(\d+)", "每块 {0} 行"), (r"rows=(\d+)", "每块 {0} 行"), (r"rpb=(\d+)", "每块 {0} 行"),
+    (r"min_blocks=(\d+)", "每 SM 至少驻留 {0} 块"), (r"max_regs=(\d+)", "每线程至多 {0} 个寄存器"),
+    (r"tpr=(\d+)", "每行 {0} 个线程"), (r"seg=(\d+)", "每线程 {0} 个连续通道"), (r"stages=(\d+)", "{0} 级缓冲"),
+    (r"lean", "精简写法"), (r"pipe", "持久化流水"), (r"warp", "一个 warp 一行"), (r"vecp", "vecp 调度"),
+    (r"vec", "vec 调度"), (r"prefetch", "提前取 cos/sin 进 L1"),
+)
+
+
+def fused_words(label: str) -> str:
+    """A configuration of the fused kernel's search in words (``"vec 调度，每行 128 个线程，…"``)."""
+    import re
+
+    words = []
+    for tok in str(label).split(","):
+        for pat, text in _FUSED_WORDS:
+            m = re.fullmatch(pat, tok)
+            if m:
+                words.append(text.format(*m.groups()))
+                break
+        else:
+            words.append(tok)
+    return "，".join(words)
+
+
 def rows_values(results: dict | None = None, ncu: dict | None = None) -> dict[str, str]:
     """Texts of the "where the fused FP8 kernel stalls" passage: ``derived.elementwise.diag.*`` from the
     recorded search of the fused kernel's schedules, ``derived.elementwise.ncu.*`` from the recorded
@@ -192,7 +218,9 @@ def rows_values(results: dict | None = None, ncu: dict | None = None) -> dict[st
         lab, t = best(pred)
         out[f"derived.elementwise.diag.{g}_us"] = "—" if t is None else f"{t * 1e3:.1f}"
         out[f"derived.elementwise.diag.{g}_cfg"] = lab or "—"
+        out[f"derived.elementwise.diag.{g}_words"] = fused_words(lab) if lab else "—"
     out["derived.elementwise.diag.best"] = srch.get("best") or "—"
+    out["derived.elementwise.diag.best_words"] = fused_words(srch["best"]) if srch.get("best") else "—"
     from measure.suites.fused import PIPE_THREADS
     from measure.ncu.rows import FUSED_CFG, LEAN_CFG, VEC_CFG, VECP_CFG
     from measure.ncu.rows import N as ROW
@@ -202,7 +230,7 @@ def rows_values(results: dict | None = None, ncu: dict | None = None) -> dict[st
     out["derived.elementwise.diag.vec_elems"] = str(ROW // VEC_CFG[0])  # the vec schedule: one row over tpr lanes
 
     for key, (bm, mb) in (("fused", FUSED_CFG), ("lean", LEAN_CFG)):
-        out[f"derived.elementwise.ncu.{key}.cfg"] = f"blk_m={bm}，每 SM {mb} 块"
+        out[f"derived.elementwise.ncu.{key}.cfg"] = f"每块 {bm} 行，每 SM {mb} 块"
     out["derived.elementwise.ncu.vec.cfg"] = f"每行 {VEC_CFG[0]} 线程，每 SM {VEC_CFG[3]} 块"
     out["derived.elementwise.ncu.vecp.cfg"] = f"每块 {VECP_CFG[2]} 行，预取 {VECP_CFG[3] - 1} 行"
     names = {"rms": "rmsnorm rows", "quant": "quant_fp8", "fused": "fused fp8", "lean": "fused fp8 lean",
@@ -215,6 +243,54 @@ def rows_values(results: dict | None = None, ncu: dict | None = None) -> dict[st
                            ("registers_per_thread", "{:.0f}")):
             v = k.get(field)
             out[f"derived.elementwise.ncu.{key}.{field.split('_')[0]}"] = "—" if v is None else fmt.format(v)
+    return out
+
+
+def rows_claims(results: dict | None = None) -> list:
+    """The sentences of the fused kernel's diagnosis that conclude from the records, chosen by them
+    (:mod:`coursebook.claims`; keys ``claim.elementwise.fused.*``)."""
+    from coursebook import claims as C
+    from coursebook.records import records as _records
+
+    results = results if results is not None else load()
+    benches = {r["name"]: r for r in _records(results, ("fused",), kind="bench")}
+    f8 = next((r for n, r in benches.items() if n.startswith("fused rmsnorm+rope+fp8")), None)
+    bf = next((r for n, r in benches.items() if n.startswith("fused rmsnorm+rope bf16")), None)
+    ms = (search(results, "fused rmsnorm+rope+fp8 blk_m") or {}).get("ms") or {}
+    out = []
+    have = f8 and bf and f8.get("ms") and bf.get("ms") and f8.get("bytes") and bf.get("bytes")
+    tr = bf["ms"] / f8["ms"] if have else None
+    br = bf["bytes"] / f8["bytes"] if have else None
+    case = None if not have else ("kept" if tr >= 0.9 * br else ("some" if tr > 1.02 else "none"))
+    out.append(C.choose(
+        "claim.elementwise.fused.now", case,
+        {"kept": "记录里的融合 FP8 kernel 按字节兑现了收益：它只读一遍 x、每个元素写出一字节的编码，"
+                 "要 {a:.1f} µs；写回 bf16 的 RMSNorm+RoPE 要 {b:.1f} µs。两者的时间比 {t:.2f}，"
+                 "账本给的字节比 {r:.2f}。",
+         "some": "融合 FP8 kernel 只读一遍 x、每个元素写出一字节的编码，记录里要 {a:.1f} µs，写回 bf16 的 "
+                 "RMSNorm+RoPE 要 {b:.1f} µs：快了，但时间比 {t:.2f} 远不到账本给的字节比 {r:.2f}。",
+         "none": "融合 FP8 kernel 只读一遍 x、每个元素写出一字节的编码，本该比写回 bf16 的 RMSNorm+RoPE "
+                 "快得多，记录里它却要 {a:.1f} µs，后者是 {b:.1f} µs（字节比 {r:.2f}）。"},
+        a=(f8 or {}).get("ms", 0) * 1e3, b=(bf or {}).get("ms", 0) * 1e3, t=tr, r=br))
+    orig = ms.get("blk_m=2")
+    out.append(C.compare(
+        "claim.elementwise.fused.first", orig * 1e3 if orig else None, bf["ms"] * 1e3 if bf else None, tol=0.02,
+        higher="比写回 bf16 的版本还慢", tie="与写回 bf16 的版本差不多快", lower="只比写回 bf16 的版本快一点"))
+
+    def vec(mb: int, pf: bool = False):
+        t = ms.get(f"vec,tpr=128,rows=1,seg=8,min_blocks={mb}" + (",prefetch" if pf else ""))
+        return None if t is None else t * 1e3
+
+    out.append(C.compare(
+        "claim.elementwise.fused.spill", vec(10), vec(9), tol=0.02,
+        higher="再多压一个块（每 SM 至少 10 块），寄存器开始溢出到本地内存，反而变慢：{a:.1f} µs",
+        tie="再多压一个块（每 SM 至少 10 块），时间几乎不变：{a:.1f} µs",
+        lower="再多压一个块（每 SM 至少 10 块）还能再快一点：{a:.1f} µs"))
+    out.append(C.compare(
+        "claim.elementwise.fused.prefetch", vec(9, True), vec(9), tol=0.02,
+        tie="{a:.1f} µs，与不预取的版本没有可分辨的差别（相差不到百分之二，在这次搜索的测量分辨率以内）",
+        lower="{a:.1f} µs，比不预取的版本快了 {pct:.1f}%", higher="{a:.1f} µs，比不预取的版本慢了 {pct:.1f}%",
+        pct=None if not (vec(9, True) and vec(9)) else abs(vec(9, True) / vec(9) - 1) * 100))
     return out
 
 

@@ -8,8 +8,13 @@ into it instead of glued.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
-__all__ = ["GLUE", "CJK", "prose_of", "typed_numbers", "typed_decimals"]
+__all__ = ["GLUE", "CJK", "BOOK", "prose_of", "typed_numbers", "typed_decimals", "toc_chapters", "chapter_pages",
+           "page_text", "chapter_text", "chapter_of"]
+
+ROOT = Path(__file__).resolve().parent.parent
+BOOK = ROOT / "book"
 
 GLUE = re.compile(r"\{glue:text\}`([^`]+)`")
 CJK = re.compile(r"[\u3400-\u9fff]")
@@ -41,3 +46,55 @@ def typed_numbers(prose: str, computed: set[str], allowed: set[str] = frozenset(
 def typed_decimals(prose: str) -> list[str]:
     """Decimal numbers standing alone in prose; a glued number never does."""
     return _DECIMAL.findall(prose)
+
+
+# ------------------------------------------------------------------ chapters split into pages
+def _toc() -> dict:
+    import yaml
+
+    return yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
+
+
+def _files(entry: dict) -> list[str]:
+    out = [entry["file"]] if "file" in entry else []
+    for sub in entry.get("sections") or []:
+        out += _files(sub)
+    return out
+
+
+def toc_chapters() -> dict[str, list[str]]:
+    """``{chapter landing page: [its pages in reading order, landing first]}`` of every chapter and
+    appendix in ``_toc.yml``, as paths relative to ``book/`` with ``.md`` (``"ch_gemm.md"``,
+    ``"gemm/ladder.md"``)."""
+    out: dict[str, list[str]] = {}
+    for part in _toc().get("parts", []):
+        for ch in part.get("chapters", []):
+            files = [f[len("book/"):] + ".md" for f in _files(ch)]
+            out[files[0]] = files
+    return out
+
+
+def chapter_pages(landing: str) -> list[str]:
+    """The pages of the chapter whose landing page is ``landing`` (``"ch_gemm.md"``), landing first."""
+    chapters = toc_chapters()
+    if landing not in chapters:
+        raise KeyError(f"{landing!r} is no chapter of _toc.yml; chapters are {sorted(chapters)}")
+    return chapters[landing]
+
+
+def chapter_of(page: str) -> str:
+    """The landing page of the chapter ``page`` belongs to."""
+    for landing, pages in toc_chapters().items():
+        if page in pages:
+            return landing
+    raise KeyError(f"{page!r} is in no chapter of _toc.yml")
+
+
+def page_text(page: str) -> str:
+    """The MyST source of ``book/<page>``."""
+    return (BOOK / page).read_text(encoding="utf-8")
+
+
+def chapter_text(landing: str) -> str:
+    """The sources of every page of a chapter, in reading order, joined by blank lines."""
+    return "\n\n".join(page_text(p) for p in chapter_pages(landing))

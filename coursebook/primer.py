@@ -330,12 +330,10 @@ def attempt(fn, keep: int = 3) -> str:
 
 # ------------------------------------------------------------------ measured
 def _load(device: str = "nvidia-h200"):
-    from measure.results import load_results
+    """The results the page reads (live where the page chose live, see :mod:`coursebook.live`)."""
+    from coursebook.records import load
 
-    try:
-        return load_results(device)
-    except FileNotFoundError:
-        return None
+    return load(device)
 
 
 def primer_records(results: dict | None) -> list[dict]:
@@ -387,10 +385,12 @@ def provenance_md(suite: str, results: dict | None = None) -> str:
     results = results if results is not None else _load()
     if not results or suite not in results.get("suites", {}):
         return f"**{NOT_RECORDED}**"
-    run = _run_of(results, suite)
-    return (f"记录结果（recorded）：{run.get('device', '?')}（{run.get('sm_count', '?')} 个 SM），"
+    live = bool(results["suites"][suite].get("live"))
+    run = results.get("live_provenance") if live else _run_of(results, suite)
+    head = "现场实测（live，本次构建）" if live else "记录结果（recorded）"
+    return (f"{head}：{run.get('device', '?')}（{run.get('sm_count', '?')} 个 SM），"
             f"{str(run.get('date', '?'))[:10]}，驱动 {run.get('driver', '?')}，CUDA {run.get('cuda', '?')}，"
-            f"torch {run.get('torch', '?')}，tilelang {run.get('tilelang', '?')}；命令 `{run.get('command', '?')}`")
+            f"torch {run.get('torch', '?')}，tilelang {run.get('tilelang', '?')}；运行的命令与配置见附录“测量记录”。")
 
 
 def page_values(results: dict | None = None) -> dict[str, str]:
@@ -463,3 +463,30 @@ def glued_keys(page: str = "ch_primer.md", prefix: str = "primer.") -> list[str]
     text = (ROOT / "book" / page).read_text(encoding="utf-8")
     keys = re.findall(r"\{glue:text\}`([^`]+)`", text)
     return [k for k in dict.fromkeys(keys) if k.startswith(prefix)]
+
+
+def page_values_cached(results: dict | None = None) -> dict[str, str]:
+    """:func:`page_values`, computed once for all pages of the chapter: the texts are kept under
+    ``_build/cache/`` by a digest of the code they come from (the ``kernels``, ``ledger`` and
+    ``coursebook`` sources, the tilelang version) and of the results, so each section page reads
+    what the first one lowered instead of lowering every kernel again."""
+    import hashlib
+    import json
+
+    import tilelang
+
+    root = Path(__file__).resolve().parent.parent
+    results = results if results is not None else _load()
+    h = hashlib.sha256(tilelang.__version__.encode())
+    for top in ("kernels", "ledger", "coursebook"):
+        for p in sorted((root / top).rglob("*.py")):
+            h.update(p.relative_to(root).as_posix().encode())
+            h.update(p.read_bytes())
+    h.update(json.dumps(results, sort_keys=True, default=str).encode())
+    path = root / "_build" / "cache" / f"primer_values.{h.hexdigest()[:16]}.json"
+    if path.is_file():
+        return json.loads(path.read_text(encoding="utf-8"))
+    values = page_values(results)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(values, ensure_ascii=False), encoding="utf-8")
+    return values

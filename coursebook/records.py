@@ -13,14 +13,32 @@ from typing import Any
 from coursebook.style import COLORS as _C
 from coursebook.style import figure
 
-__all__ = ["NO_RESULT", "DASH", "load", "records", "bench", "search", "floor3", "measured_table",
+__all__ = ["md_table", "NO_RESULT", "DASH", "load", "records", "bench", "search", "floor3", "measured_table",
            "kernel_names_table", "measured_copy_fraction", "targets_table", "elementwise_values", "verdict_table",
-           "variant_summary", "ELEMENTWISE_SUITES"]
+           "variant_summary", "variant_words", "ELEMENTWISE_SUITES", "elementwise_claims", "elementwise_table", "kernel_words"]
 
 #: What a measured cell shows when no GPU results are recorded yet.
 NO_RESULT = "尚无记录结果 / no recorded result yet"
 #: What a derived value reads when its record is missing.
 DASH = "—"
+
+
+def md_table(rows, cols, heads) -> str:
+    """A Markdown table of ``rows`` (dicts or objects) with columns ``cols`` headed ``heads``; floats
+    print with two decimals and thousands separators, None as "—"."""
+    out = ["| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]
+    for r in rows:
+        cells = []
+        for c in cols:
+            v = r.get(c) if isinstance(r, dict) else getattr(r, c)
+            if v is None:
+                cells.append(DASH)
+            elif isinstance(v, float):
+                cells.append(f"{v:,.2f}")
+            else:
+                cells.append(str(v).replace("|", "\\|").replace("*", "\\*"))
+        out.append("| " + " | ".join(cells) + " |")
+    return "\n".join(out)
 
 
 def _elementwise_suites() -> tuple[str, ...]:
@@ -34,9 +52,14 @@ ELEMENTWISE_SUITES = _elementwise_suites()
 
 
 def load(device: str = "nvidia-h200") -> dict | None:
-    """The recorded results of ``device``, or None when nothing is recorded yet."""
+    """The results this page reads: live ones when the page chose live (:func:`coursebook.live.use`),
+    else the recorded results of ``device``; None when nothing is recorded yet."""
+    from coursebook import live
     from measure.results import load_results
 
+    src = live.current()
+    if src is not None and src.results.get("suites"):
+        return src.results
     try:
         return load_results(device)
     except FileNotFoundError:
@@ -85,11 +108,21 @@ def floor3(x: float) -> str:
 
 # ------------------------------------------------------------------ chapter 1's measured variants
 def _provenance_line(results: dict, suite: str | None = None) -> str:
-    """Device and versions of the results, and the date of the run that measured ``suite``."""
-    p = results.get("provenance") or {}
-    date = ((results.get("suites") or {}).get(suite) or {}).get("date") or p.get("date", "日期未知")
+    """Device and versions of the results, and the date of the run that measured ``suite`` (a live
+    suite says so: measured by this build)."""
+    s = (results.get("suites") or {}).get(suite) or {}
+    p = results.get("live_provenance") if s.get("live") else results.get("provenance") or {}
+    p = p or {}
+    date = s.get("date") or p.get("date", "日期未知")
     versions = "，".join(f"{k} {p[k]}" for k in ("torch", "tilelang", "triton", "cuda", "driver") if p.get(k))
-    return f"记录于 {p.get('device', '未知设备')}，{date}，{versions}"
+    head = "本次构建现场实测（live）于" if s.get("live") else "记录于"
+    return f"{head} {p.get('device', '未知设备')}，{str(date)[:10]}，{versions}"
+
+
+#: Chinese names of chapter 1's measured variants (the part of the record name after the experiment).
+VARIANT_ZH = {"eager": "eager：两个 ATen kernel", "compile": "torch.compile：Inductor 生成的 Triton kernel",
+              "tilelang": "TileLang 融合 kernel", "three_pass": "手写三趟（eager）",
+              "F.layer_norm": "F.layer_norm：一个 ATen kernel"}
 
 
 def measured_table(prefix: str, device: str = "nvidia-h200") -> str:
@@ -100,9 +133,8 @@ def measured_table(prefix: str, device: str = "nvidia-h200") -> str:
         skips = [r for r in records(results, prefix=prefix + ".") if r.get("kind") in ("skip", "error")]
         why = "" if not skips else "（记录里只有跳过或出错的条目：" + "；".join(
             f"{r['name']}: {r.get('reason') or r.get('error', '')}" for r in skips) + "）"
-        return (f"**{NO_RESULT}**{why}\n\n这个单元在构建时读取 `measure/results/{device}.json`。"
-                "课程维护者在 H200 上运行 `python -m measure.runner --suite pytorch` 之后，"
-                "这里会出现实测时间、有效带宽与账本下界的对照；在此之前不显示任何数字。")
+        return (f"**{NO_RESULT}**{why}\n\n这个单元在构建时读取课程的测量记录；在 GPU 上运行过"
+                "这一章的测量之后，这里会出现实测时间、有效带宽与账本下界的对照；在此之前不显示任何数字。")
     lines = [
         f"*{_provenance_line(results, recs[0]['suite'])}*",
         "",
@@ -114,10 +146,12 @@ def measured_table(prefix: str, device: str = "nvidia-h200") -> str:
         lb = r.get("lower_bound_ms")
         lb_b = r.get("ledger_bytes")
         util = f"{lb / ms:.0%}" if ms and lb else "—"
+        suffix = r["name"][len(prefix) + 1:]
+        label = VARIANT_ZH.get(suffix, suffix)
         lines.append(
-            f"| {r.get('variant', r['name'])} | {lb_b / 1e6:.1f} | {lb * 1e3:.1f} | {ms * 1e3:.1f} | "
+            f"| {label} | {lb_b / 1e6:.1f} | {lb * 1e3:.1f} | {ms * 1e3:.1f} | "
             f"{r.get('gbps', 0):.0f} | {r.get('frac_copy_bw', 0):.0%} | {util} |"
-            if lb_b and lb and ms else f"| {r.get('variant', r['name'])} | — | — | "
+            if lb_b and lb and ms else f"| {label} | — | — | "
             f"{(ms or 0) * 1e3:.1f} | — | — | — |")
     shape = recs[0].get("shape")
     bw = recs[0].get("copy_gbps")
@@ -132,14 +166,14 @@ def kernel_names_table(device: str = "nvidia-h200", top: int = 12) -> str:
     results = load(device)
     recs = records(results, prefix="pytorch.inductor.kernels")
     if not recs:
-        return (f"**{NO_RESULT}**\n\n这个单元在构建时读取 `measure/results/{device}.json` 中 "
-                "`pytorch.inductor.kernels` 这条记录：在 H200 上对一个小 MLP 块跑一次前向加反向，"
+        return (f"**{NO_RESULT}**\n\n这个单元在构建时读取课程的测量记录："
+                "在 GPU 上对一个小 MLP 块跑一次前向加反向，"
                 "分别在 eager 与 `torch.compile`（`TORCHINDUCTOR_UNIQUE_KERNEL_NAMES=1`）下用 profiler "
                 "数出每个 kernel 的名字和次数。在此之前不显示任何名字或数字。")
     r = recs[-1]
     eager = r.get("eager_kernels") or {}
     comp = r.get("compiled_kernels") or {}
-    lines = [f"*{_provenance_line(results, r['suite'])}*", "", f"模型：{r.get('model', '')}", "",
+    lines = [f"*{_provenance_line(results, r['suite'])}*", "", f"模型：`{r.get('model', '')}`", "",
              f"- eager：{sum(eager.values())} 次 kernel 发射，{len(eager)} 种 kernel；",
              f"- torch.compile：{sum(comp.values())} 次 kernel 发射，{len(comp)} 种 kernel。",
              "", "| torch.compile 下的 kernel（profiler 记录的名字） | 次数 |", "|---|---:|"]
@@ -226,7 +260,7 @@ def targets_table(results: dict | None = None) -> str:
         return NO_RESULT
     lines = ["| kernel | 目标 | 要求 | 实测 | 结论 |", "|---|---|---:|---:|---|"]
     for name, key, t in _targets(results):
-        lines.append(f"| `{name}` | {_target_label(key)} | ≥ {_target_value(key, t['target'])} | "
+        lines.append(f"| {_named(name)} | {_target_label(key)} | ≥ {_target_value(key, t['target'])} | "
                      f"{_target_value(key, t['value'])} | {'达标' if t['met'] else '**未达标**'} |")
     return "\n".join(lines)
 
@@ -255,8 +289,8 @@ def elementwise_values(results: dict | None = None) -> dict[str, str]:
     if not results:
         return out
     ts = _targets(results)
-    met = [f"{n}（{_target_label(k)}）" for n, k, t in ts if t["met"]]
-    missed = [f"{n}（{_target_label(k)}：要求 ≥ {_target_value(k, t['target'])}，实测 {_target_value(k, t['value'])}）"
+    met = [f"{_named(n)}（{_target_label(k)}）" for n, k, t in ts if t["met"]]
+    missed = [f"{_named(n)}（{_target_label(k)}：要求 ≥ {_target_value(k, t['target'])}，实测 {_target_value(k, t['value'])}）"
               for n, k, t in ts if not t["met"]]
     out.update({"derived.elementwise.targets.total": str(len(ts)), "derived.elementwise.targets.met": str(len(met)),
                 "derived.elementwise.targets.missed": str(len(missed)),
@@ -312,10 +346,153 @@ def elementwise_values(results: dict | None = None) -> dict[str, str]:
         out["derived.elementwise.fused_fp8.mb"] = f"{f8['bytes'] / 1e6:.1f}"
         out["derived.elementwise.fused_fp8.mb_bf16_tables"] = f"{old / 1e6:.1f}"
         out["derived.elementwise.fused_fp8.pct_bf16_tables"] = f"{100 * old / (f8['ms'] * 1e-3) / 1e9 / f8['copy_gbps']:.1f}"
+    second = _second_read_pct(results)
+    if second is not None:
+        out["derived.elementwise.splitk.second_read_pct"] = f"{second:.1f}"
+    return out
+
+
+def _second_read_pct(results) -> float | None:
+    """The split-K RMSNorm's share of the copy bandwidth with its second read of x counted: the
+    ledger counts one read; the schedule reads x twice, 3 passes of x-sized traffic instead of 2."""
     sk = _find(results, "rmsnorm[splitk]")
-    if sk and sk.get("frac_copy_bw"):
-        # the ledger counts one read of x; split-K reads it twice: 3 passes of x-sized traffic instead of 2
-        out["derived.elementwise.splitk.second_read_pct"] = f"{100 * sk['frac_copy_bw'] * 3 / 2:.1f}"
+    return None if not sk or not sk.get("frac_copy_bw") else 100 * sk["frac_copy_bw"] * 3 / 2
+
+
+#: A record name's kernel part (before the dtype) in words.
+_KERNEL_WORDS = (
+    (r"add\[parallel\]", "加法 ①：每线程一个元素"), (r"add\[per_thread\]", "加法 ②：每线程连续若干元素"),
+    (r"add\[fragment\]", "加法 ③：先拷进 fragment"), (r"scale_cast", "缩放并转换"),
+    (r"rmsnorm\[rows\]", "RMSNorm 按行调度"), (r"rmsnorm\[shared\]", "RMSNorm 共享内存调度"),
+    (r"rmsnorm\[splitk\]", "RMSNorm 分段两趟"), (r"layernorm\[rows\]", "LayerNorm 按行调度"),
+    (r"quant_fp8", "FP8 按组量化"), (r"rope\[neox,blocked\]", "RoPE NeoX 分块"),
+    (r"rope\[neox,naive\]", "RoPE NeoX 朴素"), (r"rope\[interleaved,blocked\]", "RoPE interleaved 分块"),
+    (r"rope\[interleaved,naive\]", "RoPE interleaved 朴素"),
+    (r"fused rmsnorm\+rope\+fp8", "融合 RMSNorm + RoPE + FP8"), (r"fused rmsnorm\+rope", "融合 RMSNorm + RoPE"),
+)
+_BASE_WORDS = {"eager": "eager", "torch.compile": "compile", "F.rms_norm": "F.rms_norm", "F.layer_norm": "F.layer_norm",
+               "3 TileLang kernels": "三个 TileLang kernel", "copy (same bytes)": "同字节拷贝"}
+
+
+def kernel_words(name: str) -> tuple[str, str]:
+    """(kernel in words, shape and dtype in words) of an elementwise record name."""
+    for pat, words in _KERNEL_WORDS:
+        m = re.match(pat + r"\s+", name)
+        if m:
+            toks = name[m.end():].split()
+            out = [toks[0].replace("->", " → ")] if toks else []
+            for t in toks[1:]:
+                t = re.sub(r"^n=2\^(\d+)$", r"2^\1 个元素", t)
+                t = re.sub(r"(\d+)x(?=\d)", r"\1×", t)
+                t = re.sub(r"^group=(\d+)$", r"每组 \1 个通道", t)
+                out.append(re.sub(r"^R=(\d+)$", r"旋转末尾 \1 个通道", t))
+            return words, "，".join(out)
+    return name, ""
+
+
+def _named(name: str) -> str:
+    words, shape = kernel_words(name)
+    return f"{words}，{shape}" if shape else words
+
+
+def elementwise_table(results: dict | None = None) -> str:
+    """Markdown: every timed kernel of the elementwise topic -- time, share of the same run's copy
+    bandwidth, time ratios to the baselines (baseline time / kernel time: above one, the kernel is
+    faster), the targets -- with Chinese headers and the kernels in words."""
+    results = results if results is not None else load()
+    rows = _bench(results)
+    if not rows:
+        return f"**{NO_RESULT}**"
+    lines = ["| kernel | 形状与 dtype | 时间 (µs) | 占拷贝带宽 | 时间比（基线 / 本 kernel） | 目标 |",
+             "|---|---|---:|---:|---|---|"]
+    for r in rows:
+        words, shape = kernel_words(r.get("name", ""))
+        sp = "，".join(f"{_BASE_WORDS.get(k, k)} {v:.2f}×" for k, v in (r.get("speedup") or {}).items() if v is not None)
+        tg = [t for t in (r.get("targets") or {}).values() if isinstance(t, dict) and "met" in t]
+        verdict = "" if not tg else ("全部达标" if all(t["met"] for t in tg) else
+                                     f"{sum(not t['met'] for t in tg)} 项未达标")
+        pct = "" if r.get("frac_copy_bw") is None else f"{100 * r['frac_copy_bw']:.1f}%"
+        lines.append(f"| {words} | {shape} | {r['ms'] * 1e3:.1f} | {pct} | {sp or '—'} | {verdict or '—'} |")
+    return "\n".join(lines)
+
+
+def _ms(results, prefix: str) -> float | None:
+    r = _find(results, prefix)
+    return (r or {}).get("ms")
+
+
+def _pct_copy(results, prefix: str) -> float | None:
+    r = _find(results, prefix)
+    return None if not r or r.get("frac_copy_bw") is None else 100 * r["frac_copy_bw"]
+
+
+def elementwise_claims(results: dict | None = None) -> list:
+    """The elementwise chapter's sentences that conclude from the records, each chosen by the
+    values (:mod:`coursebook.claims`; keys ``claim.elementwise.*``)."""
+    from coursebook import claims as C
+
+    results = results if results is not None else load()
+    out = []
+    # level 1 (one scalar element per thread) against level 2 (8 contiguous elements per thread)
+    out.append(C.compare(
+        "claim.elementwise.add.level1", _ms(results, "add[parallel]"), _ms(results, "add[per_thread]"), tol=0.05,
+        higher="它的代价在记录里一目了然：这一级只用到拷贝带宽的 {pct:.1f}%，下一级的耗时只有它的约 1/{ratio:.2f}。",
+        tie="不过在记录里，它与下一级的耗时相差不到百分之五（拷贝带宽的 {pct:.1f}%）：这台机器掩盖了标量访存的代价。",
+        lower="可记录里它反而比下一级快（拷贝带宽的 {pct:.1f}%），与标量访存的预期相反，值得重测。",
+        pct=_pct_copy(results, "add[parallel]")))
+    out.append(C.compare(
+        "claim.elementwise.add.fragment", _ms(results, "add[fragment]"), _ms(results, "add[per_thread]"), tol=0.02,
+        tie="与第二级一样快（耗时相差不到百分之二）", lower="比第二级还快一点（耗时是它的 {ratio:.2f} 倍）",
+        higher="比第二级慢一点（耗时是它的 {ratio:.2f} 倍）"))
+    out.append(C.threshold(
+        "claim.elementwise.cast.narrow", _pct_copy(results, "scale_cast"), 95.0,
+        above="写得窄一些并没有拖慢它：记录里这个 kernel 达到了拷贝带宽的 {value:.1f}%，瓶颈在显存而不在指令数。",
+        below="记录里这个 kernel 只达到拷贝带宽的 {value:.1f}%，窄一半的写可能是原因之一；"
+              "要确认，得看剖析数据里写事务的数量。"))
+    # the measured page: the level-2/3 adds against the copy, beyond 100 %, against eager / compile
+    p2, p3, pc = _pct_copy(results, "add[per_thread]"), _pct_copy(results, "add[fragment]"), _pct_copy(results, "scale_cast")
+    low = None if None in (p2, p3) else min(p2, p3)
+    out.append(C.threshold("claim.elementwise.measured.add_copy", low, 95.0,
+                           above="已经与拷贝 kernel 不相上下。", below="离拷贝 kernel 还差一截。"))
+    top = None if None in (p2, p3, pc) else max(p2, p3, pc)
+    out.append(C.choose(
+        "claim.elementwise.measured.over100", None if top is None else ("over" if top > 100 else "under"),
+        {"over": "占比略高于百分之百并不矛盾：拷贝是一读一写，加法是两读一写，读多写少的混合在 HBM 上往往比纯拷贝"
+                 "跑得稍快，所以“拷贝带宽”是一把好用的尺子，却不是不可逾越的上限。",
+         "under": "拷贝带宽在这里是一把好用的尺子：同一次运行、同一种访存模式，读写的字节数一样算。"}))
+    add = _find(results, "add[per_thread]") or {}
+    sp = [(add.get("speedup") or {}).get(k) for k in ("eager", "torch.compile")]
+    near = None if None in sp else all(abs(x - 1) <= 0.05 for x in sp)
+    out.append(C.choose(
+        "claim.elementwise.measured.add_vs_torch", None if near is None else ("near" if near else "apart"),
+        {"near": "两个时间比都在一的百分之五以内：手写 kernel 在这里不会带来收益，它的意义在于确认“写对了就能顶到带宽”。",
+         "apart": "两个时间比离一超过百分之五，这么简单的算子出现这样的差别，值得到剖析数据里看看原因。"}))
+    out.append(C.threshold(
+        "claim.elementwise.measured.splitk", _second_read_pct(results), 95.0,
+        above="折算值接近甚至超过百分之百，说明第二遍读有相当一部分命中了 L2，倒序遍历起了作用。",
+        below="折算值离百分之百还远，第二遍读大多又回到了显存，倒序遍历没能帮上多少。"))
+    rms = _find(results, "rmsnorm[rows]") or {}
+    out.append(C.threshold(
+        "claim.elementwise.measured.rms_vs_copy", (rms.get("speedup") or {}).get("copy (same bytes)"), 0.95,
+        above="几乎贴着它。", below="离它还有一段距离。"))
+    # RoPE: the blocked schedules against the naive ones, and interleaved against NeoX
+    nb, nn = _ms(results, "rope[neox,blocked]"), _ms(results, "rope[neox,naive]")
+    ib, inv = _ms(results, "rope[interleaved,blocked]"), _ms(results, "rope[interleaved,naive]")
+    both = None if None in (nb, nn, ib, inv) else ("faster" if nb < nn and ib < inv else "not")
+    out.append(C.choose(
+        "claim.elementwise.rope.blocked", both,
+        {"faster": "记录里，NeoX 分块版比朴素版快约 {neox:.2f} 倍，interleaved 约 {inter:.2f} 倍；",
+         "not": "记录里，分块版并没有全都快过朴素版（NeoX 的时间比 {neox:.2f}，interleaved {inter:.2f}，"
+                "大于一才是分块版快）；"},
+        neox=(nn / nb) if both else None, inter=(inv / ib) if both else None))
+    out.append(C.compare(
+        "claim.elementwise.rope.interleaved", ib, nb, tol=0.02,
+        tie="interleaved 的片上运算是标量的，速度却与 NeoX 不相上下（时间相差不到百分之二）："
+            "对一个受带宽限制的 kernel，片上多几条指令被显存延迟掩盖了，决定速度的是显存一侧的访存是否整块、对齐。",
+        lower="interleaved 的片上运算是标量的，却比 NeoX 还快一点（时间比 {ratio:.2f}）："
+              "对一个受带宽限制的 kernel，片上多几条指令被显存延迟掩盖了，决定速度的是显存一侧的访存是否整块、对齐。",
+        higher="interleaved 的片上运算是标量的，记录里它也确实比 NeoX 慢（时间比 {ratio:.2f}）："
+               "片上的标量运算没能完全藏进显存延迟里。"))
     return out
 
 
@@ -328,15 +505,43 @@ def verdict_table(results: dict | None = None) -> str:
     for r in records(results, "gemm.", kind="bench"):
         for key, t in (r.get("targets") or {}).items():
             val = t.get("value")
-            lines.append(f"| {r['name']} | {key} | ≥ {t.get('target')} | {DASH if val is None else floor3(val)} | "
-                         f"{zh[t.get('met')]} |")
+            lines.append(f"| {_gemm_words(r['name'])} | {_target_label(key)} | ≥ {t.get('target')} | "
+                         f"{DASH if val is None else floor3(val)} | {zh[t.get('met')]} |")
     if len(lines) == 2:
         return f"**{NO_RESULT}**"
     return "\n".join(lines)
 
 
+def _gemm_words(name: str) -> str:
+    """``tuned rung4 8192^3`` -> ``调优后的第四级，8192³``; ``fp8 e4m3 4096^3`` -> ``fp8 e4m3 两级累加，4096³``."""
+    m = re.match(r"(.*?)\s*(\d+)\^3$", name)
+    if not m:
+        return variant_words(name)
+    head = {"tuned rung4": "调优后的第四级", "fp8 e4m3": "fp8 e4m3 两级累加",
+            "fp8 e4m3 single-level": "fp8 e4m3 单级累加（教学版）"}.get(m.group(1), m.group(1))
+    return f"{head}，{m.group(2)}³"
+
+
 def _fmt_err(x: Any, spec: str = ".2e") -> str:
     return DASH if x is None else format(x, spec)
+
+
+#: Words for the parts of a GEMM variant's record name (``grouped concat G=8 N=4096 K=2048``).
+_VARIANT_WORDS = (("grouped concat", "grouped，拼接式"), ("grouped ptr", "grouped，指针式"),
+                  ("batched scores Q@K^T", "batched，注意力分数 QKᵀ"), ("batched context P@V", "batched，注意力输出 PV"),
+                  ("stream-K", "stream-K"))
+_BASELINE_WORDS = {"torch.matmul loop": "逐个专家调用 torch.matmul", "torch.bmm": "torch.bmm", "cuBLAS": "cuBLAS"}
+
+
+def variant_words(name: str) -> str:
+    """A GEMM variant's record name in words: its kind, then the shape (``64×2048×2048×128``)."""
+    for key, words in _VARIANT_WORDS:
+        if name.startswith(key):
+            rest = name[len(key):].strip()
+            rest = re.sub(r"(\d+)x(?=\d)", r"\1×", rest)
+            rest = re.sub(r"\bG=(\d+)", r"\1 个专家", rest).replace(" N=", "，N=").replace(" K=", "，K=")
+            return f"{words}（{rest}）" if rest else words
+    return re.sub(r"(\d+)x(?=\d)", r"\1×", name)
 
 
 def variant_summary(results: dict | None, prefix: str, suite: str) -> str:
@@ -347,6 +552,332 @@ def variant_summary(results: dict | None, prefix: str, suite: str) -> str:
     lines = ["| kernel | TFLOP/s | 时间 (µs) | 基线时间 (µs) | 相对基线 | 相对 Frobenius 误差 |", "|---|---:|---:|---:|---:|---:|"]
     for r in recs:
         for base, ms in (r.get("baselines") or {}).items():
-            lines.append(f"| {r['name']} | {r.get('tflops', 0):.0f} | {r['ms'] * 1e3:.1f} | {ms * 1e3:.1f} ({base}) | "
+            lines.append(f"| {variant_words(r['name'])} | {r.get('tflops', 0):.0f} | {r['ms'] * 1e3:.1f} | "
+                         f"{ms * 1e3:.1f}（{_BASELINE_WORDS.get(base, base)}） | "
                          f"{(r.get('speedup') or {}).get(base, 0):.2f}× | {_fmt_err(r.get('rel_fro_err'))} |")
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------ chapter 1: what the records say
+def _bench_by(results: dict | None, name: str) -> dict | None:
+    return next((r for r in records(results, prefix=name, kind="bench") if r.get("name") == name), None)
+
+
+def _instruction_record() -> dict | None:
+    import json
+
+    from measure.instructions import RECORD
+
+    return json.loads(RECORD.read_text(encoding="utf-8")) if RECORD.is_file() else None
+
+
+def _pct(x: float) -> str:
+    return f"{x:.0f}"
+
+
+def sincos_values(results: dict | None = None) -> dict[str, str]:
+    """Chapter 1's explanation of the fused ``sin(cos(x))``: instructions an element (CPU record of
+    the generated code), the issue bound they imply on the ledger's machine, the copy time of the
+    same bytes in the same run, and the claims these numbers choose (keys ``calc.pytorch.sincos.*``,
+    ``derived.pytorch.sincos.*``, ``claim.pytorch.sincos.*``)."""
+    from ledger import issue
+
+    from coursebook import claims
+
+    results = load() if results is None else results
+    out: dict[str, str] = {}
+    ins = _instruction_record()
+    tl = _bench_by(results, "pytorch.sincos.tilelang")
+    comp = _bench_by(results, "pytorch.sincos.compile")
+    eager = _bench_by(results, "pytorch.sincos.eager")
+    n = (ins or {}).get("shape", [4096, 4096])
+    n = n[0] * n[1]
+    per = issue_us = mufu_us = fast_us = None
+    if ins:
+        acc, fast = ins["accurate"]["sass"], ins["fast_math"]["sass"]
+        per = acc["per_element"]
+        cls = acc["by_class_per_element"]
+        issue_us = issue.issue_bound_s(per, n) * 1e6
+        fast_us = issue.issue_bound_s(fast["per_element"], n) * 1e6
+        mufu = fast["by_class_per_element"].get("special function (MUFU)", 0)
+        mufu_us = issue.unit_bound_s(mufu, n) * 1e6
+        out.update({
+            "calc.pytorch.sincos.sass_per_elem": f"{per:.1f}",
+            "calc.pytorch.sincos.sass_per_thread": str(acc["per_thread"]),
+            "calc.pytorch.sincos.ptx_per_elem": f"{ins['accurate']['ptx']['per_element']:.0f}",
+            "calc.pytorch.sincos.fp32_per_elem": f"{cls.get('fp32 arithmetic', 0):.0f}",
+            "calc.pytorch.sincos.int_per_elem": f"{cls.get('integer and logic', 0):.0f}",
+            "calc.pytorch.sincos.conv_per_elem": f"{cls.get('conversion', 0):.1f}",
+            "calc.pytorch.sincos.ctrl_per_elem": f"{cls.get('control', 0):.1f}",
+            "calc.pytorch.sincos.ffma_per_elem": f"{acc['opcodes_per_thread'].get('FFMA', 0) / ins['elements_per_thread']:.0f}",
+            "calc.pytorch.sincos.elems_per_thread": str(ins["elements_per_thread"]),
+            "calc.pytorch.sincos.fast_sass_per_elem": f"{fast['per_element']:.1f}",
+            "calc.pytorch.sincos.mufu_per_elem": f"{mufu:.0f}",
+            "calc.pytorch.sincos.issue_us": f"{issue_us:.1f}",
+            "calc.pytorch.sincos.fast_issue_us": f"{fast_us:.1f}",
+            "calc.pytorch.sincos.mufu_us": f"{mufu_us:.1f}",
+            "calc.pytorch.sincos.issue_tinst": f"{issue.issue_rate() / 1e12:.1f}",
+            "calc.pytorch.sincos.clock_ghz": f"{issue.sm_clock_hz() / 1e9:.2f}",
+            "calc.pytorch.sincos.nvcc": str(ins.get("nvcc")),
+        })
+    copy_us = None
+    if tl and tl.get("copy_gbps") and tl.get("bytes"):
+        copy_us = tl["bytes"] / (tl["copy_gbps"] * 1e9) * 1e6
+        out["derived.pytorch.sincos.copy_us"] = f"{copy_us:.1f}"
+    if copy_us and issue_us:
+        out["derived.pytorch.sincos.max_pct"] = _pct(100 * copy_us / issue_us)
+    if tl and issue_us:
+        out["derived.pytorch.sincos.issue_share"] = _pct(100 * issue_us / (tl["ms"] * 1e3))
+    if eager and tl:
+        out["derived.pytorch.sincos.eager_over_fused"] = f"{eager['ms'] / tl['ms']:.2f}"
+    if eager and eager.get("ledger_bytes") and tl and tl.get("ledger_bytes"):
+        out["derived.pytorch.sincos.ledger_ratio"] = f"{eager['ledger_bytes'] / tl['ledger_bytes']:.0f}"
+    out.update(claims.claim_values(
+        claims.compare("claim.pytorch.sincos.bound", copy_us, issue_us,
+                       lower="发射指令的时间比搬字节的时间还长：它受指令发射限制，而不是受带宽限制",
+                       higher="搬字节的时间仍比发射指令长：它仍受带宽限制"),
+        claims.compare("claim.pytorch.sincos.tl_vs_compile", (tl or {}).get("ms"), (comp or {}).get("ms"),
+                       lower="比 torch.compile 生成的 kernel 略快", higher="比 torch.compile 生成的 kernel 略慢",
+                       tie="与 torch.compile 生成的 kernel 相差不到百分之五", tol=0.05),
+        claims.compare("claim.pytorch.sincos.eager_gain", (eager or {}).get("ms", 0) / (tl or {}).get("ms", 1)
+                       if eager and tl else None, 2.0 * 0.9,
+                       lower="远不到账本预言的两倍", higher="接近账本预言的两倍"),
+        claims.compare("claim.pytorch.sincos.fast_math", mufu_us, copy_us,
+                       lower="短于同样字节的拷贝时间，换成快速版本之后，这个 kernel 按推算会重新受带宽限制",
+                       higher="仍长于同样字节的拷贝时间，换成快速版本也摆脱不了指令的限制"),
+    ))
+    return out
+
+
+def layernorm_values(results: dict | None = None) -> dict[str, str]:
+    """Chapter 1's LayerNorm comparison: each variant's share of copy bandwidth, the fastest one and
+    how far the three-pass code sits from its own (three-pass) floor."""
+    from coursebook import claims
+
+    results = load() if results is None else results
+    names = {"three_pass": "手写三趟", "F.layer_norm": "F.layer_norm", "compile": "torch.compile",
+             "tilelang": "TileLang 融合版"}
+    recs = {k: _bench_by(results, f"pytorch.layernorm.{k}") for k in names}
+    out: dict[str, str] = {}
+    timed = {k: r for k, r in recs.items() if r and r.get("ms")}
+    if timed:
+        order = sorted(timed, key=lambda k: timed[k]["ms"])
+        out["derived.pytorch.ln.ranking"] = " < ".join(names[k] for k in order)
+        out["derived.pytorch.ln.fastest"] = names[order[0]]
+    tp = recs.get("three_pass")
+    if tp and tp.get("ms"):
+        from ledger import ops
+
+        three = ops.layernorm(8192, 4096, dtype="fp16", passes=3) if "passes" in ops.layernorm.__code__.co_varnames \
+            else None
+        if three is not None:
+            from ledger.cost import judge
+
+            lb = judge(three, "h200-calibrated").lower_bound
+            out["derived.pytorch.ln.three_pass_over_floor"] = f"{tp['ms'] * 1e-3 / lb:.1f}"
+    f, t = recs.get("F.layer_norm"), recs.get("tilelang")
+    out.update(claims.claim_values(
+        claims.compare("claim.pytorch.ln.tl_vs_f", (t or {}).get("ms"), (f or {}).get("ms"),
+                       lower="比 `F.layer_norm` 快", higher="比 `F.layer_norm` 慢", tie="与 `F.layer_norm` 相当", tol=0.03),
+        claims.threshold("claim.pytorch.ln.f_near_floor", (f or {}).get("frac_copy_bw"), 0.8,
+                         above="已经接近拷贝带宽", below="离拷贝带宽还远"),
+        claims.threshold("claim.pytorch.ln.tl_near_floor", (t or {}).get("frac_copy_bw"), 0.8,
+                         above="接近拷贝带宽", below="离拷贝带宽还有距离"),
+    ))
+    return out
+
+
+def _launch_category(name: str) -> str:
+    if name.startswith("nvjet") or "gemm" in name.lower() or "cutlass" in name.lower():
+        return "gemm"
+    if name.startswith(("Memset", "Memcpy")):
+        return "mem"
+    if name.startswith("triton_"):
+        return "triton"
+    return "aten"
+
+
+def launch_breakdown(results: dict | None = None) -> dict | None:
+    """Kernel launches of the recorded training step, eager vs compiled, by kind: cuBLAS GEMMs,
+    memsets and copies, ATen kernels both runs share (the loss, outside the compiled module), the
+    block's own ATen kernels (eager) and Inductor's Triton kernels (compiled); and the reductions
+    Inductor split in two (a ``red`` and a ``per`` kernel over the same fused operators)."""
+    results = load() if results is None else results
+    recs = records(results, prefix="pytorch.inductor.kernels")
+    if not recs:
+        return None
+    r = recs[-1]
+    eager, comp = r.get("eager_kernels") or {}, r.get("compiled_kernels") or {}
+
+    def tally(d):
+        out = {"gemm": 0, "mem": 0, "shared": 0, "block": 0}
+        for k, v in d.items():
+            c = _launch_category(k)
+            if c in ("gemm", "mem"):
+                out[c] += v
+            elif c == "aten" and k in eager and k in comp:
+                out["shared"] += v
+            else:
+                out["block"] += v
+        return out
+
+    gen = [re.sub(r"^triton_(red|per|poi)_fused_(.*)_\d+$", r"\1 \2", g) for g in comp if g.startswith("triton_")]
+    reds = {g.split(" ", 1)[1] for g in gen if g.startswith("red ")}
+    pers = {g.split(" ", 1)[1] for g in gen if g.startswith("per ")}
+    return {"eager": tally(eager), "compiled": tally(comp), "eager_total": sum(eager.values()),
+            "compiled_total": sum(comp.values()), "split_reductions": sorted(reds & pers),
+            "triton_kinds": len([g for g in comp if g.startswith("triton_")])}
+
+
+def launch_table(results: dict | None = None) -> str:
+    """Markdown: the launch breakdown of :func:`launch_breakdown` as a table."""
+    b = launch_breakdown(results)
+    if not b:
+        return f"**{NO_RESULT}**"
+    rows = (("cuBLAS 矩阵乘", "gemm"), ("显存清零与拷贝", "mem"), ("损失函数及其反向（在编译的模块之外，两边相同）", "shared"),
+            ("模型块自身的逐元素与归约 kernel", "block"))
+    lines = ["| kernel 种类 | eager | torch.compile |", "|---|---:|---:|"]
+    for label, k in rows:
+        lines.append(f"| {label} | {b['eager'][k]} | {b['compiled'][k]} |")
+    lines.append(f"| 合计 | {b['eager_total']} | {b['compiled_total']} |")
+    return "\n".join(lines)
+
+
+def launch_values(results: dict | None = None) -> dict[str, str]:
+    """Texts and claims of the launch breakdown (``derived.pytorch.launch.*``, ``claim.pytorch.launch.*``)."""
+    from coursebook import claims
+
+    b = launch_breakdown(results)
+    out = {}
+    if b:
+        out.update({
+            "derived.pytorch.launch.eager": str(b["eager_total"]),
+            "derived.pytorch.launch.compiled": str(b["compiled_total"]),
+            "derived.pytorch.launch.block_eager": str(b["eager"]["block"]),
+            "derived.pytorch.launch.block_compiled": str(b["compiled"]["block"]),
+            "derived.pytorch.launch.split": str(len(b["split_reductions"])),
+            "derived.pytorch.launch.split_example": (b["split_reductions"] or ["—"])[0].replace("_", " "),
+        })
+    tot = (b["compiled_total"], b["eager_total"]) if b else (None, None)
+    blk = (b["compiled"]["block"], b["eager"]["block"]) if b else (None, None)
+    out.update(claims.claim_values(
+        claims.compare("claim.pytorch.launch.total", *tot,
+                       lower="比 eager 的 {b} 次少，与常见说法“编译就是把 kernel 合并成更少的 kernel”相符；"
+                             "不过按种类分开数就会看到，少掉的未必都来自合并",
+                       higher="反而比 eager 的 {b} 次多。常见说法是“编译就是把 kernel 合并成更少的 kernel”，"
+                              "在这里并不成立",
+                       tie="与 eager 的 {b} 次一样多，并没有因为编译而减少", tol=1e-9),
+        claims.compare("claim.pytorch.launch.block", *blk, lower="少于", higher="多于", tie="等于", tol=1e-9),
+    ))
+    return out
+
+
+def sincos_bounds_figure(results: dict | None = None):
+    """Horizontal bars: the copy time of the fused kernel's bytes (same run), the issue bound of its
+    instructions, and the measured times of the fused and eager variants."""
+    vals = sincos_values(results)
+    results = load() if results is None else results
+    fig = figure(8.2, 3.4)
+    ax = fig.add_subplot(1, 1, 1)
+    rows = []
+    if "derived.pytorch.sincos.copy_us" in vals:
+        rows.append(("拷贝同样字节（同一次运行）", float(vals["derived.pytorch.sincos.copy_us"]), _C["memory"]))
+    if "calc.pytorch.sincos.issue_us" in vals:
+        rows.append(("发射全部指令（标定的发射速率）", float(vals["calc.pytorch.sincos.issue_us"]), _C["compute"]))
+    for name, label in (("pytorch.sincos.tilelang", "实测：TileLang 融合 kernel"),
+                        ("pytorch.sincos.compile", "实测：torch.compile 融合 kernel"),
+                        ("pytorch.sincos.eager", "实测：eager 两个 kernel")):
+        r = _bench_by(results, name)
+        if r and r.get("ms"):
+            rows.append((label, r["ms"] * 1e3, _C["datasheet"]))
+    if not rows:
+        ax.set_axis_off()
+        ax.text(0.5, 0.5, NO_RESULT, ha="center", va="center")
+        return fig
+    y = list(range(len(rows)))
+    ax.barh(y, [r[1] for r in rows], color=[r[2] for r in rows], height=0.6)
+    for i, (_, v, _c) in enumerate(rows):
+        ax.text(v * 1.01, i, f"{v:.1f} µs", va="center", fontsize=8.5)
+    ax.set_yticks(y)
+    ax.set_yticklabels([r[0] for r in rows], fontsize=9)
+    ax.invert_yaxis()
+    ax.set_xlim(0, max(r[1] for r in rows) * 1.18)
+    ax.set_xlabel("时间 (µs)，4096×4096 fp16")
+    fig.tight_layout()
+    return fig
+
+
+# ------------------------------------------------------------------ the performance-model chapter: carver on the GPU
+def carver_values(results: dict | None = None) -> dict[str, str]:
+    """The recorded carver run (``perfmodel.hw.carver.*``): the device model's shared memory, how many
+    hints were timed, the first hint's and the fastest hint's tile and TFLOP/s, the slowest, cuBLAS,
+    and whether the GPU run agreed with the CPU model; claims chosen by them."""
+    from coursebook import claims
+
+    results = load() if results is None else results
+    keys = ("gpu_smem_kb", "n_timed", "first_tile", "first_tflops", "best_rank", "best_tile", "best_tflops",
+            "worst_tflops", "cublas_tflops", "same_as_cpu", "same_order_gpu")
+    out = {f"perfmodel.hw.carver.{k}": DASH for k in keys}
+    notes = {r["name"]: r for r in records(results, "carver", kind="note")}
+    bench = [r for r in records(results, "carver", kind="bench") if r.get("tflops")]
+    dev = (notes.get("carver device model") or {}).get("fields") or {}
+    if dev.get("smem_cap"):
+        out["perfmodel.hw.carver.gpu_smem_kb"] = str(dev["smem_cap"] // 1024)
+    if "carver GPU vs CPU hand-built model" in notes:
+        out["perfmodel.hw.carver.same_as_cpu"] = "相同" if notes["carver GPU vs CPU hand-built model"].get("identical") else "不同"
+    if "carver vs ledger.carver" in notes:
+        out["perfmodel.hw.carver.same_order_gpu"] = "一致" if notes["carver vs ledger.carver"].get("same_order") else "不一致"
+    first = best = None
+    if bench:
+        by_rank = sorted(bench, key=lambda b: b.get("carver_rank", 99))
+        first, best = by_rank[0], max(bench, key=lambda b: b["tflops"])
+        cublas_ms = min((b.get("baselines") or {}).get("cuBLAS", float("inf")) for b in bench)
+        out.update({
+            "perfmodel.hw.carver.n_timed": str(len(bench)),
+            "perfmodel.hw.carver.first_tile": "×".join(map(str, first["hint"]["block"])),
+            "perfmodel.hw.carver.first_tflops": f"{first['tflops']:.0f}",
+            "perfmodel.hw.carver.best_rank": str(best.get("carver_rank")),
+            "perfmodel.hw.carver.best_tile": "×".join(map(str, best["hint"]["block"])),
+            "perfmodel.hw.carver.best_tflops": f"{best['tflops']:.0f}",
+            "perfmodel.hw.carver.worst_tflops": f"{min(b['tflops'] for b in bench):.0f}",
+            "perfmodel.hw.carver.cublas_tflops": f"{first['flops'] / (cublas_ms * 1e-3) / 1e12:.0f}",
+        })
+    out.update(claims.claim_values(claims.choose(
+        "claim.perfmodel.carver.first", None if not bench else ("first_best" if first is best else "other_best"),
+        {"first_best": "排第一的 {tile} 同时也是实测最快的一名，{tf} TFLOP/s",
+         "other_best": "排第一的 {tile} 只跑到 {tf} TFLOP/s；最快的反而是第 {rank} 名 {btile}，{btf} TFLOP/s"},
+        tile=out["perfmodel.hw.carver.first_tile"], tf=out["perfmodel.hw.carver.first_tflops"],
+        rank=out["perfmodel.hw.carver.best_rank"], btile=out["perfmodel.hw.carver.best_tile"],
+        btf=out["perfmodel.hw.carver.best_tflops"])))
+    return out
+
+
+def carver_table(results: dict | None = None) -> str:
+    """Markdown: the recorded carver run -- what the GPU's device model reported and each timed hint
+    (rank, tile, time, TFLOP/s, cuBLAS on the same shape), in Chinese."""
+    results = load() if results is None else results
+    notes = {r["name"]: r for r in records(results, "carver", kind="note")}
+    bench = sorted((r for r in records(results, "carver", kind="bench")), key=lambda b: b.get("carver_rank", 99))
+    if not notes and not bench:
+        return f"**{NO_RESULT}**：H200 上的 carver 运行还没有记录。"
+    s = (results.get("suites") or {}).get("carver") or {}
+    dev = (notes.get("carver device model") or {}).get("fields") or {}
+    lines = [f"*{_provenance_line(results, 'carver')}*", ""]
+    if dev:
+        lines.append(f"- 设备模型：{dev.get('name', '?')}，{dev.get('compute_max_core', '?')} 个 SM，计算能力 "
+                     f"{dev.get('compute_capability', '?')}，单 block shared memory 上限 {dev.get('smem_cap', 0) // 1024} KB。")
+    v = notes.get("carver vs ledger.carver") or {}
+    if v:
+        lines.append(f"- 与账本复算的排序：{'逐名次一致' if v.get('same_order') else '不一致'}，"
+                     f"候选集合{'相同' if v.get('same_set') else '不同'}。")
+    c = notes.get("carver GPU vs CPU hand-built model") or {}
+    if c:
+        lines.append(f"- 真实设备模型与 CPU 上手工填写的模型给出的提示：{'完全相同' if c.get('identical') else '不同'}。")
+    if bench:
+        lines += ["", md_table([{"rank": b.get("carver_rank"), "tile": "×".join(map(str, b["hint"]["block"])),
+                                 "us": b["ms"] * 1e3, "tf": b.get("tflops"),
+                                 "cublas": (b.get("baselines") or {}).get("cuBLAS", 0) * 1e3} for b in bench],
+                               ["rank", "tile", "us", "tf", "cublas"],
+                               ["carver 名次", "输出分块", "时间 (µs)", "TFLOP/s", "同形状 cuBLAS (µs)"])]
+    del s
     return "\n".join(lines)

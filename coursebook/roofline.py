@@ -181,3 +181,37 @@ def roofline_three_roofs(machine: str = DEFAULT_MACHINE):
     ax.legend(fontsize=7.6, loc="upper left")
     assert math.isfinite(ai_g)
     return fig
+
+
+_UNIT_ZH = {"tensor_core.fp16": "张量核 fp16", "tensor_core.bf16": "张量核 bf16", "tensor_core.tf32": "张量核 tf32",
+            "tensor_core.fp8": "张量核 fp8", "cuda_core.fp32": "CUDA core fp32"}
+_MEM_ZH = {"hbm": "显存（最好的访问模式）", "hbm.copy": "显存（拷贝）", "hbm.triad": "显存（triad）", "hbm.write": "显存（只写）"}
+
+
+def machines_table() -> str:
+    """Markdown: every machine profile the ledger knows -- one row per roof (effective rate, the
+    theoretical rate and the calibration factor behind it), with the default roofs' balance."""
+    from ledger.machines import machines
+
+    lines = ["| 机器 | 天花板 | 可达值 | 规格值 × 标定系数 |", "|---|---|---:|---|"]
+    for name, m in machines().items():
+        first = True
+        for unit, r in m.compute.items():
+            lines.append(f"| {f'**{name}**' if first else ''} | {_UNIT_ZH.get(unit, unit)} | "
+                         f"{r.effective / 1e12:,.1f} TFLOP/s | {r.theoretical / 1e12:,.1f} × {r.calibration:g} |")
+            first = False
+        for path, r in m.memory.items():
+            lines.append(f"|  | {_MEM_ZH.get(path, path)} | {r.effective / 1e9:,.0f} GB/s | "
+                         f"{r.theoretical / 1e9:,.0f} × {r.calibration:g} |")
+        lines.append(f"|  | 平衡点（{_UNIT_ZH.get(m.default_compute, m.default_compute)} 对 "
+                     f"{_MEM_ZH.get(m.default_memory, m.default_memory)}） | {m.balance:,.1f} FLOP/B | |")
+    return "\n".join(lines)
+
+
+def machines_sources() -> str:
+    """Markdown: one item per machine profile -- what it describes, its source and its conditions
+    (as the profile records them, in English)."""
+    from ledger.machines import machines
+
+    return "\n".join(f"- **{name}**：{m.description}。出处：{m.source}。条件：{m.conditions}"
+                     for name, m in machines().items())

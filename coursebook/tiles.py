@@ -223,11 +223,13 @@ def streamk_table(results: dict | None = None) -> str:
     recs = records(results, "gemm.streamk", kind="bench")
     if not recs:
         return f"**{NO_RESULT}**"
-    lines = ["| kernel | 输出块 | 数据并行波数 | 末波填充 | stream-K 块 / 切开的块 | 预测 vs 数据并行 | 实测 vs 数据并行 | 对 cuBLAS |",
+    from coursebook.records import variant_words
+
+    lines = ["| kernel | 输出块 | 数据并行波数 | 末波填充 | 整块计算的块 / 切开的块 | 预测：对数据并行 | 实测：对数据并行 | 对 cuBLAS |",
              "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for r in recs:
         w, s, sp = r.get("waves") or {}, r.get("schedule") or {}, r.get("speedup") or {}
-        lines.append(f"| {r['name']} | {w.get('tiles')} | {w.get('waves')} | {100 * (w.get('last_wave_fill') or 0):.0f}% | "
+        lines.append(f"| {variant_words(r['name'])} | {w.get('tiles')} | {w.get('waves')} | {100 * (w.get('last_wave_fill') or 0):.0f}% | "
                      f"{s.get('dp_tiles')} / {s.get('sk_tiles')} | {r.get('predicted_speedup_vs_dp', 0):.2f}× | "
                      f"{sp.get('data-parallel', 0):.2f}× | {sp.get('cuBLAS', 0):.2f}× |")
     return "\n".join(lines)
@@ -254,3 +256,80 @@ def variant_rows(results: dict[str, Any] | None) -> list[dict[str, str]]:
                 "rel. Frobenius err": _f(r.get("rel_fro_err"), ".1e"),
             })
     return rows
+
+
+# ------------------------------------------------------------------ sentences chosen by the records
+def variant_claims(results: dict | None) -> list:
+    """The variants' sentences that conclude from the records (``claim.gemm.splitk.*``,
+    ``claim.gemm.streamk.*``, ``claim.gemm.grouped.*``, ``claim.gemm.batched.*``)."""
+    from coursebook import claims as C
+
+    out = []
+    sp = {}
+    for s in (2, 4, 8):
+        r = bench(results, f"split-K tile s={s} 1024x1024x16384") or {}
+        sp[s] = ((r.get("speedup") or {}).get("no-split"), r.get("predicted_speedup_vs_no_split"))
+    have = all(a is not None and b is not None for a, b in sp.values())
+    if have:
+        best2 = sp[2][0] >= max(sp[4][0], sp[8][0])
+        short = all(a < b for a, b in sp.values())
+        widening = (sp[2][1] - sp[2][0]) <= (sp[4][1] - sp[4][0]) <= (sp[8][1] - sp[8][0])
+        case = "expected" if best2 and short and widening else ("short" if short else "other")
+    else:
+        case = None
+    out.append(C.choose("claim.gemm.splitk.shape", case, {
+        "expected": "方向和预测一致——切两段最好——但每一档都达不到预测，而且切得越多差距越大。波数模型漏掉了四样东西：",
+        "short": "每一档都达不到预测，但差距并不随段数单调变大。波数模型漏掉了四样东西：",
+        "other": "有的档位达到甚至超过了预测。即便如此，波数模型也漏掉了四样东西："}))
+    l2 = _splitk_l2(results)
+    full = [r["l2_tbps"] for r in l2 if (r["fill"] or 0) > 0.9]
+    part = [r["l2_tbps"] for r in l2 if r["split"] == 1]
+    out.append(C.choose("claim.gemm.splitk.ceiling", None if not (full and part) else (
+        "ceiling" if min(full) > max(part) and max(full) / min(full) < 1.35 else "no"), {
+        "ceiling": "一旦切到接近满满一波，所有 SM 一起读，折合的速率就停在 {lo:.1f}–{hi:.1f} TB/s 附近，不再随块数增长。",
+        "no": "切到接近满满一波之后，折合的速率落在 {lo:.1f}–{hi:.1f} TB/s，并没有停在一个明确的天花板上。"},
+        lo=min(full) if full else None, hi=max(full) if full else None))
+    w = {s: bench(results, f"split-K element 128x256 s={s} 1024x1024x16384") or {} for s in (2, 4)}
+    m2, p2 = (w[2].get("speedup") or {}).get("no-split"), w[2].get("predicted_speedup_vs_no_split")
+    m4, p4 = (w[4].get("speedup") or {}).get("no-split"), w[4].get("predicted_speedup_vs_no_split")
+    case = None if None in (m2, p2, m4, p4) else ("as_said" if m2 >= 0.85 * p2 and m4 < 0.8 * p4 else "other")
+    out.append(C.choose("claim.gemm.splitk.wide", case, {
+        "as_said": "实测 {m2:.2f} 倍，与预测的 {p2:.2f} 倍相当接近；切四段时块铺满一波，预测 {p4:.2f} 倍，实测只有 {m4:.2f} 倍——"
+                   "又撞上了同一道 L2 天花板。",
+        "other": "实测 {m2:.2f} 倍（预测 {p2:.2f} 倍）；切四段时块铺满一波，预测 {p4:.2f} 倍，实测 {m4:.2f} 倍。"},
+        m2=m2, p2=p2, m4=m4, p4=p4))
+    allsk = [(r.get("ms"), r) for r in records(results, "gemm.splitk", kind="bench") if r.get("ms")]
+    if allsk:
+        ms, best = min(allsk, key=lambda t: t[0])
+        cfg = best.get("config") or {}
+        words = f"{cfg.get('block_M', 128)}×{cfg.get('block_N', 128)} 的块切 {best.get('split_k') or 1} 段"
+        x = (best.get("speedup") or {}).get("cuBLAS")
+        out.append(C.choose("claim.gemm.splitk.best", None if x is None else ("behind" if x < 1 else "ahead"), {
+            "behind": "所有切法里最快的是{w}（{form}），{us:.1f} µs，也只到 cuBLAS 的 {x:.2f} 倍。",
+            "ahead": "所有切法里最快的是{w}（{form}），{us:.1f} µs，是 cuBLAS 的 {x:.2f} 倍，超过了它。"},
+            w=words, form="逐元素原子加" if best.get("form") == "element" else "整块原子加", us=ms * 1e3,
+            x=x))
+    else:
+        out.append(C.choose("claim.gemm.splitk.best", None, {}))
+    sk = bench(results, "stream-K 1536x1536x8192", "gemm.streamk") or {}
+    meas, pred = (sk.get("speedup") or {}).get("data-parallel"), sk.get("predicted_speedup_vs_dp")
+    out.append(C.compare("claim.gemm.streamk.vs_pred", meas, pred, tol=0.05,
+                         lower="实测达不到预测", tie="实测与预测相当", higher="实测超过了预测"))
+    g = {k: bench(results, n, "gemm.grouped") or {} for k, n in
+         (("concat", "grouped concat G=8 N=4096 K=2048"), ("ptr", "grouped ptr G=8 N=4096 K=2048"))}
+    xs = [(r.get("speedup") or {}).get("torch.matmul loop") for r in g.values()]
+    out.append(C.choose("claim.gemm.grouped.vs_loop", None if None in xs else (
+        "lost" if max(xs) < 1 else ("won" if min(xs) >= 1 else "split")), {
+        "lost": "两种写法都没有赢过循环", "won": "两种写法都赢过了循环", "split": "两种写法一胜一负"}))
+    out.append(C.compare("claim.gemm.grouped.ptr", g["ptr"].get("ms"), g["concat"].get("ms"), tol=0.02,
+                         higher="指针式比拼接式再慢一点，正是那条“不能流水”的限制在起作用。",
+                         tie="指针式与拼接式差不多快：那条“不能流水”的限制在这个形状上没有显出代价。",
+                         lower="指针式反而比拼接式快一点：那条“不能流水”的限制在这个形状上没有显出代价。"))
+    b = {k: (bench(results, n, "gemm.batched") or {}).get("speedup", {}).get("torch.bmm") for k, n in
+         (("scores", "batched scores Q@K^T 64x2048x2048x128"), ("context", "batched context P@V 64x2048x128x2048"))}
+    out.append(C.choose("claim.gemm.batched.gap", None if None in b.values() else (
+        "as_said" if b["scores"] < b["context"] < 1 else ("both_won" if min(b.values()) >= 1 else "other")), {
+        "as_said": "差距也小得多。",
+        "both_won": "两者都快过了 torch.bmm。",
+        "other": "两者与 torch.bmm 的差距并不符合“K 短的那个吃亏更多”这条推理。"}))
+    return out

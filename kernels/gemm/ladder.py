@@ -139,8 +139,9 @@ def rung4_annotated(
     ``threads`` counts the consumer threads; on sm_90a tilelang adds one producer
     warpgroup (TMA) on top. ``panel=0`` turns rasterization off; ``annotate=False``
     leaves the shared layouts to tilelang's inference (on sm_90a it infers the same
-    128-byte swizzle that TMA and wgmma need, so the annotation changes nothing there;
-    it matters on the cp.async + ldmatrix path of rung 5).
+    swizzle as the annotation -- as wide as one row of the tile: 128 bytes for 64 fp16
+    elements, 64 or 32 bytes for narrower rows, all taken by TMA and wgmma -- so the
+    annotation changes nothing there; it matters on the cp.async + ldmatrix path of rung 5).
     ``policy`` is the warp partition of ``T.gemm``: ``"square"`` (tilelang's default) splits a
     128x256 tile between the two consumer warpgroups along N (each issues m64n128 wgmma on
     both 64-row halves); ``"row"`` gives each warpgroup whole rows (one m64n256 wgmma per

@@ -20,7 +20,11 @@ def test_build_produces_every_toc_page(built_book):
     import yaml
 
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
-    files = [toc["root"]] + [c["file"] for part in toc["parts"] for c in part["chapters"]]
+
+    def files_of(entry):
+        return [entry["file"]] + [f for sub in entry.get("sections") or [] for f in files_of(sub)]
+
+    files = [toc["root"]] + [f for part in toc["parts"] for c in part["chapters"] for f in files_of(c)]
     for f in files:
         assert (built_book / f"{f}.html").is_file(), f"{f}.html not built"
 

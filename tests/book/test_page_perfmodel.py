@@ -1,10 +1,12 @@
-"""Checks on chapter 28's page (book/ch_perf_model.md) and its helpers.
+"""Checks on the performance-model chapter (book/ch_perf_model.md and its section pages
+book/perfmodel/*) and its helpers.
 
 * every glued key is either a registry figure or a value the page glues itself from the
   recorded results (``rec.*`` through ``glue_measured``, ``perfmodel.ncu.*`` from the Nsight
   Compute summary, ``perfmodel.hw.*`` from the live cells); the prose types no number the
   registry holds and no decimal at all;
-* the prose is long enough and repeats no draft (../shared/tools/prose_overlap.py);
+* the prose is long enough; sentences that conclude from records are guarded here
+  (``% claim:`` markers);
 * every section the chapter promises is there; the exercises each have a collapsible
   answer; the references carry URLs; the chapter is cross-referenced by label only;
 * the figures draw, with and without a recorded Nsight Compute file, and the measured
@@ -19,14 +21,15 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PAGE = ROOT / "book" / "ch_perf_model.md"
-from coursebook.pagecheck import CJK, GLUE, typed_decimals, typed_numbers  # noqa: E402
+LANDING = "ch_perf_model.md"
+from coursebook import claims  # noqa: E402
+from coursebook.pagecheck import CJK, GLUE, chapter_pages, chapter_text, typed_decimals, typed_numbers  # noqa: E402
 from coursebook.pagecheck import prose_of as _prose  # noqa: E402
 SELF_GLUED = re.compile(r'g\(\s*f?"(perfmodel\.hw\.[^"{]+)')
 
 
 def _text() -> str:
-    return PAGE.read_text(encoding="utf-8")
+    return chapter_text(LANDING)
 
 
 @pytest.fixture(scope="module")
@@ -42,9 +45,16 @@ def _self_glued() -> set[str]:
     keys = {f"perfmodel.ncu.{k}" for k in ncu.NCU_KEYS}
     text = _text()
     keys |= set(SELF_GLUED.findall(text))
-    keys |= {f"perfmodel.hw.carver.{k}" for k in ("n_timed", "first_tile", "first_tflops", "best_rank", "best_tile",
-                                             "best_tflops", "worst_tflops", "cublas_tflops")}
+    from coursebook import records
+
+    keys |= set(records.carver_values())
+    keys |= {k for k in records.sincos_values() if k.startswith("calc.pytorch.sincos.")}
     return keys
+
+
+def test_the_chapter_is_split_into_sections():
+    pages = chapter_pages(LANDING)
+    assert pages[0] == LANDING and len(pages) >= 6 and all(p.startswith("perfmodel/") for p in pages[1:])
 
 
 def test_every_glue_key_is_known(registry):
@@ -89,8 +99,8 @@ def test_sections_are_there():
     for label in ("ch-perf-model", "perfmodel-flow", "perfmodel-count", "perfmodel-roofline", "perfmodel-misreadings", "perfmodel-models",
                   "perfmodel-tilesight", "perfmodel-carver-model", "perfmodel-tools-live", "perfmodel-ascend-model", "perfmodel-ascend-cpu",
                   "perfmodel-tiles", "perfmodel-fusion", "perfmodel-case", "perfmodel-case-hw", "perfmodel-antipatterns", "perfmodel-summary",
-                  "perfmodel-exercises", "perfmodel-references", "perfmodel-numbers"):
-        assert f"({label})=" in text, label
+                  "perfmodel-exercises", "perfmodel-references"):
+        assert text.count(f"({label})=") == 1, label
     # the flow comes before the tools, the Ascend model before its lowering, the ledger case before the measurement
     order = [text.index(f"({lab})=") for lab in ("perfmodel-flow", "perfmodel-misreadings", "perfmodel-carver-model", "perfmodel-tools-live",
                                                   "perfmodel-ascend-model", "perfmodel-ascend-cpu", "perfmodel-tiles", "perfmodel-fusion",
@@ -129,7 +139,7 @@ def test_exercises_have_collapsible_answers_with_ledger_numbers():
 
 def test_references_carry_urls():
     text = _text()
-    refs = text[text.index("(perfmodel-references)="):text.index("(perfmodel-numbers)=")]
+    refs = text[text.index("(perfmodel-references)="):]
     items = [ln for ln in refs.splitlines() if ln.startswith("- ")]
     assert len([ln for ln in items if "<http" in ln]) >= 12
 
@@ -175,6 +185,7 @@ def test_errata_rows_show_both_flop_readings():
     assert {"perfmodel.erratum.m4_split_mb", "perfmodel.erratum.m7_decode_sol_us"} <= set(rows)
 
 
+@claims.guards("perfmodel.case-l2-absorbs")
 def test_recorded_ncu_supports_the_pages_reading():
     """The prose says: L2 absorbed A's repeated table reads (DRAM near the ideal, far below
     the ledger) and A is several times slower than C for about the same DRAM bytes."""
@@ -190,3 +201,57 @@ def test_recorded_ncu_supports_the_pages_reading():
     cal = ncu["calibration"]
     assert abs(cal["dram_read_mb"] / cal["expected_mb_each_way"] - 1) < 0.05
     assert cal["dram_write_mb"] < cal["expected_mb_each_way"]  # writes still in L2 are not counted
+
+
+@claims.guards("perfmodel.case-a-overhead")
+def test_design_a_is_slow_for_its_blocks_not_its_bytes():
+    from coursebook.ncu import recorded
+
+    ncu = recorded("ncu_case")
+    assert ncu is not None, "the case study's Nsight Compute summary is committed"
+    a, c = ncu["designs"]["A"], ncu["designs"]["C"]
+    assert ncu["time_ratio_A_over_C"] > 2 * ncu["dram_ratio_A_over_C"], "time differs far more than DRAM bytes"
+    assert a["dram_mb"] / a["time_us"] < c["dram_mb"] / c["time_us"], "A's DRAM throughput is the lower"
+
+
+def _fig(key: str) -> float:
+    from ledger.figures import collect
+
+    return float(collect()[key].value)
+
+
+@claims.guards("perfmodel.case-far-below-ridges")
+def test_case_sits_several_times_below_the_lowest_ridge():
+    ratio = _fig("perfmodel.m3.cuda_core_fp32") / _fig("perfmodel.case.ai")
+    assert 2 <= ratio < 10, "“离最低的那块天花板也差了几倍”"
+
+
+@claims.guards("perfmodel.m2-both-bandwidth")
+def test_both_roofs_call_the_case_bandwidth_bound():
+    assert _fig("perfmodel.case.ai") < _fig("perfmodel.m2.cuda_balance") < _fig("perfmodel.m2.tensor_balance")
+
+
+@claims.guards("perfmodel.carver-first-not-best")
+def test_carver_first_hint_is_not_the_fastest_and_gpu_agrees_with_cpu():
+    from coursebook import records
+
+    v = records.carver_values()
+    assert v["perfmodel.hw.carver.best_rank"] != "1", "“排第一的……只跑到”: the first hint is not the fastest"
+    assert float(v["perfmodel.hw.carver.first_tflops"]) < 0.8 * float(v["perfmodel.hw.carver.best_tflops"]), \
+        "“会在这个例子里丢掉一大截性能”"
+    assert v["perfmodel.hw.carver.same_as_cpu"] == "相同", "“对这组前二十名没有影响”"
+
+
+@pytest.mark.slow
+@claims.guards("perfmodel.ascend-ii-agree")
+def test_compiler_ii_agrees_with_the_teaching_model():
+    from ledger import ascend as la
+    from measure import ascend as AC
+
+    gr = AC.capture_all()["gemm_relu"]
+    ops = {t["op"]: t for t in gr.tasks}
+    cube = ops["gemm a_l1 x b_l1 -> acc"]["ii"]
+    mte2 = ops["copy A -> a_l1"]["ii"] + ops["copy B -> b_l1"]["ii"]
+    ii = la.pipe_ii(*la.EXAMPLE, "fp16", la.latency_params())
+    assert cube == ii.cube and abs(mte2 - ii.mte2) <= 1, "equal up to the rounding of each copy"
+    assert cube > mte2, "bound on the Cube side"

@@ -22,10 +22,11 @@ from coursebook.pagecheck import prose_of as _prose
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "book" / "ch_primer.md"
+from coursebook.pagecheck import chapter_text  # noqa: E402
 
 
 def _text() -> str:
-    return PAGE.read_text(encoding="utf-8")
+    return chapter_text("ch_primer.md")
 
 
 @pytest.fixture(scope="module")
@@ -55,6 +56,7 @@ def test_second_chapter_of_the_toc():
     chapters = [c["file"] for c in toc["parts"][0]["chapters"]]
     assert chapters[:2] == ["book/ch_pytorch_to_kernel", "book/ch_primer"]
     assert _text().count("(ch-primer)=") == 1
+    assert PAGE.read_text(encoding="utf-8").count("(ch-primer)=") == 1
 
 
 def test_intro_map_and_cross_references_use_the_label():
@@ -62,7 +64,7 @@ def test_intro_map_and_cross_references_use_the_label():
     assert "{ref}`ch-primer`" in intro and "正文五章" in intro
     m = re.search(r"^1\. \{ref\}`ch-pytorch-to-kernel`.*?\n2\. \{ref\}`ch-primer`", intro, flags=re.M | re.S)
     assert m, "the intro lists the primer second"
-    others = [p for p in (ROOT / "book").glob("ch_*.md") if p != PAGE]
+    others = [p for p in (ROOT / "book").rglob("*.md") if p != PAGE and p.parent.name != "primer"]
     assert sum("{ref}`ch-primer`" in p.read_text(encoding="utf-8") for p in others) >= 2
     t = _text()
     for ref in ("ch-pytorch-to-kernel", "ch-elementwise-norm-rope", "ch-gemm", "ch-perf-model"):
@@ -85,7 +87,8 @@ def test_every_glue_key_exists(registry, results, values):
 
 def test_page_glues_its_sources():
     t = _text()
-    assert 'glue_figures(("primer", "machines"))' in t and "glue_measured()" in t and "C.page_values()" in t
+    assert 'glue_figures(("primer", "machines"))' in t and 'glue_measured(topic="primer")' in t
+    assert "C.page_values_cached()" in t
 
 
 # problem statements (shapes, configs, bit widths, warp sizes), not results
@@ -115,10 +118,9 @@ def test_no_bookkeeping_in_the_prose():
 
 
 # ------------------------------------------------------------------ structure
-SECTIONS = ("primer-goals", "primer-ledger", "primer-launch", "primer-memory", "primer-parallel", "primer-copy",
+SECTIONS = ("primer-goals", "primer-first", "primer-ledger", "primer-launch", "primer-memory", "primer-parallel", "primer-copy",
             "primer-pipeline", "primer-gemm", "primer-reduce", "primer-compile", "primer-passes", "primer-debug",
-            "primer-measure", "primer-pitfalls", "primer-summary", "primer-exercises", "primer-references",
-            "primer-numbers")
+            "primer-measure", "primer-pitfalls", "primer-summary", "primer-exercises", "primer-references")
 
 
 def test_every_section_is_there_in_order():
@@ -142,7 +144,7 @@ def test_exercises_have_collapsible_answers():
 
 def test_references_carry_urls():
     t = _text()
-    refs = t[t.index("(primer-references)="):t.index("(primer-numbers)=")]
+    refs = t[t.index("(primer-references)="):]
     assert len([ln for ln in refs.splitlines() if ln.startswith("- ") and "<http" in ln]) >= 12
 
 
@@ -164,10 +166,14 @@ def test_generated_code_is_lowered_at_build_time_and_labelled():
 
 
 def test_footnotes_cite_tests_that_exist():
+    from coursebook.pagecheck import chapter_pages, page_text
+
+    for page in chapter_pages("ch_primer.md"):  # footnotes are per page
+        pt = page_text(page)
+        defined = re.findall(r"^\[\^([\w-]+)\]: ", pt, flags=re.M)
+        assert sorted(defined) == sorted(set(re.findall(r"\[\^([\w-]+)\](?!:)", pt))), page
     t = _text()
     notes = re.findall(r"^\[\^([\w-]+)\]: (.*)$", t, flags=re.M)
-    refs = set(re.findall(r"\[\^([\w-]+)\](?!:)", t))
-    assert {n for n, _ in notes} == refs, "every footnote is referenced and defined once"
     cited = set(re.findall(r"`(test_\w+)`", " ".join(body for _, body in notes)))
     have = set(re.findall(r"^def (test_\w+)", (ROOT / "tests/kernels/test_primer.py").read_text(encoding="utf-8"),
                           flags=re.M))
@@ -202,7 +208,8 @@ def test_measured_block_with_records_shows_provenance():
     assert C.NOT_RECORDED not in text and "2027-01-02" in text and "`copy fp16 n=2^28`" in text
     assert "500.0" in text and "50.0%" in text and "torch copy_ 0.60×" in text
     prov = C.provenance_md("primer", fake)
-    assert "NVIDIA H200" in prov and "2027-01-02" in prov and "`python -m measure.runner --topic primer`" in prov
+    assert "NVIDIA H200" in prov and "2027-01-02" in prov and "附录“测量记录”" in prov
+    assert "python -m" not in prov, "the command lives in the records appendix"
     assert C.NOT_RECORDED in C.provenance_md("elementwise", fake)
 
 

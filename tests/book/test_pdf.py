@@ -25,7 +25,7 @@ PROVENANCE = re.compile(r"记录结果（recorded）：|现场实测（live）�
 
 
 def _toc_pages() -> list[tuple[str, bool]]:
-    """(page, numbered) in book order."""
+    """(page, numbered) of the root and every chapter (landing page), in book order."""
     import yaml
 
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
@@ -33,6 +33,17 @@ def _toc_pages() -> list[tuple[str, bool]]:
     for part in toc["parts"]:
         pages += [(c["file"], bool(part.get("numbered"))) for c in part["chapters"]]
     return pages
+
+
+def _all_pages() -> list[str]:
+    """Every page of the book in order: the root, each chapter and its section pages."""
+    import yaml
+
+    def walk(entry: dict) -> list[str]:
+        return [entry["file"]] + [f for sub in entry.get("sections") or [] for f in walk(sub)]
+
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    return [toc["root"]] + [f for part in toc["parts"] for c in part["chapters"] for f in walk(c)]
 
 
 def _article(html: Path) -> str:
@@ -92,7 +103,7 @@ def latex_log(pdf) -> str:
 
 @pytest.fixture(scope="module")
 def html_articles(built_book) -> dict[str, str]:
-    return {page: _article(built_book / f"{page}.html") for page, _ in _toc_pages()}
+    return {page: _article(built_book / f"{page}.html") for page in _all_pages()}
 
 
 def _outline(xml: str) -> list[str]:
@@ -246,7 +257,7 @@ def test_html_links_the_pdf(pdf, built_book):
 
     copy = built_book / PDF_NAME
     assert copy.is_file() and copy.read_bytes() == pdf.read_bytes(), "the PDF was not copied beside the HTML book"
-    for page, _ in _toc_pages():
+    for page in _all_pages():
         html = built_book / f"{page}.html"
         hrefs = re.findall(rf"href=\"([^\"]*{re.escape(PDF_NAME)})\"", html.read_text(encoding="utf-8"))
         assert hrefs, f"{page}.html does not link the PDF"

@@ -67,11 +67,23 @@ def test_four_chapters_numbered_and_labelled():
 
 
 def test_chapters_execute_code():
+    """Every chapter executes code (on its landing page or its section pages), and every page of
+    it that has code cells is a MyST notebook."""
     toc = _toc()
     for c in toc["parts"][0]["chapters"]:
-        text = (ROOT / f"{c['file']}.md").read_text(encoding="utf-8")
-        assert "```{code-cell}" in text, f"{c['file']} has no executed code cell"
-        assert "kernelspec:" in text, f"{c['file']} is not a MyST notebook"
+        pages = _toc_files(c)
+        texts = {f: (ROOT / f"{f}.md").read_text(encoding="utf-8") for f in pages}
+        assert any("```{code-cell}" in t for t in texts.values()), f"{c['file']} has no executed code cell"
+        for f, t in texts.items():
+            if "```{code-cell}" in t:
+                assert "kernelspec:" in t, f"{f} is not a MyST notebook"
+
+
+def test_section_pages_sit_in_their_topic_folder():
+    """A chapter split into section pages keeps them in one folder named by its topic."""
+    for c in _toc()["parts"][0]["chapters"]:
+        folders = {str(Path(f).parent) for f in _toc_files(c)[1:]}
+        assert len(folders) <= 1, f"{c['file']}: sections spread over {sorted(folders)}"
 
 
 def test_primer_is_the_second_chapter():

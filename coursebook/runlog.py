@@ -1,0 +1,278 @@
+"""The run log: the appendix of measurement records, generated from the recorded results.
+
+Chapters quote a number and its conclusion; how it was found lives here -- which GPU runs the book
+reads, every timed kernel with its configuration, every search with its candidates, and the
+repeated runs of one experiment.  Configuration labels (``128x256x64_s4_t256_p8_ws_e128_if0_pers``,
+``blk_m=2,threads=256``) appear only here and are explained once (:func:`legend_markdown`,
+:func:`explain`).  Every table reads :func:`measure.results.load_results` and the manifest, nothing
+is typed; all headers are Chinese.
+"""
+from __future__ import annotations
+
+import json
+import re
+from typing import Iterable
+
+__all__ = ["TOKENS", "explain", "legend_markdown", "runs_markdown", "bench_markdown", "searches_markdown",
+           "checks_markdown", "repeats_markdown", "run_number", "topic_suites"]
+
+#: (pattern of one token of a label, what it means; ``{0}``… are the pattern's groups)
+TOKENS: tuple[tuple[str, str], ...] = (
+    (r"(\d+)x(\d+)x(\d+)", "输出分块 {0}×{1}，每步沿 K 读入 {2}（block_M×block_N×block_K）"),
+    (r"s(\d+)", "{0} 级流水（stages）"),
+    (r"t(\d+)", "每个线程块 {0} 个线程"),
+    (r"p(\d+)", "光栅化分组宽 {0} 个分块（panel：相邻线程块成组扫过输出以复用 L2，p0 为关闭）"),
+    (r"ws", "手写的 warp 专门化流水：生产者 warp 用 TMA 搬数据，消费者 warp 做 wgmma"),
+    (r"e(\d+)", "结尾每次暂存并写回 {0} 列输出"),
+    (r"if(\d+)", "消费者释放一级流水之前保留 {0} 批未等待的 wgmma（inflight）"),
+    (r"pers", "persistent：每个 SM 一个线程块，依次处理多个输出分块"),
+    (r"nfast", "分块顺序先沿 N 走（缺省先沿 M）"),
+    (r"c(\d+)", "{0} 个线程块组成一个簇（cluster），共享 TMA 多播"),
+    (r"inferred", "共享内存布局不手工标注，由编译器推断"),
+    (r"square|row|col", "T.gemm 的 warp 划分策略（square 为缺省的方形划分，row / col 整行 / 整列）"),
+    (r"prom(\d+)", "fp8 两级累加：每 {0} 个 K 分块把张量核的部分和加进 fp32 累加器"),
+    (r"npt=(\d+)", "每个线程处理 {0} 个元素"),
+    (r"blk_m=(\d+)", "每个线程块处理 {0} 行"),
+    (r"blk_s=(\d+)", "每个线程块处理 {0} 个序列位置"),
+    (r"blk_k=(\d+)", "沿归约维每段 {0} 个元素（split-K）"),
+    (r"threads=(\d+)", "每个线程块 {0} 个线程"),
+    (r"min_blocks=(\d+)", "要求每个 SM 至少驻留 {0} 个线程块（编译器据此限制寄存器）"),
+    (r"max_regs=(\d+)", "每个线程至多 {0} 个寄存器"),
+    (r"rows=(\d+)", "每个线程块 {0} 行"),
+    (r"rpb=(\d+)", "每个线程块 {0} 行"),
+    (r"rows", "按行写法：一个线程块处理若干整行"),
+    (r"tpr=(\d+)", "每行 {0} 个线程"),
+    (r"seg=(\d+)", "每个线程处理 {0} 个连续通道"),
+    (r"stages=(\d+)", "{0} 级流水"),
+    (r"warp", "一个 warp 处理一行"),
+    (r"vecp?", "向量化写法：一行分给多个线程，每线程连续读写"),
+    (r"prefetch", "用 cp.async 预取下一批 token"),
+    (r"pipe", "行内分段流水"),
+    (r"lean", "精简写法（少一趟共享内存）"),
+)
+_COMPILED = tuple((re.compile("(?:" + p + r")\Z"), text) for p, text in TOKENS)
+
+#: Keys of a recorded ``config`` dict, in Chinese.
+CONFIG_KEYS = {
+    "block_M": "block_M", "block_N": "block_N", "block_K": "block_K", "stages": "流水级数", "threads": "线程数",
+    "panel": "光栅化分组", "ws": "warp 专门化", "inflight": "inflight", "epi_cols": "结尾列数", "persistent": "persistent",
+    "cluster": "簇大小", "schedule": "写法", "blk_m": "每块行数", "blk_k": "每段长度", "blk_s": "每块位置数",
+    "rows": "每块行数", "tpr": "每行线程数", "seg": "每线程通道数", "min_blocks": "每 SM 最少块数",
+    "max_regs": "寄存器上限", "npt": "每线程元素数", "group": "量化分组", "rope_dim": "RoPE 维数",
+    "prefetch": "预取", "order": "分块顺序", "policy": "warp 划分", "level": "层级", "promote": "提升间隔",
+}
+
+
+def _tokens(label: str) -> list[str]:
+    # "128x256x64_s4_t256_p8_ws_e128_if0_pers" and "warp,rows=2,max_regs=128" alike
+    out = []
+    for part in re.split(r",", label):
+        out += [t for t in (part.split("_") if "=" not in part else [part]) if t]
+    # blk_m=2 was split on "_" only when it has no "=": keep k=v whole
+    return out
+
+
+def explain(label: str) -> str:
+    """A configuration label in words, token by token (an unknown token is kept as it is)."""
+    if not label:
+        return "—"
+    words = []
+    for tok in _tokens(str(label)):
+        for pat, text in _COMPILED:
+            m = pat.match(tok)
+            if m:
+                words.append(text.format(*m.groups()))
+                break
+        else:
+            words.append(tok)
+    return "；".join(words)
+
+
+def legend_markdown() -> str:
+    """The table that explains every token of a configuration label, once."""
+    shown = {
+        r"(\d+)x(\d+)x(\d+)": "128x256x64", r"s(\d+)": "s4", r"t(\d+)": "t256", r"p(\d+)": "p8", r"e(\d+)": "e128",
+        r"if(\d+)": "if0", r"c(\d+)": "c2", r"prom(\d+)": "prom1", r"npt=(\d+)": "npt=8", r"blk_m=(\d+)": "blk_m=2",
+        r"blk_s=(\d+)": "blk_s=1", r"blk_k=(\d+)": "blk_k=2048", r"threads=(\d+)": "threads=256",
+        r"min_blocks=(\d+)": "min_blocks=9", r"max_regs=(\d+)": "max_regs=128", r"rows=(\d+)": "rows=2",
+        r"rpb=(\d+)": "rpb=4", r"tpr=(\d+)": "tpr=128", r"seg=(\d+)": "seg=8", r"stages=(\d+)": "stages=2",
+        r"square|row|col": "square / row / col", r"vecp?": "vec / vecp",
+    }
+    lines = ["| 标签片段 | 含义 |", "|---|---|"]
+    for pat, text in TOKENS:
+        example = shown.get(pat, pat)
+        m = re.match("(?:" + pat + r")\Z", example.split(" ")[0])
+        meaning = text.format(*m.groups()) if m else text
+        lines.append(f"| `{example}` | {meaning} |")
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------ reading
+def _load(device: str) -> dict:
+    from measure.results import load_results
+
+    return load_results(device)
+
+
+def run_number(file: str | None) -> str:
+    """``raw/nvidia-h200.run19.json`` -> ``"19"`` (``"—"`` when the name has none)."""
+    m = re.search(r"run(\d+)", str(file or ""))
+    return m.group(1) if m else "—"
+
+
+def topic_suites(topic: str) -> tuple[str, ...]:
+    from measure.runner import TOPICS
+
+    return tuple(TOPICS[topic])
+
+
+def _in_topic(suite: str, prefixes: Iterable[str]) -> bool:
+    return any(suite == p or suite.startswith(p + ".") for p in prefixes)
+
+
+def _suites(results: dict, topic: str) -> list[tuple[str, dict]]:
+    pre = topic_suites(topic)
+    return [(n, s) for n, s in (results.get("suites") or {}).items() if _in_topic(n, pre)]
+
+
+def _cell(x) -> str:
+    return str(x).replace("|", "\\|").replace("\n", " ")
+
+
+def _config(cfg) -> str:
+    if not cfg:
+        return "—"
+    if isinstance(cfg, str):
+        return f"`{cfg}`"
+    items = []
+    for k, v in cfg.items():
+        if v is None or v is False:
+            continue
+        items.append(f"{CONFIG_KEYS.get(k, k)} {('是' if v is True else v)}")
+    return "，".join(items) or "—"
+
+
+# ------------------------------------------------------------------ tables
+def runs_markdown(device: str = "nvidia-h200") -> str:
+    """Every GPU run the book reads: number, date, command, copy bandwidth, and the suites the
+    merged results take from it."""
+    res = _load(device)
+    took: dict[str, list[str]] = {}
+    for name, s in (res.get("suites") or {}).items():
+        took.setdefault(s.get("run"), []).append(name)
+    lines = ["| 运行 | 日期（UTC） | 命令 | 拷贝带宽 (GB/s) | 书中采用它的套件 |", "|---:|---|---|---:|---|"]
+    for r in res.get("runs") or []:
+        bw = r.get("copy_bandwidth_gbps")
+        suites = "、".join(took.get(r.get("file"), [])) or "（已被后来的运行取代）"
+        lines.append(f"| {run_number(r.get('file'))} | {str(r.get('date', '?'))[:16].replace('T', ' ')} | "
+                     f"`{_cell(r.get('command', '?'))}` | {bw:.0f} | {suites} |" if bw else
+                     f"| {run_number(r.get('file'))} | {str(r.get('date', '?'))[:16]} | `{_cell(r.get('command', '?'))}` | — | {suites} |")
+    return "\n".join(lines)
+
+
+def bench_markdown(topic: str, device: str = "nvidia-h200") -> str:
+    """Every timed kernel of ``topic``'s suites: time, bandwidth, share of copy, TFLOP/s, speedups,
+    configuration (in words) and the run that measured it."""
+    res = _load(device)
+    lines = ["| 测量项 | 时间 (µs) | 有效带宽 (GB/s) | 占拷贝带宽 | TFLOP/s | 加速比（基线时间 ÷ 本项时间） | 配置 | 运行 |",
+             "|---|---:|---:|---:|---:|---|---|---:|"]
+    n = 0
+    for sname, s in _suites(res, topic):
+        for r in s.get("records", []):
+            if r.get("kind") != "bench":
+                continue
+            n += 1
+            sp = "；".join(f"{b} {v:.2f}×" for b, v in (r.get("speedup") or {}).items() if v is not None) or "—"
+            ms = r.get("ms")
+            lines.append(
+                f"| {_cell(r.get('name'))} | {ms * 1e3:.1f} | " if ms else f"| {_cell(r.get('name'))} | — | ")
+            lines[-1] += (f"{r['gbps']:.0f} | " if r.get("gbps") else "— | ")
+            lines[-1] += (f"{100 * r['frac_copy_bw']:.1f}% | " if r.get("frac_copy_bw") else "— | ")
+            lines[-1] += (f"{r['tflops']:.1f} | " if r.get("tflops") else "— | ")
+            lines[-1] += f"{_cell(sp)} | {_config(r.get('config'))} | {run_number(s.get('run'))} |"
+    return "\n".join(lines) if n else "本主题尚无计时记录。"
+
+
+def checks_markdown(topic: str, device: str = "nvidia-h200") -> str:
+    """Per suite of ``topic``: how many correctness checks were recorded and how many passed."""
+    res = _load(device)
+    lines = ["| 套件 | 正确性检查 | 通过 | 未通过的检查 | 运行 |", "|---|---:|---:|---|---:|"]
+    if not _suites(res, topic):
+        return "本主题尚无检查记录。"
+    for sname, s in _suites(res, topic):
+        checks = [r for r in s.get("records", []) if r.get("kind") == "check"]
+        bad = [r.get("name", "?") for r in checks if not r.get("ok")]
+        lines.append(f"| {sname} | {len(checks)} | {len(checks) - len(bad)} | {_cell('、'.join(bad)) or '无'} | "
+                     f"{run_number(s.get('run'))} |")
+    return "\n".join(lines)
+
+
+def _search_block(r: dict, run: str, top: int | None = None) -> str:
+    ms = r.get("ms") or {}
+    best = r.get("best")
+    rows = sorted(((k, v) for k, v in ms.items() if v is not None), key=lambda kv: kv[1])
+    best_ms = ms.get(best) if best in ms else (rows[0][1] if rows else None)
+    rounds = r.get("rounds")
+    head = (f"**{_cell(r.get('name'))}**（运行 {run}；候选 {len(ms)} 个"
+            + (f"，每个计时 {rounds} 轮，取各轮中位数的中位数" if rounds else "，各计时一次") + "）。"
+            f"胜出：`{best}`，读作：{explain(best)}。")
+    errs = r.get("errors") or {}
+    if errs:
+        head += f" 未通过检查而被剔除的候选：{'、'.join(f'`{k}`' for k in errs)}。"
+    lines = [head, "", "| 配置 | 时间 (µs) | 相对胜者 |", "|---|---:|---:|"]
+    for k, v in rows[:top] if top else rows:
+        rel = f"{v / best_ms:.3f}×" if best_ms else "—"
+        lines.append(f"| `{k}` | {v * 1e3:.1f} | {rel} |")
+    return "\n".join(lines)
+
+
+def searches_markdown(topic: str, device: str = "nvidia-h200") -> str:
+    """Every search of ``topic``'s suites: its candidates sorted by time, the winner in words."""
+    res = _load(device)
+    blocks = []
+    for sname, s in _suites(res, topic):
+        for r in s.get("records", []):
+            if r.get("kind") == "search":
+                blocks.append(_search_block(r, run_number(s.get("run"))))
+    return "\n\n".join(blocks) if blocks else "本主题没有搜索记录。"
+
+
+def repeats_markdown(device: str = "nvidia-h200") -> str:
+    """The declared repeats of the manifest: per experiment and run, each search's winner and the
+    timed winner against its baselines."""
+    from measure.results import repeat_runs
+    from measure.results import manifest as read_manifest
+
+    from measure.results import device_slug
+
+    exps = (read_manifest().get(device_slug(device)) or {}).get("repeats") or {}
+    if not exps:
+        return "没有声明重复运行。"
+    out = []
+    for exp in exps:
+        suite = exp.split(" ")[0]
+        runs = repeat_runs(device, exp)
+        lines = [f"**{_cell(exp)}**：同一实验独立运行 {len(runs)} 次。", "",
+                 "| 运行 | 日期（UTC） | 搜索 | 胜出配置 | 胜者时间 (µs) | 复测时间 (µs) | 加速比（基线时间 ÷ 复测时间） |",
+                 "|---:|---|---|---|---:|---:|---|"]
+        for fname, data in runs:
+            s = (data.get("suites") or {}).get(suite) or {}
+            benches = {r.get("name"): r for r in s.get("records", []) if r.get("kind") == "bench"}
+            for r in s.get("records", []):
+                if r.get("kind") != "search":
+                    continue
+                b = benches.get(r.get("name")) or {}
+                best = r.get("best")
+                bms = (r.get("ms") or {}).get(best)
+                sp = "；".join(f"{k} {v:.3f}×" for k, v in (b.get("speedup") or {}).items() if v is not None) or "—"
+                lines.append(f"| {run_number(fname)} | {str(s.get('date', '?'))[:16].replace('T', ' ')} | "
+                             f"{_cell(r.get('name'))} | `{best}` | {bms * 1e3:.1f} | " if bms else
+                             f"| {run_number(fname)} | {str(s.get('date', '?'))[:16]} | {_cell(r.get('name'))} | `{best}` | — | ")
+                lines[-1] += (f"{b['ms'] * 1e3:.1f} | " if b.get("ms") else "— | ") + f"{sp} |"
+        out.append("\n".join(lines))
+    return "\n\n".join(out)
+
+
+def config_json(cfg) -> str:
+    """A recorded config dict as compact JSON (for tests and the maintainers' appendix)."""
+    return json.dumps(cfg, ensure_ascii=False, sort_keys=True)

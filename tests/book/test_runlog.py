@@ -1,0 +1,80 @@
+"""The appendix of measurement records (coursebook.runlog): every recorded label is explained,
+every timed kernel, search and declared repeat is listed, headers are Chinese."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from coursebook import runlog
+from measure.results import load_results, manifest, records
+
+RES = load_results("nvidia-h200")
+
+
+def _labels() -> set[str]:
+    out = set()
+    for r in records(RES, "search"):
+        out |= set((r.get("ms") or {}).keys()) | {r.get("best") or ""}
+    return {x for x in out if x}
+
+
+@pytest.mark.parametrize("label", sorted(_labels()))
+def test_every_token_of_every_recorded_label_is_explained(label):
+    words = runlog.explain(label).split("；")
+    toks = runlog._tokens(label)
+    assert len(words) == len(toks)
+    unknown = [t for t, w in zip(toks, words) if t == w]
+    assert not unknown, f"{label}: tokens without an explanation {unknown}"
+
+
+def test_explain_reads_a_gemm_label():
+    text = runlog.explain("128x256x64_s4_t256_p8_ws_e128_if0_pers_c2")
+    for part in ("输出分块 128×256", "4 级流水", "256 个线程", "warp 专门化", "保留 0 批", "persistent", "2 个线程块组成一个簇"):
+        assert part in text
+
+
+def test_legend_explains_each_token_once():
+    legend = runlog.legend_markdown()
+    rows = [ln for ln in legend.splitlines()[2:]]
+    assert len(rows) == len(runlog.TOKENS)
+    assert all(re.search(r"[\u4e00-\u9fff]", ln) for ln in rows)
+
+
+@pytest.mark.parametrize("topic", ["pytorch", "elementwise", "gemm", "perfmodel"])
+def test_bench_table_lists_every_timed_kernel_of_the_topic(topic):
+    table = runlog.bench_markdown(topic)
+    names = [r["name"] for r in records(RES, "bench") if any(r["suite"] == s or r["suite"].startswith(s + ".")
+                                                              for s in runlog.topic_suites(topic))]
+    assert names
+    for n in names:
+        assert f"| {n.replace('|', chr(92) + '|')} |" in table, n
+    assert table.splitlines()[0].startswith("| 测量项 | 时间 (µs)")
+
+
+def test_searches_list_every_candidate_and_the_winner_in_words():
+    text = runlog.searches_markdown("gemm")
+    for r in records(RES, "search"):
+        if not r["suite"].startswith("gemm."):
+            continue
+        assert f"胜出：`{r['best']}`，读作：{runlog.explain(r['best'])}" in text
+        for cand in r["ms"]:
+            assert f"| `{cand}` |" in text
+
+
+def test_repeats_list_every_declared_run():
+    text = runlog.repeats_markdown()
+    declared = manifest()["nvidia-h200"]["repeats"]
+    for exp, files in declared.items():
+        assert exp in text
+        for f in files:
+            assert f"| {runlog.run_number(f)} |" in text
+
+
+def test_runs_table_names_every_input_and_what_the_book_takes_from_it():
+    text = runlog.runs_markdown()
+    for run in RES["runs"]:
+        assert f"| {runlog.run_number(run['file'])} |" in text
+    for name, suite in RES["suites"].items():
+        row = next(ln for ln in text.splitlines() if ln.startswith(f"| {runlog.run_number(suite['run'])} |"))
+        assert name in row
