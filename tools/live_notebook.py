@@ -17,7 +17,8 @@ On the GPU machine (no network; ``.bundle`` and ``.whl`` carried)::
     PYTHONPATH=/tmp/site:$PWD python3 -m tools.live_notebook run --topic elementwise --out $OUT
 
 ``run`` writes into ``--out``: ``live_<topic>.json`` (the record: device, date, versions, command,
-and per page its header, glued values and seconds), ``notebooks_<topic>.zip`` (the executed
+and per page its header, the values the GPU run decided -- ``rec.*``, ``derived.*``, ``claim.*`` --
+and seconds), ``notebooks_<topic>.zip`` (the executed
 notebooks), ``<topic>.<digest>.json`` and ``.log`` (the suites' raw results and console output).
 Commit the record as ``measure/results/live/<device>.<topic>.notebook.json``;
 :func:`check_record` is what the test checks it with.
@@ -44,6 +45,8 @@ REPO = Path(__file__).resolve().parent.parent
 WHEEL_DIR = REPO / ".whl"
 FONT_NAME = "NotoSansCJKsc-course-subset.otf"
 RECORD_SCHEMA = 1
+#: Glue keys whose values come from the GPU run (the analytic ledger figures are left out of the record).
+MEASURED_PREFIXES = ("rec.", "derived.", "claim.")
 
 #: topic -> the chapter's landing page (the pages follow in ``_toc.yml``'s order)
 CHAPTERS = {"pytorch": "ch_pytorch_to_kernel.md", "primer": "ch_primer.md",
@@ -278,8 +281,10 @@ def run(topic: str, out: Path, timeout: int = 1200, pages: list[str] | None = No
             except Exception as exc:  # the record says which page failed and why; the rest still run
                 errors.append(f"{type(exc).__name__}: {str(exc)[-2000:]}")
             vals = glued_values(nb)
+            # what the GPU decided: measured values, texts derived from them, claims chosen by them
+            measured = {k: v for k, v in vals.items() if k.startswith(MEASURED_PREFIXES)}
             rec["pages"].append({"page": page, "seconds": round(time.time() - t0, 1), "errors": errors,
-                                 "header": vals.get("rec.header"), "values": vals})
+                                 "glued": len(vals), "header": vals.get("rec.header"), "values": measured})
             zf.writestr(page.replace("/", "__").replace(".md", ".ipynb"), nbformat.writes(nb))
             print(f"[live_notebook] {page}: {len(vals)} values glued in {time.time() - t0:.0f} s"
                   + (f"; ERROR {errors[0][:300]}" if errors else ""), flush=True)

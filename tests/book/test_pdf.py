@@ -24,14 +24,20 @@ POPPLER = ("pdfinfo", "pdftotext", "pdfimages", "pdftohtml")
 PROVENANCE = re.compile(r"记录结果（recorded）：|现场实测（live）：|记录于 |\brecorded：|\blive：")
 
 
-def _toc_pages() -> list[tuple[str, bool]]:
-    """(page, numbered) in book order."""
+def _toc_pages(sections: bool = True) -> list[tuple[str, bool]]:
+    """(page, numbered) in book order: the root, every chapter and (``sections``) every section
+    page of a chapter split into pages."""
     import yaml
 
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
+
+    def files(entry):
+        return [entry["file"]] + [f for sub in entry.get("sections") or [] for f in files(sub)]
+
     pages = [(toc["root"], False)]
     for part in toc["parts"]:
-        pages += [(c["file"], bool(part.get("numbered"))) for c in part["chapters"]]
+        for c in part["chapters"]:
+            pages += [(f, bool(part.get("numbered"))) for f in (files(c) if sections else [c["file"]])]
     return pages
 
 
@@ -121,7 +127,7 @@ def test_title_page_and_plausible_page_count(pdf, html_articles):
 def test_every_chapter_and_appendix_with_the_books_numbers(pdf_xml, built_book):
     """The bookmarks list every page of the toc, numbered chapters with the HTML's number."""
     outline = _outline(pdf_xml)
-    for page, numbered in _toc_pages():
+    for page, numbered in _toc_pages(sections=False):
         h1 = re.search(r"<h1>((?:(?!</h1>).)*?)<a class=\"headerlink\"", _article(built_book / f"{page}.html"), re.S)
         assert h1, f"no title in {page}.html"
         title = _text(h1.group(1)).strip()
@@ -138,7 +144,7 @@ def test_every_chapter_and_appendix_with_the_books_numbers(pdf_xml, built_book):
 def test_table_of_contents_has_the_chapter_numbers(pdf_text):
     toc = pdf_text[pdf_text.index("目录"):]
     toc = toc[:toc.index("\f", toc.index("附录"))]
-    numbered = sum(1 for _, n in _toc_pages() if n)
+    numbered = sum(1 for _, n in _toc_pages(sections=False) if n)
     for i in range(1, numbered + 1):
         assert re.search(rf"^{i} \S", toc, re.M), f"chapter {i} missing from the table of contents"
 
