@@ -86,9 +86,12 @@ def departures_table() -> str:
 
 
 def sources_table(landing: str, prefixes: tuple[str, ...]) -> str:
-    """Markdown: every registry figure the pages of a chapter glue (first use first), with its value,
-    unit, the function that computes it (or the cited source) and its conditions."""
-    from coursebook.glue import figure_table, glued_keys
+    """Markdown: every registry figure the pages of a chapter glue, grouped by where it comes from
+    (the function that computes it, or the cited source), in order of first use; each group lists
+    its keys with value and unit, and the distinct conditions they hold under."""
+    from ledger.figures import collect
+
+    from coursebook.glue import glued_keys
     from coursebook.pagecheck import chapter_pages
 
     keys: list[str] = []
@@ -96,4 +99,15 @@ def sources_table(landing: str, prefixes: tuple[str, ...]) -> str:
         keys += [k for k in glued_keys(page, prefixes) if k not in keys]
     if not keys:
         return "（本章没有粘贴账本数字。）"
-    return figure_table(prefixes, keys=keys)
+    figs = collect()
+    groups: dict[str, tuple[list[str], list[str]]] = {}
+    for k in keys:
+        f = figs[k]
+        items, conds = groups.setdefault(f.source, ([], []))
+        items.append(f"`{k}` = {f.text} {f.unit}".rstrip())
+        if (f.conditions or "—") not in conds:
+            conds.append(f.conditions or "—")
+    lines = ["| 出处 source | 键 = 数值 | 条件 conditions |", "|---|---|---|"]
+    for src, (items, conds) in groups.items():
+        lines.append(f"| `{src}` | {'；'.join(items)} | {'；'.join(conds).replace('|', chr(92) + '|')} |")
+    return "\n".join(lines)

@@ -103,6 +103,7 @@ class _Reader(HTMLParser):
         self.paragraphs: list[str] = []
         self._p: list[str] | None = None
         self._p_depth = 0
+        self._code = 0
 
     def handle_starttag(self, tag, attrs):
         if tag in _VOID:
@@ -116,6 +117,8 @@ class _Reader(HTMLParser):
             self.in_article += 1
         if sk:
             self.skip += 1
+        if tag == "code":
+            self._code += 1
         self.stack.append((tag, sk, art))
         if self.in_article and not self.skip:
             if tag in _BLOCK:
@@ -135,6 +138,8 @@ class _Reader(HTMLParser):
                 self.skip -= 1
             if art:
                 self.in_article -= 1
+            if t == "code":
+                self._code -= 1
             if t == tag:
                 break
         if self.in_article and not self.skip and tag in _BLOCK:
@@ -143,7 +148,7 @@ class _Reader(HTMLParser):
     def handle_data(self, data):
         if self.in_article and not self.skip:
             self.parts.append(data)
-            if self._p is not None:
+            if self._p is not None and not self._code:  # a paragraph's words, not its identifiers
                 self._p.append(data)
 
 
@@ -160,12 +165,14 @@ def html_reader_text(html: str) -> str:
     return re.sub(r"\n\s*\n+", "\n", text).strip()
 
 
-def english_paragraphs(html: str, min_chars: int = 160, max_cjk_share: float = 0.1) -> list[str]:
-    """Paragraphs (``<p>``) of the article of at least ``min_chars`` characters in which Chinese
-    characters make at most ``max_cjk_share`` of the letters: prose a Chinese reader should not
-    meet (a provenance paragraph in English, a pasted log)."""
+def english_paragraphs(html: str, min_chars: int = 200, max_cjk_share: float = 0.1) -> list[str]:
+    """Paragraphs (``<p>``) of the article with at least ``min_chars`` characters of words (inline
+    code and URLs left out) in which Chinese characters make at most ``max_cjk_share`` of the
+    letters: prose a Chinese reader should not meet (a provenance paragraph in English, a pasted
+    log).  A reference to an English paper title stays below the length."""
     out = []
     for p in _read(html).paragraphs:
+        p = _URL.sub(" ", p).strip()
         latin = len(re.findall(r"[A-Za-z]", p))
         cjk = len(re.findall(r"[\u3400-\u9fff]", p))
         if len(p) >= min_chars and latin + cjk and cjk <= max_cjk_share * (latin + cjk):

@@ -209,9 +209,14 @@ def machines_table() -> str:
 
 
 def machines_sources() -> str:
-    """Markdown: one item per machine profile -- what it describes, its source and its conditions
-    (as the profile records them, in English)."""
+    """Markdown table: for each machine profile what it describes, its source and its conditions,
+    quoted from the profile (written in English there)."""
     from ledger.machines import machines
 
-    return "\n".join(f"- **{name}**：{m.description}。出处：{m.source}。条件：{m.conditions}"
-                     for name, m in machines().items())
+    def cell(x: str) -> str:
+        return str(x).replace("|", "\\|")
+
+    lines = ["| 机器 | 说明（原文） | 出处（原文） | 条件（原文） |", "|---|---|---|---|"]
+    lines += [f"| **{name}** | {cell(m.description)} | {cell(m.source)} | {cell(m.conditions)} |"
+              for name, m in machines().items()]
+    return "\n".join(lines)

@@ -226,15 +226,16 @@ def _counts(src: str, per: int, fast_math: bool, nvdisasm: str | None) -> dict:
     return out
 
 
-def sincos_record(nvdisasm: str | None = None) -> dict:
+def sincos_record(nvdisasm: str | None | bool = None) -> dict:
     """Compile the first chapter's fused kernel at the book's shape and count its executed
-    instructions per element (accurate and fast-math builds)."""
+    instructions per element (accurate and fast-math builds); SASS counts need ``nvdisasm`` (found
+    by :func:`find_nvdisasm` when None; ``False``: PTX only)."""
     from kernels import pytorch as K
 
     threads, npt = 256, 8
     n = K.SINCOS_SHAPE[0] * K.SINCOS_SHAPE[1]
     src = K.sincos_fused(n, "float16", threads, npt).get_kernel_source()
-    nvd = nvdisasm or find_nvdisasm()
+    nvd = None if nvdisasm is False else (nvdisasm or find_nvdisasm())
     rec = {
         "kernel": "kernels.pytorch.sincos_fused", "shape": list(K.SINCOS_SHAPE), "dtype": "float16",
         "threads": threads, "elements_per_thread": npt, "arch": "sm_90a",

@@ -37,6 +37,13 @@ def measure(html_root: Path, width: int = 1280, chromium: str | None = None) -> 
         page = b.new_page(viewport={"width": width, "height": SCREEN.get(width, 900)})
         for f in pages(html_root):
             page.goto(f.as_uri(), wait_until="load")
+            # lazy images load only near the viewport: make every image eager, wait for all of them
+            page.evaluate("""async () => {
+                for (const img of document.images) { img.loading = 'eager'; }
+                await Promise.all([...document.images].map(img => img.complete ? null :
+                    new Promise(r => { img.onload = img.onerror = r; })));
+            }""")
+            page.wait_for_timeout(100)
             out[f.relative_to(html_root).as_posix()] = int(page.evaluate(
                 "Math.max(document.documentElement.scrollHeight, document.body.scrollHeight)"))
         b.close()
