@@ -15,7 +15,7 @@ Standard library only; the instruction counts come from a CPU record of the gene
 """
 from __future__ import annotations
 
-from ledger.machines import Machine, get_machine
+from ledger.machines import DEFAULT_MACHINE, Machine, get_machine
 
 __all__ = ["FMA_FLOP", "FP32_LANES_PER_SM", "NARROW_UNIT_LANES_PER_SM", "issue_rate", "sm_clock_hz",
            "issue_bound_s", "unit_bound_s"]
@@ -28,26 +28,26 @@ FP32_LANES_PER_SM = 128
 NARROW_UNIT_LANES_PER_SM = 16
 
 
-def issue_rate(machine: Machine | str | None = "h200-calibrated") -> float:
+def issue_rate(machine: Machine | str | None = DEFAULT_MACHINE) -> float:
     """Thread-instructions a second the whole GPU can issue: the FP32 roof over 2 FLOP an FMA."""
     m = get_machine(machine)
     return m.roof("cuda_core.fp32") / FMA_FLOP
 
 
-def sm_clock_hz(machine: Machine | str | None = "h200-calibrated") -> float:
+def sm_clock_hz(machine: Machine | str | None = DEFAULT_MACHINE) -> float:
     """The SM clock the FP32 roof implies: issue rate / (SMs x 128)."""
     m = get_machine(machine)
     return issue_rate(m) / (m.resource("sms") * FP32_LANES_PER_SM)
 
 
-def issue_bound_s(instructions_per_element: float, n: int, machine: Machine | str | None = "h200-calibrated") -> float:
+def issue_bound_s(instructions_per_element: float, n: int, machine: Machine | str | None = DEFAULT_MACHINE) -> float:
     """Shortest time to issue ``instructions_per_element`` for each of ``n`` elements."""
     if instructions_per_element < 0 or n < 0:
         raise ValueError("instructions_per_element and n must be >= 0")
     return instructions_per_element * n / issue_rate(machine)
 
 
-def unit_bound_s(ops_per_element: float, n: int, machine: Machine | str | None = "h200-calibrated",
+def unit_bound_s(ops_per_element: float, n: int, machine: Machine | str | None = DEFAULT_MACHINE,
                  lanes_per_sm: int = NARROW_UNIT_LANES_PER_SM) -> float:
     """Shortest time for a unit of ``lanes_per_sm`` results a clock per SM to do ``ops_per_element``
     for each of ``n`` elements (default: the special function unit)."""

@@ -8,7 +8,6 @@ GPU, for structure on the CPU; each has a per-student variant shape (``K1.N`` ..
 :data:`PARAMS`).  A1-A2 ask for the Ascend versions of K1 and K2, lowered on the CPU.
 Points and grade_ids come from this file only.
 """
-from __future__ import annotations
 
 import functools
 import re

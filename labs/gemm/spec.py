@@ -7,7 +7,6 @@ behind one interface (``C = A @ B.T``, fp16 in, fp32 accumulate, fp16 out), grad
 GPU against cuBLAS in the same process and on the CPU for the structure of the sm_90a
 code.
 """
-from __future__ import annotations
 
 from autograder.kernelgrade import kernel_parts, variant_params
 from autograder.parts import LabSpec, Part

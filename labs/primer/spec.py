@@ -9,7 +9,6 @@ Kernel parts K1-K3 ask for the chapter's three kernels behind a fixed interface
 and speed on a GPU, each with the student's own variant shape.  Points and grade_ids come
 from this file only.
 """
-from __future__ import annotations
 
 from autograder.kernelgrade import kernel_parts, variant_params
 from autograder.parts import LabSpec, Param, Part

@@ -1,7 +1,6 @@
 """The kernel labs inside the grader's isolation: grader programs run by the sandbox
 (Sandbox.run_program), the GPU lock the parent hands over, the nbgrader partial credit of
 kernel parts, and the rerun key that remembers whether a record was graded on a GPU."""
-from __future__ import annotations
 
 import json
 import os

@@ -1,7 +1,6 @@
 """Kernel grading, piece by piece on the CPU: the checks a GPU run applies (with stand-in
 launches that behave like the known-bad kernels), the physical-bound flag, the rubric,
 what the build refuses, and the reading of generated code."""
-from __future__ import annotations
 
 import pytest
 
