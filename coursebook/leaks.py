@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from html.parser import HTMLParser
 
 __all__ = ["Leak", "PATTERNS", "EXEMPT_PAGES", "is_exempt", "find_leaks", "html_reader_text", "md_reader_text",
-           "english_paragraphs", "page_leaks"]
+           "english_paragraphs", "unrendered_markup", "page_leaks"]
 
 #: Pages (relative to the book root, no suffix) where bookkeeping is the content, with their sections.
 EXEMPT_PAGES = ("book/appendix/records", "book/appendix/maintainers")
@@ -180,10 +180,23 @@ def english_paragraphs(html: str, min_chars: int = 200, max_cjk_share: float = 0
     return out
 
 
+#: Markup that a reader should never see as text: a glued value or a table cell whose Markdown was
+#: not rendered (a backtick, ``**``), or a role that was not resolved.
+_MARKUP = re.compile(r"`|\*\*|\{(?:glue(?::\w+)?|ref|numref|doc|eq|term)\}")
+
+
+def unrendered_markup(text: str) -> list[str]:
+    """Every piece of unrendered MyST markup in a page's reader text (see :data:`_MARKUP`), with
+    some context; a glued text is pasted as plain text, so Markdown inside it shows literally."""
+    return [text[max(0, m.start() - 30):m.end() + 30].replace("\n", " ") for m in _MARKUP.finditer(text)]
+
+
 def page_leaks(html: str) -> list[str]:
-    """Every leak of a built page, English paragraphs included, as printable lines."""
-    out = [str(leak) for leak in find_leaks(html_reader_text(html))]
+    """Every leak of a built page, English paragraphs and unrendered markup included, as printable lines."""
+    text = html_reader_text(html)
+    out = [str(leak) for leak in find_leaks(text)]
     out += [f"[english] {p!r}" for p in english_paragraphs(html)]
+    out += [f"[markup] …{m}…" for m in unrendered_markup(text)]
     return out
 
 

@@ -678,7 +678,7 @@ def layernorm_values(results: dict | None = None) -> dict[str, str]:
     f, t = recs.get("F.layer_norm"), recs.get("tilelang")
     out.update(claims.claim_values(
         claims.compare("claim.pytorch.ln.tl_vs_f", (t or {}).get("ms"), (f or {}).get("ms"),
-                       lower="比 `F.layer_norm` 快", higher="比 `F.layer_norm` 慢", tie="与 `F.layer_norm` 相当", tol=0.03),
+                       lower="比 F.layer_norm 快", higher="比 F.layer_norm 慢", tie="与 F.layer_norm 相当", tol=0.03),
         claims.threshold("claim.pytorch.ln.f_near_floor", (f or {}).get("frac_copy_bw"), 0.8,
                          above="已经接近拷贝带宽", below="离拷贝带宽还远"),
         claims.threshold("claim.pytorch.ln.tl_near_floor", (t or {}).get("frac_copy_bw"), 0.8,

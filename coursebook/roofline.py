@@ -216,7 +216,23 @@ def machines_sources() -> str:
     def cell(x: str) -> str:
         return str(x).replace("|", "\\|")
 
-    lines = ["| 机器 | 说明（原文） | 出处（原文） | 条件（原文） |", "|---|---|---|---|"]
-    lines += [f"| **{name}** | {cell(m.description)} | {cell(m.source)} | {cell(m.conditions)} |"
-              for name, m in machines().items()]
+    lines = ["| 机器 | 项目 | 原文 |", "|---|---|---|"]
+    for name, m in machines().items():
+        rows = [("说明", m.description), ("出处", m.source)]
+        rows += [("条件" if i == 0 else "", c) for i, c in enumerate(_clauses(m.conditions))]
+        lines += [f"| {f'**{name}**' if i == 0 else ''} | {what} | {cell(text)} |" for i, (what, text) in enumerate(rows)]
     return "\n".join(lines)
+
+
+def _clauses(text: str) -> list[str]:
+    """``text`` split at the semicolons outside parentheses (one condition a row), stripped."""
+    out, depth, cur = [], 0, ""
+    for ch in str(text):
+        depth += (ch == "(") - (ch == ")")
+        if ch == ";" and depth == 0:
+            out.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    out.append(cur.strip())
+    return [c for c in out if c]

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from docutils import nodes
 
-__all__ = ["setup", "mathjax_source_dir", "course_terms", "page_search_text", "repository_url",
+__all__ = ["setup", "mathjax_source_dir", "course_terms", "page_search_text", "repository_url", "is_placeholder_url",
            "EXTRA_TERMS"]
 
 HERE = Path(__file__).resolve().parent
@@ -137,21 +137,47 @@ def _on_config_inited(app, config) -> None:
 def repository_url(configured: str) -> str:
     """The course repository: ``repository.url`` in _config.yml is the one place it is
     named; ``COURSE_REPOSITORY_URL`` overrides it, and a build inside GitHub Actions
-    links the repository it runs in."""
+    links the repository it runs in.  ``""`` when what is left is a placeholder
+    (:func:`is_placeholder_url`): a reader never gets a link that leads nowhere."""
     url = os.environ.get("COURSE_REPOSITORY_URL", "").strip()
     if not url and os.environ.get("GITHUB_ACTIONS") == "true" and os.environ.get("GITHUB_REPOSITORY"):
         server = os.environ.get("GITHUB_SERVER_URL", "https://github.com").rstrip("/")
         url = f"{server}/{os.environ['GITHUB_REPOSITORY']}"
-    return url or configured
+    url = (url or configured or "").strip()
+    return "" if is_placeholder_url(url) else url
+
+
+#: Owner names that stand for "fill this in" (``https://github.com/OWNER/repo``).
+_PLACEHOLDER_OWNERS = {"owner", "user", "username", "your-name", "yourname", "your-org", "your-username",
+                       "org", "organization", "example", "xxx", "todo"}
+
+
+def is_placeholder_url(url: str) -> bool:
+    """Whether ``url`` is no real repository: empty, not ``https://host/owner/name``, an
+    example host, or an owner that stands for "fill this in" (``OWNER``, ``<owner>``, ``USER``)."""
+    m = re.fullmatch(r"https://([^/\s]+)/([^/\s]+)/([^/\s]+?)(?:\.git)?/?", (url or "").strip())
+    if not m:
+        return True
+    host, owner, name = m.groups()
+    return (owner.lower() in _PLACEHOLDER_OWNERS or bool(re.search(r"[<>{}]", owner + name))
+            or host.lower() in ("example.com", "example.org") or host.lower().endswith(".example"))
 
 
 def _repository_from_environment(config) -> None:
+    """Link the real repository (:func:`repository_url`), or, when none is known, hide the
+    header's repository button and drop the placeholder, so no page links it."""
     opts = dict(config.html_theme_options or {})
     configured = opts.get("repository_url", "")
     url = repository_url(configured)
-    if url and url != configured:
-        opts["repository_url"] = url
-        config.html_theme_options = opts
+    if url:
+        if url != configured:
+            opts["repository_url"] = url
+            config.html_theme_options = opts
+        return
+    opts.pop("repository_url", None)
+    for key in ("use_repository_button", "use_issues_button", "use_edit_page_button", "use_source_button"):
+        opts[key] = False
+    config.html_theme_options = opts
 
 
 # ------------------------------------------------------------------ static files

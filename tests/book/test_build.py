@@ -63,6 +63,29 @@ def test_search_index_has_whole_chinese_words(built_book):
     assert '"\\u5e26\\u5bbd"' in index or '"带宽"' in index, "带宽 is not a search term"
 
 
+def test_repository_button_only_with_a_real_url(built_book):
+    """Every page shows the header's repository button linking the real repository, or -- when
+    none is known (the placeholder of _config.yml) -- no page shows the button or the placeholder."""
+    import yaml
+
+    from coursebook.sphinxext import repository_url
+
+    configured = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))["repository"]["url"]
+    url = repository_url(configured)
+    wrong = []
+    for page in _pages(built_book):
+        text = page.read_text(encoding="utf-8")
+        button = "source-repository-button" in text
+        if "/OWNER/" in text or (configured != url and configured in text):
+            wrong.append(f"{page.relative_to(built_book)}: links the placeholder")
+        elif url and page.name not in ("search.html", "genindex.html") and "bd-article" in text and (
+                not button or f'href="{url}"' not in text):
+            wrong.append(f"{page.relative_to(built_book)}: no button to {url}")
+        elif not url and button:
+            wrong.append(f"{page.relative_to(built_book)}: a repository button without a real URL")
+    assert not wrong, wrong[:5]
+
+
 def test_no_hard_coded_chapter_numbers(repo_root):
     pattern = re.compile(r"第\s*[0-9一二三四五六七八九十]+\s*章")
     hits = []

@@ -81,6 +81,14 @@ def test_english_paragraph_found():
     assert len(found) == 1 and found[0].startswith("Recorded")
 
 
+def test_unrendered_markup_is_found():
+    html = ('<article class="bd-article"><p>TileLang 版比 <span class="pasted-text">比 `F.layer_norm` 快</span>；'
+            '<span class="pasted-text">**粗**</span>，见 {ref}`x`。<code>a*b</code></p><pre>`ok`</pre></article>')
+    found = leaks.page_leaks(html)
+    assert sum(f.startswith("[markup]") for f in found) == 4, found
+    assert not leaks.unrendered_markup("比 F.layer_norm 快，a*b 与 2**3 以外")[1:], "one ** is one finding"
+
+
 def test_exemption_covers_the_section_pages():
     assert leaks.is_exempt("book/appendix/records") and leaks.is_exempt("book/appendix/records/gemm")
     assert not leaks.is_exempt("book/appendix/recordsX") and not leaks.is_exempt("book/ch_gemm")
@@ -121,6 +129,17 @@ def test_rendered_pages_have_no_bookkeeping(built_book):
             bad[rel] = found
     assert not bad, "bookkeeping in reader-facing text:\n" + "\n".join(
         f"{page}:\n  " + "\n  ".join(items[:12]) for page, items in sorted(bad.items()))
+
+
+@pytest.mark.slow
+def test_no_page_shows_unrendered_markup(built_book):
+    """Exempt pages included: a glued text is plain text, so Markdown inside it shows literally."""
+    bad = {}
+    for html in built_book.joinpath("book").rglob("*.html"):
+        found = leaks.unrendered_markup(leaks.html_reader_text(html.read_text(encoding="utf-8")))
+        if found:
+            bad[html.relative_to(built_book).as_posix()] = found[:5]
+    assert not bad, bad
 
 
 @pytest.mark.slow

@@ -81,3 +81,86 @@ def test_tables_and_glue_say_live(monkeypatch, tmp_path):
     vals = measured.glue_measured(topic="pytorch")
     assert vals["rec.mode"] == "live" and vals["rec.pytorch-sincos-tilelang.us"] == "30.0"
     assert glued["rec.header"].startswith("现场实测（live）")
+
+
+# ------------------------------------------------------------------ the committed proof, told to the reader
+def _committed():
+    got = live.notebook_record("elementwise")
+    if got is None:
+        pytest.skip("no live-notebook record of the elementwise chapter committed")
+    return got
+
+
+def test_public_command_leaves_out_the_machines_paths():
+    cmd = "python -m tools.live_notebook run --topic elementwise --out /root/out/live --timeout 300"
+    assert live.public_command(cmd) == \
+        "python -m tools.live_notebook run --topic elementwise --out <输出目录> --timeout 300"
+    assert live.public_command("x --out=/tmp/a --cache /home/u/c") == "x --out <输出目录> --cache <路径>"
+
+
+def test_the_note_is_generated_from_the_committed_record():
+    from coursebook import leaks
+
+    rec, raw = _committed()
+    note = live.notebook_proof_markdown("elementwise")
+    head = note.split("\n")[0]
+    v = rec["versions"]
+    for word in (rec["device"], rec["date"][:10], rec["date"][11:16], v["torch"], v["tilelang"], v["cuda"], v["driver"]):
+        assert word in head, word
+    assert "`python -m tools.live_notebook run --topic elementwise --out <输出目录>" in head
+    assert not leaks.find_leaks(note, kinds=("path", "key", "test", "draft")), leaks.find_leaks(note)
+    assert "/root" not in note and "measure" not in note
+    # the counts are the record's
+    assert f"共粘贴 {sum(p['glued'] for p in rec['pages'])} 个值" in head
+    assert f"全部 {len(rec['pages'])} 个页面" in head and "没有报错" in head
+    gpu = [p for p in rec["pages"] if any(k.startswith("rec.") for k in p["values"])]
+    assert gpu and all(p["header"].startswith("现场实测（live）") for p in gpu)
+    assert f"显示 GPU 数字的 {len(gpu)} 个页面，页首的来源说明全部写着“现场实测（live）”" in head
+    assert "、".join(sorted(raw["suites"])) in head
+    # one row per page, titled as the reader sees it, and one per timed kernel of the live suites
+    rows = [ln for ln in note.splitlines() if ln.startswith("| ") and not ln.startswith("| 页面") and not ln.startswith("| 测量项")]
+    from measure.results import records
+
+    assert len(rows) == len(rec["pages"]) + len(records(raw, "bench"))
+    assert "| 逐元素、归一化与 RoPE |" in note and "ch_elementwise" not in note
+
+
+def test_the_live_times_beside_the_recorded_ones_are_the_pages_values():
+    rec, raw = _committed()
+    from coursebook.measured import slug
+
+    proof = live.notebook_proof("elementwise")
+    shown = {k: v for p in rec["pages"] for k, v in p["values"].items()}
+    assert proof["kernels"] and all(k["live_us"] is not None and k["recorded_us"] for k in proof["kernels"])
+    for k in proof["kernels"]:
+        assert f"{k['live_us']:.1f}" == shown[f"rec.{slug(k['name'])}.us"]
+    assert proof["live_values"] == sum(1 for key in shown if any(key.startswith(f"rec.{slug(k['name'])}.")
+                                                                 for k in proof["kernels"]))
+
+
+def test_the_note_follows_a_record_that_is_not_all_live(tmp_path):
+    rec, raw = _committed()
+    rec = json.loads(json.dumps(rec))
+    gpu = [p for p in rec["pages"] if any(k.startswith("rec.") for k in p["values"])]
+    gpu[0]["header"] = "记录结果（recorded）：…"
+    gpu[1]["errors"] = ["CellExecutionError: boom"]
+    (tmp_path / "nvidia-h200.elementwise.notebook.json").write_text(json.dumps(rec), encoding="utf-8")
+    note = live.notebook_proof_markdown("elementwise", folder=tmp_path)
+    assert f"只有 {len(gpu) - 1} 个写着" in note and "1 个报错" in note
+    assert "未标注现场实测" in note
+    assert "| 测量项 |" not in note, "without the suites' raw results there is no comparison"
+    assert live.notebook_proof_markdown("gemm", folder=tmp_path).startswith("本章还没有")
+    assert live.notebook_proof_sentence("gemm", folder=tmp_path).startswith("本章还没有")
+
+
+def test_the_chapter_and_the_appendix_point_to_the_note():
+    from pathlib import Path
+
+    book = Path(live.ROOT) / "book"
+    measured = (book / "elementwise" / "measured.md").read_text(encoding="utf-8")
+    appendix = (book / "appendix" / "records" / "elementwise.md").read_text(encoding="utf-8")
+    assert "{glue:text}`derived.elementwise.live_proof`" in measured and "records-elementwise-live>`" in measured
+    assert "(records-elementwise-live)=" in appendix and 'live.notebook_proof_markdown("elementwise")' in appendix
+    _committed()
+    s = live.notebook_proof_sentence("elementwise")
+    assert s.startswith("本章在 NVIDIA H200 上作为 Jupyter 笔记本整章现场执行过一次")

@@ -58,10 +58,11 @@ def results():
 
 @pytest.fixture(scope="module")
 def derived(results):
-    from coursebook import ascend, budgets, claims as C, ncu, records
+    from coursebook import ascend, budgets, claims as C, live, ncu, records
     from coursebook.measured import measured_values
 
     return {**measured_values(results), **records.elementwise_values(results), **budgets.fusion_exercise_values(),
+            "derived.elementwise.live_proof": live.notebook_proof_sentence("elementwise"),
             **ascend.ascend_values(), **ncu.rows_values(results), "rec.header": "x",
             **C.claim_values(records.elementwise_claims(results), ncu.rows_claims(results))}
 
@@ -89,6 +90,7 @@ _PROVIDERS = {  # a glued key's prefix -> what the page's setup cell must call t
     "claim.elementwise.fused.": "ncu.rows_claims(", "claim.elementwise.": "records.elementwise_claims(",
     "derived.elementwise.ncu.": "ncu.rows_values(", "derived.elementwise.diag.": "ncu.rows_values(",
     "derived.elementwise.ascend.": "ascend.ascend_values(", "calc.elementwise.": "budgets.fusion_exercise_values(",
+    "derived.elementwise.live_proof": "live.notebook_proof_sentence(",
     "derived.elementwise.": "records.elementwise_values(",
 }
 

@@ -416,3 +416,30 @@ def test_rendered_summary_opens_an_answer_and_pages_show_figures(built_book, tmp
         page.wait_for_timeout(200)
         assert box.get_attribute("open") is not None
         b.close()
+
+
+@claims.guards("intro.instruction-bound-example")
+def test_the_intro_promises_an_instruction_bound_example_only_while_the_record_shows_one(results):
+    """The preface tells the reader that chapter 1 meets a kernel bandwidth-bound on paper but held
+    back by its instruction count: true only while the fused sin(cos(x)) record says so."""
+    from coursebook import records
+
+    intro = (ROOT / "book" / "intro.md").read_text(encoding="utf-8")
+    if "实际却被指令条数拖住" not in intro:
+        pytest.skip("the preface makes no such promise")
+    vals = records.sincos_values(results)
+    assert vals.get("claim.pytorch.sincos.bound", "").startswith("发射指令的时间比搬字节的时间还长"), \
+        "the record no longer shows the fused sin(cos(x)) held back by instructions; reword the preface"
+
+
+@claims.guards("pytorch.sincos-both-near-half")
+def test_both_fused_sincos_kernels_stop_near_half_of_copy(results):
+    """"融合以后的两个 kernel 也都只达到同一次运行拷贝带宽的一半上下 ... 两个各自独立生成的 kernel
+    停在同一个高度": each at 35-65 % of the same run's copy bandwidth, within 15 % of each other."""
+    from coursebook.measured import measured_values
+
+    vals = measured_values(results)
+    tl = float(vals["rec.pytorch-sincos-tilelang.pct_copy"])
+    comp = float(vals["rec.pytorch-sincos-compile.pct_copy"])
+    assert 35 <= tl <= 65 and 35 <= comp <= 65, (tl, comp)
+    assert abs(tl - comp) <= 0.15 * max(tl, comp), (tl, comp)
