@@ -6,24 +6,37 @@ registry whose key starts with that prefix is then available to the prose as
 """
 from __future__ import annotations
 
+import ast
+
 from typing import Iterable
 
 from ledger.figures import Figure, collect
 
-__all__ = ["glue", "glue_figures", "glue_values", "glued_keys", "figure_table", "GluedText"]
+__all__ = ["glue", "glue_figures", "glue_values", "glued_keys", "figure_table", "GluedText", "shown_text"]
 
 #: The mime prefix of a glued output that is not displayed (myst-nb's, from papermill).
 GLUE_PREFIX = "application/papermill.record/"
 
 
+def shown_text(plain: str) -> str:
+    """What myst-nb's ``{glue:text}`` prints for a ``text/plain`` output: it literal-evaluates the
+    text first, so ``1.20`` would print as ``1.2`` and ``1.718e10`` as ``17180000000.0``, while a
+    quoted ``'1.20'`` prints as ``1.20``."""
+    try:
+        return str(ast.literal_eval(plain))
+    except (SyntaxError, ValueError, TypeError, MemoryError, RecursionError):
+        return plain
+
+
 class GluedText:
-    """An object whose plain-text repr is the text itself (no quotes)."""
+    """An object whose plain-text repr prints, through ``{glue:text}``, exactly as the text: the
+    text itself where myst-nb would print it unchanged, else the text quoted (see :func:`shown_text`)."""
 
     def __init__(self, text: str) -> None:
         self.text = text
 
     def __repr__(self) -> str:  # what {glue:text} shows
-        return self.text
+        return self.text if shown_text(self.text) == self.text else repr(self.text)
 
     def _repr_markdown_(self) -> str:
         return self.text

@@ -139,6 +139,17 @@ def md_to_notebook(text: str) -> dict:
 
 
 # ------------------------------------------------------------------ glued values of an executed notebook
+def _shown_text(plain: str) -> str:
+    """What ``{glue:text}`` prints for a ``text/plain`` output (myst-nb literal-evaluates it; a
+    glued text that it would change is stored quoted, see ``coursebook.glue.shown_text``)."""
+    import ast
+
+    try:
+        return str(ast.literal_eval(plain))
+    except (SyntaxError, ValueError, TypeError, MemoryError, RecursionError):
+        return plain
+
+
 def glued_values(nb: dict) -> dict[str, str]:
     """``{key: text}`` of every value the notebook glued (myst-nb's ``scrapbook`` outputs; the
     ``text/plain`` form, as ``{glue:text}`` prints it)."""
@@ -151,7 +162,8 @@ def glued_values(nb: dict) -> dict[str, str]:
             prefix = sb.get("mime_prefix", "")
             text = (o.get("data") or {}).get(prefix + "text/plain")
             if text is not None:
-                out[sb["name"]] = "".join(text) if isinstance(text, list) else str(text)
+                text = "".join(text) if isinstance(text, list) else str(text)
+                out[sb["name"]] = _shown_text(text)
     return out
 
 

@@ -46,6 +46,9 @@ def test_glued_values_from_outputs():
          "data": {"text/plain": ["a", "b"]}},
         {"output_type": "stream", "name": "stdout", "text": "x"}]}]}
     assert L.glued_values(nb) == {"rec.a.us": "12.5", "shown": "ab"}
+    # a text myst-nb would change is glued quoted (coursebook.glue.GluedText) and read back as printed
+    nb["cells"][0]["outputs"][0]["data"]["application/papermill.record/text/plain"] = "'1.20'"
+    assert L.glued_values(nb)["rec.a.us"] == "1.20"
 
 
 GOOD = {"schema": 1, "kind": "live-notebook", "topic": "elementwise", "mode": "live", "device": "NVIDIA H200",
