@@ -78,6 +78,7 @@ def grading_numbers(results: Path = RESULTS) -> dict:
                       "labs_committed": sorted(lab for lab, rec in lab_records(results).items()
                                                if rec["date"] == r["date"]),
                       "evaluate_isolation": (r.get("preflight") or {}).get("chosen"),
+                      "cpu_cores": (r.get("throughput") or {}).get("cpu_cores"),
                       "bwrap": not any("bubblewrap is not installed" in str(x.get("isolation", ""))
                                        for x in (r.get("preflight") or {}).get("tried", []))}
                      for r in runs]}
@@ -95,17 +96,22 @@ def book_values(results: Path = RESULTS) -> dict[str, str]:
     v = rec["versions"]
     others = [n["labs"][lab] for lab in ("gemm", "primer") if lab in n["labs"]]
     warm = ew["warm_resubmission_wall_s"]
+    target = n["warm_target_s"]
+
+    def verdict(s):
+        return "在一分钟的目标以内" if s <= target else "超过了一分钟的目标"
+
     if warm is not None:
-        warm_text = (f"缓存已热时，重新提交一份参考答案从提交到出分用了 {warm:.0f} 秒"
-                     f"（目标是一分钟以内）")
+        warm_text = f"缓存已热时，重新提交一份参考答案从提交到出分用了 {warm:.0f} 秒，{verdict(warm)}"
     else:
+        ref = ew["reference_wall_s"]
         warm_text = (f"这次运行没有测到缓存已热时的重新提交；缓存还是冷的、同一批里有 {ew['jobs']} 份在同时评，"
-                     f"参考答案从提交到出分也只用了 {ew['reference_wall_s']:.0f} 秒"
-                     f"（其中 {ew['reference_lock_wait_s']:.0f} 秒在排队等 GPU），已在一分钟的目标以内")
+                     f"参考答案从提交到出分用了 {ref:.0f} 秒（其中 {ew['reference_lock_wait_s']:.0f} 秒在排队等 GPU），"
+                     f"{'已' if ref <= target else ''}{verdict(ref)}")
     return {
         "labs.grading.header": (f"记录结果（recorded）：{ew['device']}，{_zh_date(ew['date'])}，驱动 {v.get('driver')}，"
                                 f"CUDA {v.get('cuda')}，torch {v.get('torch')}，tilelang {v.get('tilelang')}；"
-                                f"命令 `{_OUT.sub('', ew['command'])}`。"),
+                                f"命令：{_OUT.sub('', ew['command'])}。"),  # plain text: {glue:text} shows no markup
         "labs.grading.ew_graded": str(ew["graded"]),
         "labs.grading.ew_batch_s": f"{ew['batch_wall_s']:.0f}",
         "labs.grading.warm": warm_text,
@@ -116,6 +122,7 @@ def book_values(results: Path = RESULTS) -> dict[str, str]:
         "labs.grading.class": str(n["class"]),
         "labs.grading.others_gpu_s": "、".join(f"{o['gpu_held_mean_s']:.1f}" for o in others),
         "labs.grading.isolation": "、".join(ew["isolation"]),
+        "labs.grading.cores": str(next(r["cpu_cores"] for r in n["runs"] if r["date"] == ew["date"])),
     }
 
 

@@ -207,3 +207,31 @@ def test_the_warm_resubmission_needs_the_reference_cold_time_plus_a_margin(tmp_p
     rec.write_text(json.dumps({"kernels": {"wall_s": 36.58}}), encoding="utf-8")
     assert gpurun._warm_need(rec) == 36.58 + gpurun.WARM_SLACK_S < 90
     assert gpurun._warm_need(tmp_path / "missing.json") == 90.0
+
+
+def test_the_lab_appendix_glues_only_what_the_records_give():
+    import re
+
+    from autograder.kernelgrade.records import book_values
+
+    page = (ROOT / "book" / "appendix" / "labs.md").read_text(encoding="utf-8")
+    used = set(re.findall(r"\{glue:text\}`(labs\.grading\.[^`]+)`", page))
+    values = book_values()
+    assert used == set(values), (used ^ set(values))
+    assert "glue_values(book_values())" in page
+
+
+def test_the_one_minute_sentence_is_chosen_by_the_data(tmp_path):
+    """The appendix says 'within the target' only when the recorded time is; a slower record flips it."""
+    import shutil
+
+    from autograder.kernelgrade.records import book_values
+
+    shutil.copytree(ROOT / "labs" / "results", tmp_path / "r")
+    assert "以内" in book_values(tmp_path / "r")["labs.grading.warm"]
+    f = next((tmp_path / "r").glob("gpu-grading-*-elementwise.json"))
+    rec = json.loads(f.read_text(encoding="utf-8"))
+    next(s for s in rec["submissions"] if s["name"] == "reference")["times"]["wall_s"] = 75.0
+    f.write_text(json.dumps(rec), encoding="utf-8")
+    text = book_values(tmp_path / "r")["labs.grading.warm"]
+    assert "超过了一分钟的目标" in text and "以内" not in text
