@@ -8,7 +8,8 @@ appendix state -- time to grade one submission, GPU time per submission, submiss
 per GPU, the isolation the GPU machine graded in -- and :func:`book_values` the texts the
 appendix glues.  Nothing here is typed in: every number is read from those files.
 
-    python -m autograder.kernelgrade.records            # print the numbers (JSON)
+    python -m autograder.kernelgrade.records                 # print the numbers (JSON)
+    python -m autograder.kernelgrade.records --readme-rows   # the rows of labs/README.md's table
 """
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ import statistics
 import sys
 from pathlib import Path
 
-__all__ = ["RESULTS", "lab_records", "run_summaries", "grading_numbers", "book_values", "WARM_TARGET_S"]
+__all__ = ["RESULTS", "lab_records", "run_summaries", "grading_numbers", "book_values", "readme_rows",
+           "WARM_TARGET_S"]
 
 REPO = Path(__file__).resolve().parents[2]
 RESULTS = REPO / "labs" / "results"
@@ -126,8 +128,23 @@ def book_values(results: Path = RESULTS) -> dict[str, str]:
     }
 
 
+def readme_rows(results: Path = RESULTS) -> list[str]:
+    """The rows of labs/README.md's table of the recorded run (checked cell by cell by the tests)."""
+    rows = []
+    for lab, v in sorted(grading_numbers(results)["labs"].items()):
+        warm = "—" if v["warm_resubmission_wall_s"] is None else f"{v['warm_resubmission_wall_s']:.1f}"
+        rows.append(f"| `{lab}` | {v['date'][:10]} | {v['graded']} | {v['reference_wall_s']:.1f} | "
+                    f"{v['reference_lock_wait_s']:.1f} | {warm} | {v['gpu_held_mean_s']:.2f} | "
+                    f"{v['per_hour_per_gpu']:.0f} | {v['class_gpu_minutes']:.1f} | {v['batch_per_hour']:.0f}（-j {v['jobs']}） |")
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
-    print(json.dumps(grading_numbers(), indent=1, ensure_ascii=False))
+    args = sys.argv[1:] if argv is None else argv
+    if args == ["--readme-rows"]:
+        print("\n".join(readme_rows()))
+    else:
+        print(json.dumps(grading_numbers(), indent=1, ensure_ascii=False))
     return 0
 
 
