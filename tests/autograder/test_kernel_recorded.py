@@ -177,12 +177,15 @@ def test_the_grading_numbers_in_the_readme_are_the_recorded_ones():
 
 
 def test_the_gpu_machine_graded_under_the_uid_drop():
-    """No bubblewrap there: both workers ran as an unprivileged uid; the run says so."""
+    """No bubblewrap there: both workers ran as an unprivileged uid, the evaluate worker without its
+    own Landlock layer (under it the worker saw no GPU); the runs say so."""
     from autograder.kernelgrade.records import grading_numbers
 
     n = grading_numbers()
     assert all(v["isolation"] == ["uid"] for v in n["labs"].values())
     assert all(not r["bwrap"] and r["evaluate_isolation"].startswith("uid") for r in n["runs"])
+    # what the appendix and the README say of the evaluate worker: it lost its own Landlock layer there
+    assert all("without its Landlock layer" in r["evaluate_isolation"] for r in n["runs"])
 
 
 # ----------------------------------------------------------------------------- what the next run records
