@@ -277,6 +277,14 @@ def test_gemm_a_fragment_is_loaded_in_the_layout_wgmma_rs_reads():
                 if flat != want:
                     bad.append((tid, reg, flat, want))
     assert not bad, f"{len(bad)} fragment elements not where wgmma_rs reads them, e.g. {bad[:3]}"
+    # the consumer frees A's stage (mbarrier arrive) right after the loads, then waits for B and multiplies;
+    # with both operands in shared memory it frees the stage only after the wgmma group has completed
+    arrive = body.index(".arrive();", m.end())
+    first_mma = body.index("tl::wgmma_rs<")
+    assert arrive < first_mma and re.search(r"mbarrier\[[^\]]+\]\.wait\(", body[arrive:first_mma])
+    ss_consumer = _body(ss.source).split("tl::warpgroup_reg_alloc", 1)[1]
+    done = ss_consumer.index("tl::warpgroup_wait<0>();")
+    assert ".arrive();" in ss_consumer and ".arrive();" not in ss_consumer[:done]
 
 
 @pytest.mark.slow
