@@ -438,22 +438,22 @@ def record_claims(results: dict | None = None) -> list:
     split = _bench(results, "row_sum[split] fp16", PRIMER_SUITE)
     out = [
         K.compare("claim.primer.copy.vs_torch", ms(copy), base(copy, "torch copy_"), tol=0.05,
-                  lower="比 PyTorch 的 `copy_` 还快", higher="明显慢于 PyTorch 的 `copy_`",
-                  tie="与 PyTorch 的 `copy_` 相当"),
+                  lower="比 PyTorch 的 copy_ 还快", higher="明显慢于 PyTorch 的 copy_",
+                  tie="与 PyTorch 的 copy_ 相当"),
         K.threshold("claim.primer.scale.target", frac(scale), _target(scale) or 1.0, above="达到了", below="没有达到"),
         K.compare("claim.primer.scale.vs_eager", ms(scale), base(scale, "eager"), tol=0.03,
                   lower="比 PyTorch 的逐元素乘法快", higher="比 PyTorch 的逐元素乘法慢", tie="与 PyTorch 的逐元素乘法持平"),
         K.threshold("claim.primer.rowsum.target", frac(rs), _target(rs) or 1.0, above="达到了", below="没有达到"),
         K.compare("claim.primer.rowsum.vs_eager", ms(rs), base(rs, "eager"), tol=0.03,
-                  lower="比 PyTorch eager 的 `sum` 快", higher="比 PyTorch eager 的 `sum` 慢",
-                  tie="与 PyTorch eager 的 `sum` 相当"),
+                  lower="比 PyTorch eager 的 sum 快", higher="比 PyTorch eager 的 sum 慢",
+                  tie="与 PyTorch eager 的 sum 相当"),
         K.compare("claim.primer.rowsum.registers", ms(rs_reg), ms(rs), tol=0.02,
                   lower="比直接从共享内存归约的写法快", higher="比直接从共享内存归约的写法慢",
                   tie="与直接从共享内存归约的写法相当"),
         K.compare("claim.primer.long.split", ms(split), ms(long1), lower="快得多", higher="反而更慢"),
         K.compare("claim.primer.long.vs_eager", ms(split), base(split, "eager"), tol=0.03,
-                  lower="比 PyTorch eager 的 `sum` 快", higher="比 PyTorch eager 的 `sum` 慢",
-                  tie="与 PyTorch eager 的 `sum` 相当"),
+                  lower="比 PyTorch eager 的 sum 快", higher="比 PyTorch eager 的 sum 慢",
+                  tie="与 PyTorch eager 的 sum 相当"),
     ]
     # T.gemm: which operand placements computed the right tile on the GPU
     gem = {label: _check(results, f"gemm_tile {key}") for key, label in GEMM_PLACEMENTS.items()}
