@@ -62,11 +62,12 @@ def _page_values(results):
     from coursebook import gemm_ladder, ncu, tiles
 
     return {**tiles.exercise_values(), **tiles.splitk_values(results), **tiles.streamk_values(results),
-            **tiles.variant_values(results), **gemm_ladder.pipeline_values(), **gemm_ladder.tuned_values(results),
-            **gemm_ladder.replicate_values(results), **gemm_ladder.fp8_values(results), **ncu.gemm_values(),
+            **tiles.variant_values(results), **tiles.library_values(results), **gemm_ladder.pipeline_values(),
+            **gemm_ladder.tuned_values(results), **gemm_ladder.replicate_values(results),
+            **gemm_ladder.fp8_values(results), **ncu.gemm_values(),
             **C.claim_values(gemm_ladder.ladder_claims(results), gemm_ladder.ws_claims(results),
                              gemm_ladder.fp8_claims(results), gemm_ladder.lowp_claims(results),
-                             tiles.variant_claims(results))}
+                             tiles.variant_claims(results), tiles.library_claims(results), tiles.wave_claims(results))}
 
 
 def test_the_chapter_is_split_into_pages():
@@ -97,6 +98,8 @@ _PROVIDERS = {
     "calc.gemm.fp8.": "gemm_ladder.fp8_values(", "calc.gemm.ncu.": "ncu.gemm_values(",
     "calc.gemm.": "gemm_ladder.pipeline_values(",
     "derived.gemm.splitk.": "tiles.splitk_values(", "derived.gemm.streamk.": "tiles.streamk_values(",
+    "derived.gemm.lib.": "tiles.library_values(", "claim.gemm.lib.": "tiles.library_claims(",
+    "claim.gemm.waves.": "tiles.wave_claims(",
     "derived.gemm.grouped.": "tiles.variant_values(", "derived.gemm.fp8.": "gemm_ladder.fp8_values(",
     "derived.gemm.ncu.": "ncu.gemm_values(", "derived.gemm.ws.": "gemm_ladder.replicate_values(",
     "derived.gemm.tune.runs": "gemm_ladder.replicate_values(", "derived.gemm.tune.n_runs": "gemm_ladder.replicate_values(",
@@ -240,6 +243,8 @@ def test_tables_without_results_say_so():
 
     empty = {"suites": {}}
     for md in (tiles.splitk_table(empty), tiles.streamk_table(empty), gemm_ladder.fp8_section(empty),
+               tiles.w4a16_table(empty), tiles.grouped_ws_table(empty), tiles.batched_ws_table(empty),
+               tiles.wave_table(empty),
                records.verdict_table(empty), records.variant_summary(empty, "grouped", "gemm.grouped"),
                gemm_ladder.audit_table(empty), gemm_ladder.tuning_table(empty), gemm_ladder.ws_table(empty)):
         assert records.NO_RESULT in md
@@ -254,8 +259,11 @@ def test_tables_name_configurations_in_words(results):
     from coursebook import gemm_ladder, records
 
     runs = gemm_ladder.ladder_replicates(results)
+    from coursebook import tiles
+
     for md in (gemm_ladder.tuning_table(results), gemm_ladder.ws_table(results, runs), records.verdict_table(results),
-               gemm_ladder.fp8_section(results)):
+               gemm_ladder.fp8_section(results), tiles.w4a16_table(results), tiles.grouped_ws_table(results),
+               tiles.batched_ws_table(results), tiles.wave_table(results)):
         assert not re.search(r"\d+x\d+x\d+_", md), "configuration labels belong to the appendix"
         assert not re.search(r"\^3", md)
     assert gemm_ladder.config_words("128x256x64_s4_t256_p8_ws_e128_if0_pers_c2") == \
@@ -512,3 +520,14 @@ def test_the_short_k_batch_trails_more(results):
     qk = bench(results, "batched scores Q@K^T 64x2048x2048x128")["speedup"]["torch.bmm"]
     pv = bench(results, "batched context P@V 64x2048x128x2048")["speedup"]["torch.bmm"]
     assert qk < pv < 1
+
+
+@claims.guards("gemm.waves.closest-when-half-empty")
+def test_the_wave_model_is_closest_where_half_the_sms_idle(results):
+    from coursebook import tiles
+
+    rows = [r for r in tiles.wave_rows(results) if r["pred"] > 1.05]
+    best = max(rows, key=lambda r: r["meas"] / r["pred"])
+    sms = results["provenance"].get("sm_count") or 132
+    assert best["grid"] <= sms / 2, best
+    assert best["grid"] == min(r["grid"] for r in rows)
