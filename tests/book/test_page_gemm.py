@@ -353,6 +353,52 @@ def test_variant_claims_follow_the_records():
     assert pick(res(0.77, 0.73), "claim.gemm.grouped.ptr").case == "higher"
 
 
+def test_library_claims_follow_the_records():
+    """The #21 sentences turn with the records: W4A16 gains against the count, the probes against
+    the target's time, the grouped dense bound against the target, the wave model's direction."""
+    from coursebook import tiles
+
+    def w4(m, x, cap, met, frac=0.3, cfrac=0.6):
+        return {"kind": "bench", "name": f"w4a16 {m}x8192x8192", "shape": [m, 8192, 8192], "ms": 0.02,
+                "baselines": {tiles.W4_BASE: 0.044}, "speedup": {tiles.W4_BASE: x}, "gain_bound": cap,
+                "frac_floor": frac, "cublas_frac_floor": cfrac,
+                "targets": {f"speedup:{tiles.W4_BASE}": {"target": 2.5, "value": x, "met": met}}}
+
+    def probe(which, us):
+        return {"kind": "search", "name": f"w4a16 probe {which} 16x8192x8192 m16_k512_s4_k",
+                "ms": {which: us / 1e3, "full": 0.0226}}
+
+    def grouped(bound):
+        return {"kind": "bench", "name": "grouped ws padded G=8 skewed N=4096 K=2048", "ms": 0.19,
+                "speedup": {tiles.GRAPH_LOOP: 1.01}, "speedup_bound": bound, "sizes": [1, 2],
+                "baseline_spread": {tiles.GRAPH_LOOP: 0.03},
+                "targets": {f"speedup:{tiles.GRAPH_LOOP}": {"target": 1.2, "value": 1.01, "met": False}}}
+
+    def res(xs, probes, bound):
+        w = [w4(m, x, c, x >= 2.5) for m, x, c in xs]
+        return {"suites": {"gemm.w4a16": {"records": [*w, probe("nomma", probes[0]), probe("noexpand", probes[1])]},
+                           "gemm.grouped_ws": {"records": [grouped(bound)]}}}
+
+    pick = lambda r, k: next(c for c in tiles.library_claims(r) if c.key == k)  # noqa: E731
+    good = res([(1, 2.2, 3.9), (16, 1.9, 3.8), (64, 1.6, 2.6), (128, 1.2, 1.3)], (16.6, 17.4), 1.19)
+    assert pick(good, "claim.gemm.lib.w4.shrinks").case == "tracks"
+    assert pick(good, "claim.gemm.lib.w4.targets").case == "none"
+    assert pick(good, "claim.gemm.lib.w4.overlap").case == "lower"
+    assert pick(good, "claim.gemm.lib.w4.vs_cublas_floor").case == "lower"
+    assert pick(good, "claim.gemm.lib.grp.bound").case == "below"
+    bad = res([(1, 2.6, 3.9), (16, 2.7, 3.8), (64, 1.6, 2.6), (128, 1.2, 1.3)], (16.6, 19.0), 1.3)
+    assert pick(bad, "claim.gemm.lib.w4.shrinks").case == "not"
+    assert pick(bad, "claim.gemm.lib.w4.targets").case == "some"
+    assert pick(bad, "claim.gemm.lib.w4.overlap").case == "higher"
+    assert pick(bad, "claim.gemm.lib.grp.bound").case == "above"
+
+    sk = {"suites": {"gemm.splitk_ws": {"records": [
+        {"kind": "bench", "name": "split-K ws 2048x2048x8192", "ms": 0.1, "predicted_speedup_vs_no_split": 1.0,
+         "speedup": {"no-split": 1.3, "cuBLAS": 0.9}, "config": {"splits": 2, "block_N": 256}, "waves": {"grid": 256}}]}}}
+    c = {x.key: x for x in tiles.wave_claims(sk)}
+    assert c["claim.gemm.waves.direction"].case == "none" and c["claim.gemm.waves.size"].case == "none"
+
+
 def test_the_recorded_claims(results):
     """With the recorded results every claim picks a variant (none reads 'no data')."""
     vals = _page_values(results)
