@@ -621,8 +621,8 @@ def library_claims(results: dict | None) -> list:
     bounds = list(g["bound"].values())
     out.append(C.choose("claim.gemm.lib.grp.bound", None if not bounds or g["target"] is None else (
         "below" if max(bounds) < g["target"] else ("straddles" if min(bounds) < g["target"] else "above")), {
-        "below": "两种组大小下都低于事先定的目标：一个分组 kernel 即使做到和 cuBLAS 的一个稠密 GEMM 一样快，也到不了它",
-        "straddles": "至少一种组大小下低于事先定的目标：在那里，一个分组 kernel 即使做到和 cuBLAS 的一个稠密 GEMM 一样快，也到不了它",
+        "below": "两种组大小下都低于事先定的目标：在这个形状上，目标本身就超出了这道上限",
+        "straddles": "至少一种组大小下低于事先定的目标：在那里，目标本身就超出了这道上限",
         "above": "两种组大小下都高于事先定的目标：目标在这道上限之内，差距出在 kernel 本身"}))
     # split-K in the hand-written pipeline against cuBLAS
     r = bench(results, "split-K ws 1024x1024x16384") or {}
