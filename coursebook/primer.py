@@ -30,7 +30,8 @@ __all__ = [
     "NOT_RECORDED", "PRIMER_SUITE", "html", "provenance_md", "source_md", "body", "kernel_lines", "lowered", "trace",
     "copy_lowerings", "pass_table", "diff_lines", "pipeline_facts", "ws_facts", "ascend_trace",
     "ascend_facts", "layout_table", "attempt", "shorten", "primer_records", "measured_block",
-    "page_values", "glued_keys", "scopes_table",
+    "page_values", "glued_keys", "scopes_table", "record_claims", "record_values", "checks_line",
+    "primer_checks", "GEMM_PLACEMENTS",
 ]
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -358,16 +359,35 @@ def measured_block(results: dict | None = None) -> str:
     if not recs:
         return (f"**{NOT_RECORDED}**：本章三个 kernel 的 H200 计时还没有记录。在 GPU 机器上运行 `{cmd}`，"
                 "把结果并入课程的记录文件后重建本页，这里就会出现耗时、带宽与拷贝带宽占比。")
-    run = _run_of(results, PRIMER_SUITE)
-    head = (f"记录结果（recorded）：{run.get('device', '?')}，{str(run.get('date', '?'))[:10]}，"
-            f"tilelang {run.get('tilelang', '?')}，命令 `{run.get('command', cmd)}`。")
+    head = provenance_md(PRIMER_SUITE, results)
     lines = ["| kernel | 耗时 (µs) | 有效带宽 (GB/s) | 占拷贝带宽 | 对照 |", "|---|---:|---:|---:|---|"]
     for r in recs:
         sp = "，".join(f"{k} {v:.2f}×" for k, v in (r.get("speedup") or {}).items() if v)
         pct = f"{100 * r['frac_copy_bw']:.1f}%" if r.get("frac_copy_bw") else "—"
         gb = f"{r['gbps']:.0f}" if r.get("gbps") else "—"
         lines.append(f"| `{r['name']}` | {r['ms'] * 1e3:.1f} | {gb} | {pct} | {sp or '—'} |")
-    return head + "\n\n" + "\n".join(lines)
+    return head + "\n\n" + "\n".join(lines) + "\n\n" + checks_line(results)
+
+
+def primer_checks(results: dict | None) -> list[dict]:
+    """Check records of the primer's suite (empty when it was never run)."""
+    if not results:
+        return []
+    return [r for r in results.get("suites", {}).get(PRIMER_SUITE, {}).get("records", []) if r.get("kind") == "check"]
+
+
+def checks_line(results: dict | None) -> str:
+    """How many of the suite's correctness checks passed, naming every one that failed."""
+    checks = primer_checks(results)
+    if not checks:
+        return "正确性检查：尚无记录。"
+    failed = [r for r in checks if not r.get("ok")]
+    head = f"正确性检查：{len(checks)} 项中 {len(checks) - len(failed)} 项通过"
+    if not failed:
+        return head + "。"
+    return head + "；未通过：" + "；".join(
+        f"`{r['name']}`（{'×'.join(str(d) for d in r.get('shape', []))}，最大误差 {r.get('max_abs_err', float('nan')):.3g}，"
+        f"{r.get('numel', '?')} 个元素中 {r.get('mismatched', '?')} 个超出容差）" for r in failed) + "。"
 
 
 def _bench(results, name_prefix: str, suite: str | None = None) -> dict | None:
@@ -378,6 +398,112 @@ def _bench(results, name_prefix: str, suite: str | None = None) -> dict | None:
             if r.get("kind") == "bench" and r.get("name", "").startswith(name_prefix):
                 return r
     return None
+
+
+#: the operand placements of the T.gemm lesson, as the suite names its checks, and how the page says them
+GEMM_PLACEMENTS = {"a_in=shared b_in=shared": "两个操作数都在共享内存", "a_in=fragment b_in=shared": "A 在 fragment",
+                   "a_in=shared b_in=fragment": "B 在 fragment"}
+GEMM_NO_WS = "gemm_tile a_in=fragment b_in=shared no_ws"
+
+
+def _check(results, name: str) -> dict | None:
+    return next((r for r in primer_checks(results) if r.get("name") == name), None)
+
+
+def _target(rec: dict | None, key: str = "frac_copy_bw") -> float | None:
+    t = ((rec or {}).get("targets") or {}).get(key)
+    return t.get("target") if isinstance(t, dict) else None
+
+
+def _failure(rec: dict) -> str:
+    return (f"最大误差 {rec.get('max_abs_err', float('nan')):.3g}，{rec.get('numel', '?')} 个输出元素中 "
+            f"{rec.get('mismatched', '?')} 个超出容差")
+
+
+def record_claims(results: dict | None = None) -> list:
+    """The sentences of the chapter that conclude from the primer suite's record, each chosen by it
+    (:mod:`coursebook.claims`); with no record every one reads ``UNKNOWN``."""
+    from coursebook import claims as K
+
+    results = results if results is not None else _load()
+    ms = lambda r: (r or {}).get("ms")  # noqa: E731
+    base = lambda r, k: ((r or {}).get("baselines") or {}).get(k)  # noqa: E731
+    frac = lambda r: (r or {}).get("frac_copy_bw")  # noqa: E731
+    copy, scale = _bench(results, "copy fp16", PRIMER_SUITE), _bench(results, "scale fp16", PRIMER_SUITE)
+    recs = {r["name"]: r for r in primer_records(results)}
+    rs = next((r for n, r in recs.items() if n.startswith("row_sum fp16") and r.get("config", {}).get("split") == 1
+               and not n.endswith("x262144")), None)
+    rs_reg = _bench(results, "row_sum[registers] fp16", PRIMER_SUITE)
+    long1 = next((r for n, r in recs.items() if n.startswith("row_sum fp16") and n.endswith("x262144")), None)
+    split = _bench(results, "row_sum[split] fp16", PRIMER_SUITE)
+    out = [
+        K.compare("claim.primer.copy.vs_torch", ms(copy), base(copy, "torch copy_"), tol=0.05,
+                  lower="比 PyTorch 的 copy_ 还快", higher="明显慢于 PyTorch 的 copy_",
+                  tie="与 PyTorch 的 copy_ 相当"),
+        K.threshold("claim.primer.scale.target", frac(scale), _target(scale) or 1.0, above="达到了", below="没有达到"),
+        K.compare("claim.primer.scale.vs_eager", ms(scale), base(scale, "eager"), tol=0.03,
+                  lower="比 PyTorch 的逐元素乘法快", higher="比 PyTorch 的逐元素乘法慢", tie="与 PyTorch 的逐元素乘法持平"),
+        K.threshold("claim.primer.rowsum.target", frac(rs), _target(rs) or 1.0, above="达到了", below="没有达到"),
+        K.compare("claim.primer.rowsum.vs_eager", ms(rs), base(rs, "eager"), tol=0.03,
+                  lower="比 PyTorch eager 的 sum 快", higher="比 PyTorch eager 的 sum 慢",
+                  tie="与 PyTorch eager 的 sum 相当"),
+        K.compare("claim.primer.rowsum.registers", ms(rs_reg), ms(rs), tol=0.02,
+                  lower="比直接从共享内存归约的写法快", higher="比直接从共享内存归约的写法慢",
+                  tie="与直接从共享内存归约的写法相当"),
+        K.compare("claim.primer.long.split", ms(split), ms(long1), lower="快得多", higher="反而更慢"),
+        K.compare("claim.primer.long.vs_eager", ms(split), base(split, "eager"), tol=0.03,
+                  lower="比 PyTorch eager 的 sum 快", higher="比 PyTorch eager 的 sum 慢",
+                  tie="与 PyTorch eager 的 sum 相当"),
+    ]
+    # T.gemm: which operand placements computed the right tile on the GPU
+    gem = {label: _check(results, f"gemm_tile {key}") for key, label in GEMM_PLACEMENTS.items()}
+    if any(r is None for r in gem.values()):
+        out.append(K.choose("claim.primer.gemm.checks", None, {}))
+    else:
+        bad = [label for label, r in gem.items() if not r.get("ok")]
+        good = [label for label, r in gem.items() if r.get("ok")]
+        case = "all" if not bad else ("none" if not good else "some")
+        detail = _failure(gem[bad[0]]) if len(bad) == 1 else "；".join(f"“{b}”{_failure(gem[b])}" for b in bad)
+        named = lambda ls: "与".join(f"“{x}”" for x in ls) + {1: "这种放法", 2: "这两种放法"}.get(len(ls), "这几种放法")  # noqa: E731
+        out.append(K.choose("claim.primer.gemm.checks", case, {
+            "all": "三种放法都算对了",
+            "some": "{good}算对了，{bad}没有算对（{detail}）",
+            "none": "三种放法都没有算对（{detail}）"},
+            good=named(good), bad=named(bad), detail=detail))
+    nows, rsf = _check(results, GEMM_NO_WS), gem.get("A 在 fragment")
+    case = None if rsf is None else ("missing" if nows is None else ("ok" if nows.get("ok") else "fail"))
+    out.append(K.choose("claim.primer.gemm.no_ws", case, {
+        "missing": "关掉 warp 专门化再核对同一种放法，能把放法本身与它周围的流水线分开，这项对照还没有在 GPU 上记录",
+        "ok": "关掉 warp 专门化之后，同一种放法在 GPU 上算对了：问题出在 warp 专门化的流水线，而不在放法本身",
+        "fail": "关掉 warp 专门化之后，同一种放法仍然没有算对（{detail}）：问题不只在 warp 专门化的流水线"},
+        detail=_failure(nows) if nows else ""))
+    return out
+
+
+def record_values(results: dict | None = None) -> dict[str, str]:
+    """``calc.primer.rec.*``: numbers the record's sentences need besides the ``rec.*`` ones (the
+    targets the suite set, the long rows' speed-up from splitting), ``—`` where missing."""
+    results = results if results is not None else _load()
+    out = {k: "—" for k in ("calc.primer.rec.scale_target_pct", "calc.primer.rec.rowsum_target_pct",
+                            "calc.primer.rec.long_speedup", "calc.primer.rec.date", "calc.primer.rec.device")}
+    if results and PRIMER_SUITE in results.get("suites", {}):
+        live = bool(results["suites"][PRIMER_SUITE].get("live"))
+        run = (results.get("live_provenance") if live else _run_of(results, PRIMER_SUITE)) or {}
+        out["calc.primer.rec.date"] = str(run.get("date") or "—")[:10]
+        out["calc.primer.rec.device"] = str(run.get("device") or "—")
+    scale = _bench(results, "scale fp16", PRIMER_SUITE)
+    rs = next((r for r in primer_records(results) if r["name"].startswith("row_sum fp16")
+               and not r["name"].endswith("x262144")), None)
+    if _target(scale):
+        out["calc.primer.rec.scale_target_pct"] = f"{100 * _target(scale):.0f}"
+    if _target(rs):
+        out["calc.primer.rec.rowsum_target_pct"] = f"{100 * _target(rs):.0f}"
+    long1 = next((r for r in primer_records(results) if r["name"].startswith("row_sum fp16")
+                  and r["name"].endswith("x262144")), None)
+    split = _bench(results, "row_sum[split] fp16", PRIMER_SUITE)
+    if long1 and split and split.get("ms"):
+        out["calc.primer.rec.long_speedup"] = f"{long1['ms'] / split['ms']:.1f}"
+    return out
 
 
 def provenance_md(suite: str, results: dict | None = None) -> str:
@@ -455,6 +581,11 @@ def page_values(results: dict | None = None) -> dict[str, str]:
         bw = results["suites"]["elementwise"].get("copy_bandwidth_gbps") or run.get("copy_bandwidth_gbps")
         if bw:
             out["calc.primer.add.copy_gbps"] = f"{bw:.0f}"
+    # the primer suite's own record: the sentences it decides and the numbers they need
+    from coursebook.claims import claim_values
+
+    out.update(record_values(results))
+    out.update(claim_values(record_claims(results)))
     return out
 
 

@@ -236,7 +236,8 @@ _TARGET_NAME = {"frac_copy_bw": "拷贝带宽占比", "speedup_vs_byte_ratio": "
 
 def _target_label(key: str) -> str:
     if key.startswith("speedup:"):
-        return f"对 {key.split(':', 1)[1]} 的加速比"
+        base = key.split(":", 1)[1]
+        return f"对 {_BASELINE_WORDS.get(base, base)} 的加速比"
     return _TARGET_NAME.get(key, key)
 
 
@@ -514,12 +515,13 @@ def verdict_table(results: dict | None = None) -> str:
 
 def _gemm_words(name: str) -> str:
     """``tuned rung4 8192^3`` -> ``调优后的第四级，8192³``; ``fp8 e4m3 4096^3`` -> ``fp8 e4m3 两级累加，4096³``."""
-    m = re.match(r"(.*?)\s*(\d+)\^3$", name)
+    m = re.match(r"(.*?)\s*(\d+)\^3(?: repeat (\d+))?$", name)
     if not m:
         return variant_words(name)
     head = {"tuned rung4": "调优后的第四级", "fp8 e4m3": "fp8 e4m3 两级累加",
-            "fp8 e4m3 single-level": "fp8 e4m3 单级累加（教学版）"}.get(m.group(1), m.group(1))
-    return f"{head}，{m.group(2)}³"
+            "fp8 e4m3 single-level": "fp8 e4m3 单级累加（教学版）", "tuned rung4 fp16": "调优后的第四级（fp16）",
+            "tuned bf16": "调优后的第四级（bf16）"}.get(m.group(1), m.group(1))
+    return f"{head}，{m.group(2)}³" + (f"，第 {m.group(3)} 次重复" if m.group(3) else "")
 
 
 def _fmt_err(x: Any, spec: str = ".2e") -> str:
@@ -528,9 +530,17 @@ def _fmt_err(x: Any, spec: str = ".2e") -> str:
 
 #: Words for the parts of a GEMM variant's record name (``grouped concat G=8 N=4096 K=2048``).
 _VARIANT_WORDS = (("grouped concat", "grouped，拼接式"), ("grouped ptr", "grouped，指针式"),
+                  ("grouped ws padded", "grouped，手写流水、各组补齐到整块"),
                   ("batched scores Q@K^T", "batched，注意力分数 QKᵀ"), ("batched context P@V", "batched，注意力输出 PV"),
+                  ("batched ws scores", "batched 手写流水，注意力分数 QKᵀ"),
+                  ("batched ws context", "batched 手写流水，注意力输出 PV"),
+                  ("split-K ws", "split-K 手写流水"), ("w4a16", "W4A16 反量化 GEMM"),
                   ("stream-K", "stream-K"))
-_BASELINE_WORDS = {"torch.matmul loop": "逐个专家调用 torch.matmul", "torch.bmm": "torch.bmm", "cuBLAS": "cuBLAS"}
+_BASELINE_WORDS = {"torch.matmul loop": "逐个专家调用 torch.matmul", "torch.bmm": "torch.bmm", "cuBLAS": "cuBLAS",
+                   "torch.matmul loop (CUDA graph)": "CUDA graph 捕获的 torch.matmul 循环",
+                   "cuBLAS fp16 weights": "cuBLAS（fp16 权重）", "cuBLAS bf16": "cuBLAS（bf16）",
+                   "write C (zero_)": "只写输出（zero_）", "no-split": "同一 kernel 不切分",
+                   "one dense GEMM, same rows": "同样行数的一个稠密 GEMM"}
 
 
 def variant_words(name: str) -> str:
@@ -540,6 +550,7 @@ def variant_words(name: str) -> str:
             rest = name[len(key):].strip()
             rest = re.sub(r"(\d+)x(?=\d)", r"\1×", rest)
             rest = re.sub(r"\bG=(\d+)", r"\1 个专家", rest).replace(" N=", "，N=").replace(" K=", "，K=")
+            rest = rest.replace(" skewed", "，组大小悬殊").replace(" uniform", "，组大小相同")
             return f"{words}（{rest}）" if rest else words
     return re.sub(r"(\d+)x(?=\d)", r"\1×", name)
 

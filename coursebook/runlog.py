@@ -19,10 +19,14 @@ __all__ = ["TOKENS", "explain", "legend_markdown", "runs_markdown", "bench_markd
 #: (pattern of one token of a label, what it means; ``{0}``… are the pattern's groups)
 TOKENS: tuple[tuple[str, str], ...] = (
     (r"(\d+)x(\d+)x(\d+)", "输出分块 {0}×{1}，每步沿 K 读入 {2}（block_M×block_N×block_K）"),
+    (r"(\d+)x(\d+)", "输出分块 {0}×{1}（block_M×block_N）"),
     (r"s(\d+)", "{0} 级流水（stages）"),
+    (r"st(\d+)", "{0} 级流水（stages）"),
+    (r"s=(\d+)", "沿 K 切成 {0} 段（split-K），各段的 fp32 部分和最后归并"),
     (r"t(\d+)", "每个线程块 {0} 个线程"),
     (r"p(\d+)", "光栅化分组宽 {0} 个分块（panel：相邻线程块成组扫过输出以复用 L2，p0 为关闭）"),
     (r"ws", "手写的 warp 专门化流水：生产者 warp 用 TMA 搬数据，消费者 warp 做 wgmma"),
+    (r"e0", "结尾把整块输出一次暂存并写回"),
     (r"e(\d+)", "结尾每次暂存并写回 {0} 列输出"),
     (r"if(\d+)", "消费者释放一级流水之前保留 {0} 批未等待的 wgmma（inflight）"),
     (r"pers", "persistent：每个 SM 一个线程块，依次处理多个输出分块"),
@@ -49,6 +53,19 @@ TOKENS: tuple[tuple[str, str], ...] = (
     (r"prefetch", "用 cp.async 预取下一批 token"),
     (r"pipe", "行内分段流水"),
     (r"lean", "精简写法（少一趟共享内存）"),
+    # the W4A16 kernel (kernels.gemm.w4a16.label) and the batched form (kernels.gemm.batched.ws_label)
+    (r"m(\d+)", "每个线程块处理 {0} 行激活（block_M）"),
+    (r"n(\d+)", "每个线程块算 {0} 列输出（block_N）"),
+    (r"k(\d+)", "每步沿 K 读入 {0} 个元素（block_K）"),
+    (r"w(\d+)", "权重分块另有自己的 {0} 级环形缓冲，展开进寄存器后即释放"),
+    (r"k", "两个消费者 warpgroup 沿 K 分工：轮流取 K 块各自累加，最后经共享内存相加"),
+    (r"n", "两个消费者 warpgroup 沿 N 分工：各算 64 行权重，都读每个 K 块"),
+    (r"kp", "簇里两个线程块沿 K 分摊同一组 128 行权重，部分和经 SM 之间的拷贝相加"),
+    (r"mma", "张量核指令用 warp 级的 mma.sync（m16n8k16），不用 wgmma"),
+    (r"x(\d+)", "每级流水按 {0} 个 K 分段展开进两块轮用的寄存器缓冲，一段的张量核乘法与下一段的展开重叠"),
+    (r"full", "完整的 kernel（计时探针的对照）"),
+    (r"nomma", "计时探针：去掉张量核乘法，只剩搬运与 int4 展开（结果不对，只计时）"),
+    (r"noexpand", "计时探针：跳过 int4 展开，只剩搬运与张量核乘法（结果不对，只计时）"),
 )
 _COMPILED = tuple((re.compile("(?:" + p + r")\Z"), text) for p, text in TOKENS)
 
@@ -64,11 +81,13 @@ CONFIG_KEYS = {
 
 
 def _tokens(label: str) -> list[str]:
-    # "128x256x64_s4_t256_p8_ws_e128_if0_pers" and "warp,rows=2,max_regs=128" alike
+    # "128x256x64_s4_t256_p8_ws_e128_if0_pers", "warp,rows=2,max_regs=128" and
+    # "ws s=4 128x256 st4 e64 c2" alike: split on ",", blanks, then "_" -- but keep k=v whole
+    # (blk_m=2 is one token)
     out = []
     for part in re.split(r",", label):
-        out += [t for t in (part.split("_") if "=" not in part else [part]) if t]
-    # blk_m=2 was split on "_" only when it has no "=": keep k=v whole
+        for piece in part.split():
+            out += [t for t in (piece.split("_") if "=" not in piece else [piece]) if t]
     return out
 
 
@@ -97,6 +116,8 @@ def legend_markdown() -> str:
         r"min_blocks=(\d+)": "min_blocks=9", r"max_regs=(\d+)": "max_regs=128", r"rows=(\d+)": "rows=2",
         r"rpb=(\d+)": "rpb=4", r"tpr=(\d+)": "tpr=128", r"seg=(\d+)": "seg=8", r"stages=(\d+)": "stages=2",
         r"square|row|col": "square / row / col", r"vecp?": "vec / vecp",
+        r"(\d+)x(\d+)": "128x256", r"st(\d+)": "st4", r"s=(\d+)": "s=4", r"m(\d+)": "m16", r"n(\d+)": "n256",
+        r"k(\d+)": "k512", r"w(\d+)": "w8", r"x(\d+)": "x128",
     }
     lines = ["| 标签片段 | 含义 |", "|---|---|"]
     for pat, text in TOKENS:
@@ -115,8 +136,14 @@ def _load(device: str) -> dict:
 
 
 def run_number(file: str | None) -> str:
-    """``raw/nvidia-h200.run19.json`` -> ``"19"`` (``"—"`` when the name has none)."""
-    m = re.search(r"run(\d+)", str(file or ""))
+    """The run's name in the appendix tables: ``raw/nvidia-h200.run19.json`` -> ``"19"``; a run
+    recorded on a helper branch keeps the name it was recorded under
+    (``raw/nvidia-h200.gemmvar4.json`` -> ``"gemmvar4"``); ``"—"`` when the name has neither."""
+    name = str(file or "")
+    m = re.search(r"\.run(\d+)\.json$", name) or re.search(r"run(\d+)", name)
+    if m:
+        return m.group(1)
+    m = re.search(r"\.([A-Za-z]+\d+)\.json$", name)
     return m.group(1) if m else "—"
 
 
@@ -164,10 +191,25 @@ def runs_markdown(device: str = "nvidia-h200") -> str:
     for r in res.get("runs") or []:
         bw = r.get("copy_bandwidth_gbps")
         suites = "、".join(took.get(r.get("file"), [])) or "（已被后来的运行取代）"
-        lines.append(f"| {run_number(r.get('file'))} | {str(r.get('date', '?'))[:16].replace('T', ' ')} | "
-                     f"`{_cell(r.get('command', '?'))}` | {bw:.0f} | {suites} |" if bw else
-                     f"| {run_number(r.get('file'))} | {str(r.get('date', '?'))[:16]} | `{_cell(r.get('command', '?'))}` | — | {suites} |")
+        date = str(r.get("date", "?"))[:16].replace("T", " ")
+        cmds = _run_commands(r.get("file"), r.get("command", "?"))
+        lines.append(f"| {run_number(r.get('file'))} | {date} | {'；'.join(f'`{_cell(c)}`' for c in cmds)} | "
+                     + (f"{bw:.0f}" if bw else "—") + f" | {suites} |")
     return "\n".join(lines)
+
+
+def _run_commands(file: str | None, command: str) -> list[str]:
+    """The commands of one run: a run that invoked the runner once per suite (the helper-branch
+    runs) records each suite's command in its raw file; the merged ``runs`` entry keeps the last."""
+    from measure.results import RESULTS_DIR
+
+    try:
+        raw = json.loads((RESULTS_DIR / str(file)).read_text(encoding="utf-8"))
+    except (OSError, ValueError, TypeError):
+        return [command]
+    cmds = [s.get("command") for s in (raw.get("suites") or {}).values() if isinstance(s, dict) and s.get("command")]
+    out = list(dict.fromkeys(cmds)) or [command]
+    return out if command in out or not cmds else [*out, command]
 
 
 def bench_markdown(topic: str, device: str = "nvidia-h200") -> str:

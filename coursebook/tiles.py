@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from coursebook.records import DASH, NO_RESULT, bench, load, records
+from coursebook.records import DASH, NO_RESULT, bench, floor3, load, records
 from coursebook.style import COLORS as _C
 from coursebook.style import figure
 
@@ -333,3 +333,373 @@ def variant_claims(results: dict | None) -> list:
         "both_won": "两者都快过了 torch.bmm。",
         "other": "两者与 torch.bmm 的差距并不符合“K 短的那个吃亏更多”这条推理。"}))
     return out
+
+
+# ------------------------------------------------------------------ the variants against the library
+# The kernels a reader would take into a model, each timed in alternating rounds against what
+# PyTorch already gives them (suites gemm.w4a16, gemm.batched_ws, gemm.grouped_ws, gemm.splitk_ws,
+# gemm.bf16).  Numbers and sentences come from the records; where a target is missed the tables
+# show the gap and, where the run measured one, the bound that holds for any kernel.
+W4_BASE = "cuBLAS fp16 weights"
+GRAPH_LOOP = "torch.matmul loop (CUDA graph)"
+DENSE = "one dense GEMM, same rows"
+WRITE = "write C (zero_)"
+#: How close a measured speed-up must come to the wave model's prediction to count as "holds".
+WAVE_TOL = 0.15
+
+
+def _target(r: dict, base: str) -> tuple[float | None, bool | None]:
+    t = (r.get("targets") or {}).get(f"speedup:{base}") or {}
+    return t.get("target"), t.get("met")
+
+
+def _w4a16(results: dict | None) -> list[dict]:
+    """The W4A16 bench records, fewest activation rows first."""
+    recs = [r for r in records(results, "gemm.w4a16", kind="bench") if r.get("shape")]
+    return sorted(recs, key=lambda r: (r["shape"][0], r["shape"][1]))
+
+
+def _w4_shape(r: dict) -> str:
+    m, n, k = r["shape"]
+    return f"{m}×{n}×{k}"
+
+
+def w4a16_table(results: dict | None = None) -> str:
+    """W4A16 against cuBLAS on fp16 weights, with the ledger's floor of each side: which bound sets
+    it, the fraction of its floor each kernel reaches, and the largest gain the count allows."""
+    results = load() if results is None else results
+    recs = _w4a16(results)
+    if not recs:
+        return f"**{NO_RESULT}**"
+    lines = ["| M×N×K | W4A16 (µs) | cuBLAS，fp16 权重 (µs) | 加速比 | 事先定的目标 | 账本下界 (µs) | 下界由谁定 | "
+             "W4A16 达到自己下界的比例 | cuBLAS 达到 fp16 下界的比例 | 账本允许的最大加速比 |",
+             "|---|---:|---:|---:|---:|---:|---|---:|---:|---:|"]
+    for r in recs:
+        base = (r.get("baselines") or {}).get(W4_BASE)
+        x = (r.get("speedup") or {}).get(W4_BASE)
+        tgt, _ = _target(r, W4_BASE)
+        bound = {"memory": "字节", "compute": "算力"}.get(r.get("floor_bound"), DASH)
+        lines.append(f"| {_w4_shape(r)} | {r['ms'] * 1e3:.1f} | {DASH if base is None else f'{base * 1e3:.1f}'} | "
+                     f"{DASH if x is None else f'{x:.2f}×'} | {DASH if tgt is None else f'≥ {tgt}×'} | "
+                     f"{r.get('floor_us', 0):.1f} | {bound} | {100 * (r.get('frac_floor') or 0):.0f}% | "
+                     f"{100 * (r.get('cublas_frac_floor') or 0):.0f}% | {r.get('gain_bound', 0):.2f}× |")
+    return "\n".join(lines)
+
+
+def _probes(results: dict | None) -> dict[str, float]:
+    """The timing probes of the decode winner's pipeline at M=16: ``full``, ``nomma``, ``noexpand`` (µs)."""
+    out: dict[str, float] = {}
+    for r in records(results, "gemm.w4a16", kind="search"):
+        m = re.match(r"w4a16 probe (\w+) 16x8192x8192 (\S+)$", r.get("name", ""))
+        if not m or "_x" in m.group(2):
+            continue
+        ms = r.get("ms") or {}
+        out[m.group(1)] = ms.get(m.group(1), 0) * 1e3
+        out.setdefault("full", []).append(ms.get("full", 0) * 1e3)  # type: ignore[union-attr]
+    if "full" in out:  # the complete kernel, timed beside each probe: their mean
+        fulls = out["full"]
+        out["full"] = sum(fulls) / len(fulls)  # type: ignore[arg-type]
+    return out
+
+
+def _bench_x(results: dict | None, name: str, base: str) -> float | None:
+    return ((bench(results, name) or {}).get("speedup") or {}).get(base)
+
+
+def library_values(results: dict | None) -> dict[str, str]:
+    """The numbers the pages quote about the variants against their libraries
+    (``derived.gemm.lib.*``); ``—`` where the record is missing."""
+    from ledger.w4a16 import compute_bound_from
+
+    v: dict[str, str] = {}
+    d = DASH
+    recs = _w4a16(results)
+    for r in recs:
+        m = r["shape"][0]
+        key = f"derived.gemm.lib.w4.m{m}" if m <= 128 else "derived.gemm.lib.w4.square"
+        tgt, _ = _target(r, W4_BASE)
+        v[f"{key}.frac_pct"] = f"{100 * r['frac_floor']:.0f}" if r.get("frac_floor") else d
+        v[f"{key}.cublas_frac_pct"] = f"{100 * r['cublas_frac_floor']:.0f}" if r.get("cublas_frac_floor") else d
+        v[f"{key}.cap"] = f"{r['gain_bound']:.2f}" if r.get("gain_bound") else d
+        v[f"{key}.target"] = f"{tgt}" if tgt is not None else d
+    if recs:
+        r0 = recs[0]
+        v["derived.gemm.lib.w4.compute_from"] = f"{compute_bound_from(r0['shape'][1], r0['shape'][2], r0.get('group', 128), r0.get('machine')):.0f}"
+    else:
+        v["derived.gemm.lib.w4.compute_from"] = d
+    p = _probes(results)
+    r16 = bench(results, "w4a16 16x8192x8192") or {}
+    base16 = (r16.get("baselines") or {}).get(W4_BASE)
+    tgt16, _ = _target(r16, W4_BASE)
+    for k in ("full", "nomma", "noexpand"):
+        v[f"derived.gemm.lib.w4.probe.{k}_us"] = f"{p[k]:.1f}" if p.get(k) else d
+    v["derived.gemm.lib.w4.probe.need_us"] = f"{base16 * 1e3 / tgt16:.1f}" if base16 and tgt16 else d
+    v["derived.gemm.lib.w4.probe.overlap_x"] = (f"{base16 * 1e3 / max(p['nomma'], p['noexpand']):.2f}"
+                                                if base16 and p.get("nomma") and p.get("noexpand") else d)
+    # batched: the zero_ write of the scores bounds any kernel that writes them
+    for key, name in (("qk", "batched ws scores 64x2048x2048x128"), ("pv", "batched ws context 64x2048x128x2048")):
+        r = bench(results, name) or {}
+        w = (r.get("baselines") or {}).get(WRITE)
+        v[f"derived.gemm.lib.bmm.{key}.write_us"] = f"{w * 1e3:.1f}" if w else d
+        v[f"derived.gemm.lib.bmm.{key}.bound_x"] = f"{r['speedup_bound']:.2f}" if r.get("speedup_bound") else d
+        v[f"derived.gemm.lib.bmm.{key}.write_frac_pct"] = f"{100 * w / r['ms']:.0f}" if w and r.get("ms") else d
+        if r.get("shape"):
+            b, m, n, _ = r["shape"]
+            v[f"derived.gemm.lib.bmm.{key}.out_mib"] = f"{b * m * n * 2 / 2**20:.0f}"
+        else:
+            v[f"derived.gemm.lib.bmm.{key}.out_mib"] = d
+        tgt, _ = _target(r, "torch.bmm")
+        v[f"derived.gemm.lib.bmm.{key}.target"] = f"{tgt}" if tgt is not None else d
+    # grouped: the padded hand-written form, the two table-driven forms, the graph loop's spread
+    g = _grouped(results)
+    pad = [x for (form, _), x in g["x"].items() if form == "padded"]
+    tab = [x for (form, _), x in g["x"].items() if form != "padded"]
+    v["derived.gemm.lib.grp.padded_x"] = _range(pad)
+    v["derived.gemm.lib.grp.table_x"] = _range(tab)
+    v["derived.gemm.lib.grp.bound_x"] = _range(list(g["bound"].values()))
+    v["derived.gemm.lib.grp.loop_spread_pct"] = _range([100 * s for s in g["spread"].values()], ".1f")
+    v["derived.gemm.lib.grp.target"] = f"{g['target']}" if g["target"] is not None else d
+    v["derived.gemm.lib.grp.experts"] = str(len(g["sizes"])) if g["sizes"] else d
+    v["derived.gemm.lib.grp.smallest"] = str(min(g["sizes"])) if g["sizes"] else d
+    v["derived.gemm.lib.grp.largest"] = str(max(g["sizes"])) if g["sizes"] else d
+    # split-K in the hand-written pipeline
+    r = bench(results, "split-K ws 1024x1024x16384") or {}
+    v["derived.gemm.lib.skws.splits"] = str((r.get("config") or {}).get("splits") or d)
+    tgt, _ = _target(r, "cuBLAS")
+    v["derived.gemm.lib.skws.target"] = f"{tgt}" if tgt is not None else d
+    v["derived.gemm.lib.skws.pred"] = f"{r['predicted_speedup_vs_no_split']:.2f}" if r.get("predicted_speedup_vs_no_split") else d
+    r = bench(results, "split-K ws 2048x2048x8192") or {}
+    v["derived.gemm.lib.skws.s2048.pred"] = f"{r['predicted_speedup_vs_no_split']:.2f}" if r.get("predicted_speedup_vs_no_split") else d
+    v["derived.gemm.lib.skws.s2048.splits"] = str((r.get("config") or {}).get("splits") or d)
+    # the tuned GEMM in bf16 and the fp16 repeats at 8192^3
+    reps = _fp16_repeats(results)
+    v["derived.gemm.lib.fp16_repeats"] = "、".join(floor3(x) for x in reps) if reps else d
+    v["derived.gemm.lib.fp16_repeats_n"] = str(len(reps)) if reps else d
+    v["derived.gemm.lib.wave_tol_pct"] = f"{100 * WAVE_TOL:.0f}"
+    return v
+
+
+def _range(xs: list[float], spec: str = ".2f") -> str:
+    if not xs:
+        return DASH
+    lo, hi = format(min(xs), spec), format(max(xs), spec)
+    return lo if lo == hi else f"{lo}–{hi}"
+
+
+def _fp16_repeats(results: dict | None) -> list[float]:
+    out = []
+    for r in records(results, "gemm.bf16", kind="bench"):
+        if re.match(r"tuned rung4 fp16 8192\^3 repeat \d+$", r.get("name", "")):
+            x = (r.get("speedup") or {}).get("cuBLAS")
+            if x is not None:
+                out.append(x)
+    return out
+
+
+def _grouped(results: dict | None) -> dict:
+    """The grouped_ws records: speedup over the graph loop per (form, mix), the dense bound and the
+    graph loop's spread per mix, the target, the skewed routing's sizes."""
+    out: dict[str, Any] = {"x": {}, "bound": {}, "spread": {}, "target": None, "sizes": []}
+    for r in records(results, "gemm.grouped_ws", kind="bench"):
+        m = re.match(r"grouped (ws padded|concat|ptr) G=\d+ (\w+) ", r.get("name", ""))
+        if not m:
+            continue
+        form, mix = ("padded" if m.group(1) == "ws padded" else m.group(1)), m.group(2)
+        x = (r.get("speedup") or {}).get(GRAPH_LOOP)
+        if x is not None:
+            out["x"][(form, mix)] = x
+        if form == "padded":
+            if r.get("speedup_bound"):
+                out["bound"][mix] = r["speedup_bound"]
+            sp = (r.get("baseline_spread") or {}).get(GRAPH_LOOP)
+            if sp is not None:
+                out["spread"][mix] = sp
+            if mix == "skewed" and r.get("sizes"):
+                out["sizes"] = list(r["sizes"])
+        tgt, _ = _target(r, GRAPH_LOOP)
+        out["target"] = tgt if tgt is not None else out["target"]
+    return out
+
+
+def grouped_ws_table(results: dict | None = None) -> str:
+    """The three grouped forms against the CUDA-graph loop, with one dense GEMM of the same rows."""
+    results = load() if results is None else results
+    recs = [r for r in records(results, "gemm.grouped_ws", kind="bench")]
+    if not recs:
+        return f"**{NO_RESULT}**"
+    from coursebook.records import variant_words
+
+    lines = ["| kernel | 时间 (µs) | CUDA graph 里的 torch.matmul 循环 (µs) | 循环逐轮的离散 | 相对该循环 | "
+             "同样行数的一个稠密 GEMM (µs) | 稠密 GEMM 相对该循环 |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    for r in recs:
+        b, sp = r.get("baselines") or {}, r.get("speedup") or {}
+        loop, dense = b.get(GRAPH_LOOP), b.get(DENSE)
+        spread = (r.get("baseline_spread") or {}).get(GRAPH_LOOP)
+        lines.append(f"| {variant_words(r['name'])} | {r['ms'] * 1e3:.1f} | {DASH if loop is None else f'{loop * 1e3:.1f}'} | "
+                     f"{DASH if spread is None else f'{100 * spread:.1f}%'} | "
+                     f"{DASH if sp.get(GRAPH_LOOP) is None else format(sp[GRAPH_LOOP], '.2f') + '×'} | "
+                     f"{DASH if dense is None else f'{dense * 1e3:.1f}'} | "
+                     f"{DASH if not (loop and dense) else f'{loop / dense:.2f}×'} |")
+    return "\n".join(lines)
+
+
+def batched_ws_table(results: dict | None = None) -> str:
+    """The two attention products against torch.bmm, with the zero_ write of the same output."""
+    results = load() if results is None else results
+    recs = [r for r in records(results, "gemm.batched_ws", kind="bench")]
+    if not recs:
+        return f"**{NO_RESULT}**"
+    from coursebook.records import variant_words
+
+    lines = ["| kernel | 时间 (µs) | torch.bmm (µs) | 相对 torch.bmm | 只把输出写一遍 (µs) | "
+             "torch.bmm ÷ 写一遍（任何 kernel 的上限） | 写一遍占本 kernel 时间 |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    for r in recs:
+        b, sp = r.get("baselines") or {}, r.get("speedup") or {}
+        w = b.get(WRITE)
+        lines.append(f"| {variant_words(r['name'])} | {r['ms'] * 1e3:.1f} | {b.get('torch.bmm', 0) * 1e3:.1f} | "
+                     f"{sp.get('torch.bmm', 0):.2f}× | {DASH if w is None else f'{w * 1e3:.1f}'} | "
+                     f"{DASH if not r.get('speedup_bound') else format(r['speedup_bound'], '.2f') + '×'} | "
+                     + (DASH if w is None else f"{100 * w / r['ms']:.0f}%") + " |")
+    return "\n".join(lines)
+
+
+def library_claims(results: dict | None) -> list:
+    """The sentences about the variants against their libraries, chosen by the records
+    (``claim.gemm.lib.*``)."""
+    from coursebook import claims as C
+
+    out = []
+    recs = [r for r in _w4a16(results) if r["shape"][0] <= 128]
+    xs = [(r.get("speedup") or {}).get(W4_BASE) for r in recs]
+    caps = [r.get("gain_bound") for r in recs]
+    ok = recs and None not in xs and None not in caps
+    out.append(C.choose("claim.gemm.lib.w4.shrinks", None if not ok else (
+        "tracks" if all(a >= b for a, b in zip(xs, xs[1:])) and all(a >= b for a, b in zip(caps, caps[1:]))
+        and all(x < c for x, c in zip(xs, caps)) else "not"), {
+        "tracks": "实测的加速比随 M 变大而缩小，与账本允许的上限同向，而且每一档都在那个上限之下",
+        "not": "实测的加速比并没有按账本预测的顺序随 M 缩小"}))
+    mets = [_target(r, W4_BASE)[1] for r in recs]
+    out.append(C.every("claim.gemm.lib.w4.targets", mets if recs else [],
+                       all_="这 {n} 个形状都到了事先定的加速比", some="这 {n} 个形状里只有 {k} 个到了事先定的加速比",
+                       none="这 {n} 个形状没有一个到了事先定的加速比"))
+    sq = bench(results, "w4a16 4096x4096x4096") or {}
+    tgt, _ = _target(sq, W4_BASE)
+    out.append(C.threshold("claim.gemm.lib.w4.square", (sq.get("speedup") or {}).get(W4_BASE), tgt or 0.0,
+                           above="在事先定的 {limit} 倍之上", below="还在事先定的 {limit} 倍之下"))
+    r1 = bench(results, "w4a16 1x8192x8192") or {}
+    out.append(C.compare("claim.gemm.lib.w4.vs_cublas_floor", r1.get("frac_floor"), r1.get("cublas_frac_floor"),
+                         lower="离自己的下界比 cuBLAS 离它的下界远得多", higher="离自己的下界比 cuBLAS 离它的下界更近",
+                         tie="离自己下界的远近与 cuBLAS 相当", tol=0.05))
+    p = _probes(results)
+    r16 = bench(results, "w4a16 16x8192x8192") or {}
+    base16 = (r16.get("baselines") or {}).get(W4_BASE)
+    tgt16, _ = _target(r16, W4_BASE)
+    longer = max(p["nomma"], p["noexpand"]) if p.get("nomma") and p.get("noexpand") else None
+    need = base16 * 1e3 / tgt16 if base16 and tgt16 else None
+    out.append(C.compare("claim.gemm.lib.w4.overlap", longer, need,
+                         lower="两者中较长的那个也短于目标要求的时间：只要把展开完全藏进张量核乘法的阴影里，这个结构就够得着目标",
+                         higher="两者中较长的那个已经长于目标要求的时间：即使完全重叠，这个结构也够不着目标"))
+    # batched
+    for key, name in (("qk", "batched ws scores 64x2048x2048x128"), ("pv", "batched ws context 64x2048x128x2048")):
+        r = bench(results, name) or {}
+        tgt, _ = _target(r, "torch.bmm")
+        out.append(C.threshold(f"claim.gemm.lib.bmm.{key}", (r.get("speedup") or {}).get("torch.bmm"), tgt or 0.0,
+                               above="到了事先定的 {limit} 倍", below="离事先定的 {limit} 倍还差一点"))
+    # grouped
+    g = _grouped(results)
+    pad = [x for (form, _), x in g["x"].items() if form == "padded"]
+    tab = [x for (form, _), x in g["x"].items() if form != "padded"]
+    out.append(C.choose("claim.gemm.lib.grp.padded", None if not pad else (
+        "won" if min(pad) >= 1 else ("lost" if max(pad) < 1 else "split")), {
+        "won": "两种组大小下都比 CUDA graph 里的循环快", "lost": "两种组大小下都比 CUDA graph 里的循环慢",
+        "split": "一种组大小下比 CUDA graph 里的循环快，另一种下慢"}))
+    out.append(C.choose("claim.gemm.lib.grp.tables", None if not tab else (
+        "lost" if max(tab) < 1 else ("won" if min(tab) >= 1 else "split")), {
+        "lost": "都比循环慢", "won": "都比循环快", "split": "有快有慢"}))
+    bounds = list(g["bound"].values())
+    out.append(C.choose("claim.gemm.lib.grp.bound", None if not bounds or g["target"] is None else (
+        "below" if max(bounds) < g["target"] else ("straddles" if min(bounds) < g["target"] else "above")), {
+        "below": "两种组大小下都低于事先定的目标：在这个形状上，目标本身就超出了这道上限",
+        "straddles": "至少一种组大小下低于事先定的目标：在那里，目标本身就超出了这道上限",
+        "above": "两种组大小下都高于事先定的目标：目标在这道上限之内，差距出在 kernel 本身"}))
+    # split-K in the hand-written pipeline against cuBLAS
+    r = bench(results, "split-K ws 1024x1024x16384") or {}
+    tgt, _ = _target(r, "cuBLAS")
+    out.append(C.threshold("claim.gemm.lib.skws", (r.get("speedup") or {}).get("cuBLAS"), tgt or 0.0,
+                           above="到了 cuBLAS 的水平", below="离 cuBLAS 还差一点"))
+    # the tuned GEMM: fp16 repeats at 8192^3 and bf16
+    out.append(C.every("claim.gemm.lib.fp16_repeats", [x >= 1.0 for x in _fp16_repeats(results)],
+                       all_="每一次都不低于 1", some="{n} 次里有 {k} 次不低于 1", none="{n} 次里没有一次达到 1"))
+    bf = [bench(results, f"tuned bf16 {s}^3") or {} for s in (4096, 8192)]
+    out.append(C.every("claim.gemm.lib.bf16", [abs(r["speedup"]["cuBLAS bf16"] - 1) <= 0.03
+                                                if (r.get("speedup") or {}).get("cuBLAS bf16") else None for r in bf],
+                       all_="两个形状都与 cuBLAS 相差不到 3%", some="两个形状里只有一个与 cuBLAS 相差不到 3%",
+                       none="两个形状都与 cuBLAS 差出 3% 以上"))
+    return out
+
+
+# ------------------------------------------------------------------ the wave model beside the records
+def wave_rows(results: dict | None) -> list[dict]:
+    """Every split-K and stream-K record that carries a wave prediction: the prediction against its
+    own baseline (the same kernel unsplit, or the data-parallel tiling), the measurement, and cuBLAS."""
+    rows = []
+    for suite, base in (("gemm.splitk", "no-split"), ("gemm.splitk_ws", "no-split"), ("gemm.streamk", "data-parallel")):
+        for r in records(results, suite, kind="bench"):
+            pred = r.get("predicted_speedup_vs_no_split", r.get("predicted_speedup_vs_dp"))
+            meas = (r.get("speedup") or {}).get(base)
+            if pred is None or meas is None:
+                continue
+            m = re.search(r"(\d+)x(\d+)x(\d+)", r["name"])
+            w = r.get("waves") or {}
+            cfg = r.get("config") or {}
+            if suite == "gemm.streamk":
+                kind, tile, split = "stream-K", f"{cfg.get('block_M', 128)}×{cfg.get('block_N', 128)}", "—"
+                grid, waves = w.get("tiles"), f"{w.get('waves')} → 1"
+            else:
+                ws = suite == "gemm.splitk_ws"
+                kind = "split-K，手写流水" if ws else ("split-K，整块原子加" if r.get("form") == "tile" else "split-K，逐元素原子加")
+                tile = f"{cfg.get('block_M', 128)}×{cfg.get('block_N', 128)}"
+                split = str(cfg.get("splits") if ws else r.get("split_k") or 1)
+                grid, waves = w.get("grid"), f"{w.get('waves_no_split', 1)} → {w.get('waves')}"
+                if split == "1":
+                    continue
+            rows.append(dict(kind=kind, shape="×".join(m.groups()) if m else r["name"], tile=tile, split=split,
+                             grid=grid, waves=waves, fill=w.get("last_wave_fill"), pred=pred, meas=meas,
+                             cub=(r.get("speedup") or {}).get("cuBLAS"),
+                             holds_dir=(pred > 1.05) == (meas > 1.0), holds_size=abs(meas / pred - 1) <= WAVE_TOL))
+    return rows
+
+
+def wave_table(results: dict | None = None) -> str:
+    """The wave model's prediction beside each record: does it say the right direction, and how close."""
+    results = load() if results is None else results
+    rows = wave_rows(results)
+    if not rows:
+        return f"**{NO_RESULT}**"
+    lines = ["| 写法 | 形状 | 块 | 段数 | 网格（块） | 波数（切分前 → 后） | 预测加速比 | 实测加速比 | 实测 ÷ 预测 | "
+             f"方向对吗 | 大小差在 {100 * WAVE_TOL:.0f}% 内吗 | 对 cuBLAS |",
+             "|---|---|---|---:|---:|---|---:|---:|---:|---|---|---:|"]
+    yn = {True: "是", False: "否"}
+    for r in rows:
+        lines.append(f"| {r['kind']} | {r['shape']} | {r['tile']} | {r['split']} | {r['grid']} | {r['waves']} | "
+                     f"{r['pred']:.2f}× | {r['meas']:.2f}× | {r['meas'] / r['pred']:.2f} | {yn[r['holds_dir']]} | "
+                     f"{yn[r['holds_size']]} | {DASH if r['cub'] is None else format(r['cub'], '.2f') + '×'} |")
+    return "\n".join(lines)
+
+
+def wave_claims(results: dict | None) -> list:
+    """How often the wave model holds (``claim.gemm.waves.*``)."""
+    from coursebook import claims as C
+
+    rows = wave_rows(results)
+    return [
+        C.every("claim.gemm.waves.direction", [r["holds_dir"] for r in rows],
+                all_="全部 {n} 条记录里方向都对：该切的时候切、不该切的时候不切，波数模型的判断可靠",
+                some="{n} 条记录里只有 {k} 条方向对：连该不该切，波数模型也不总说得对",
+                none="{n} 条记录里没有一条方向对：波数模型连该不该切都说错了"),
+        C.every("claim.gemm.waves.size", [r["holds_size"] for r in rows],
+                all_="全部 {n} 条都在预测的 {tol}% 以内", some="只有 {k} 条在预测的 {tol}% 以内",
+                none="没有一条在预测的 {tol}% 以内", tol=f"{100 * WAVE_TOL:.0f}"),
+    ]

@@ -46,6 +46,7 @@ Their checks and timings on a GPU are the suite :mod:`measure.suites.primer`.
 
 import contextlib
 import io
+import re
 import tempfile
 from dataclasses import dataclass, field
 
@@ -186,6 +187,18 @@ def gemm_tile_kernel(M: int, N: int, K: int, blk_m: int = 128, blk_n: int = 128,
             T.copy(c, C[by * blk_m, bx * blk_n])
 
     return main
+
+
+#: the pass config that turns off the producer/consumer split (``T.Pipelined`` then issues
+#: ``cp.async`` copies from every thread instead of TMA loads from a producer warpgroup)
+NO_WARP_SPECIALIZATION = {"tl.disable_warp_specialized": True}
+
+
+@tilelang.jit(target=TARGET, pass_configs=NO_WARP_SPECIALIZATION)
+def gemm_tile_kernel_no_ws(M: int, N: int, K: int, a_in: str = "shared", b_in: str = "shared"):
+    """:func:`gemm_tile_kernel` (default tiles) compiled without warp specialisation: the GPU
+    check that separates the operand placement from the warp-specialised pipeline around it."""
+    return gemm_tile_kernel.get_tir(M, N, K, a_in=a_in, b_in=b_in)
 
 
 # ------------------------------------------------- two kernels for the debugging lesson
@@ -391,8 +404,9 @@ def row_sum(x, out=None, *, blk_m: int = 64, blk_n: int = 128, threads: int = 12
     return out
 
 
-def gemm_tile(a, b, out=None, *, a_in: str = "shared", b_in: str = "shared"):
-    """C = A @ B.T (fp16 in, fp32 out) with the T.gemm teaching kernel."""
+def gemm_tile(a, b, out=None, *, a_in: str = "shared", b_in: str = "shared", warp_specialized: bool = True):
+    """C = A @ B.T (fp16 in, fp32 out) with the T.gemm teaching kernel (``warp_specialized=False``:
+    :func:`gemm_tile_kernel_no_ws`)."""
     import torch
 
     for name, v in (("a_in", a_in), ("b_in", b_in)):
@@ -410,7 +424,8 @@ def gemm_tile(a, b, out=None, *, a_in: str = "shared", b_in: str = "shared"):
         if t is not None:
             validate_tensor(name, t)
     out = torch.empty(M, N, dtype=torch.float32, device=a.device) if out is None else out
-    gemm_tile_kernel(M, N, K, a_in=a_in, b_in=b_in)(a, b, out)
+    factory = gemm_tile_kernel if warp_specialized else gemm_tile_kernel_no_ws
+    factory(M, N, K, a_in=a_in, b_in=b_in)(a, b, out)
     return out
 
 
@@ -428,6 +443,24 @@ class Lowered:
     threads: tuple
     dyn_smem_bytes: int
     target: dict = field(default_factory=dict)
+    #: TMA descriptors the host code creates, by tensor: ``{"A": {"box": (64, 128), "swizzle": 0}}``
+    #: (``swizzle`` as ``CUtensorMapSwizzle``: 0 none, 1 32B, 2 64B, 3 128B)
+    tma: dict = field(default_factory=dict)
+
+
+#: ``T.call_packed("__tvm_tensormap_create_tiled", A_desc, dtype, rank, A, dims.., strides.., box..,
+#: element strides.., interleave, swizzle, l2 promotion, oob fill)`` in the host module's script
+_TMA_CALL = re.compile(r'T\.call_packed\("__tvm_tensormap_create_tiled", (\w+)_desc, (\d+), (\d+), \w+, ([\d, ]+)\)')
+
+
+def _tma_descriptors(host_script: str) -> dict:
+    out = {}
+    for name, _dtype, rank, args in _TMA_CALL.findall(host_script):
+        rank, nums = int(rank), [int(x) for x in args.split(",")]
+        box = tuple(nums[2 * rank:3 * rank])
+        interleave, swizzle = nums[4 * rank], nums[4 * rank + 1]
+        out[name] = {"box": box, "interleave": interleave, "swizzle": swizzle}
+    return out
 
 
 def lower(factory, *args, target: dict | None = None, pass_configs: dict | None = None, **kwargs) -> Lowered:
@@ -452,7 +485,7 @@ def lower(factory, *args, target: dict | None = None, pass_configs: dict | None 
         grid = tuple(int(ext.get(f"blockIdx.{a}", 1)) for a in "xyz")
         threads = tuple(int(ext.get(f"threadIdx.{a}", 1)) for a in "xyz")
         smem = int(f.attrs.get("dyn_shared_memory_buf", 0) or 0)
-    return Lowered(art.kernel_source, grid, threads, smem, tdict)
+    return Lowered(art.kernel_source, grid, threads, smem, tdict, _tma_descriptors(art.host_mod.script()))
 
 
 def check_launch(low: Lowered, machine: str = "h200-spec") -> None:

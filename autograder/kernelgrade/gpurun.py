@@ -186,6 +186,11 @@ def _versions() -> dict:
             out[key] = m.group(1) if m else None
         except (OSError, subprocess.TimeoutExpired):
             out[key] = None
+    env = os.environ.get("COURSE_GIT_COMMIT")
+    if env:  # a copied tree names its commit (as measure.runner.git_state): its own .git may be stale
+        out["commit"] = env
+        out["dirty"] = os.environ.get("COURSE_GIT_DIRTY", "unknown") not in ("0", "false", "no")
+        return out
     try:
         out["commit"] = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True,
                                        timeout=10).stdout.strip() or None
@@ -319,13 +324,27 @@ def summarize(lab: str, rows: list[dict], versions: dict, timing: dict, meta: di
         "date": meta["date"],
         "command": meta["command"], "versions": versions, "jobs": meta["jobs"], "variants": "student (signed tags)",
         "protocol": next((f["speed"].get("protocol") for f in speed), None),
-        "copy_gbps": sorted({round(f["speed"]["copy_gbps"], 1) for f in speed if f["speed"].get("copy_gbps")}),
+        "copy_gbps": sorted({round(f["speed"]["copy_gbps"], 1) for f in speed
+                             if isinstance(f["speed"].get("copy_gbps"), (int, float))}),
         "timing": {**timing, "gpu_held_mean_s": round(per, 3) if per else None,
                    "gpu_bound_per_hour_per_gpu": round(3600 / per, 1) if per else None,
                    "class_of_100_gpu_hours": round(100 * per / 3600, 3) if per else None},
         "all_expectations_met": all(all(r["meets"].values()) for r in rows),
         "submissions": rows,
     }
+
+
+WARM_SLACK_S = 15.0
+
+
+def _warm_need(ref_record: Path) -> float:
+    """Seconds a warm resubmission needs at most: the reference's cold wall time in phase 1
+    (compiles included, so an upper bound) plus a margin; 90 s when it is not known."""
+    try:
+        wall = json.loads(ref_record.read_text(encoding="utf-8")).get("kernels", {}).get("wall_s")
+    except (OSError, ValueError):
+        wall = None
+    return float(wall) + WARM_SLACK_S if isinstance(wall, (int, float)) else 90.0
 
 
 class _Lab(threading.Thread):
@@ -398,14 +417,20 @@ def run(labs: list[str], out: Path, jobs: int, *, gpu: bool, deadline: float | N
     phase1 = time.monotonic() - t1
     timed_out = any(t.is_alive() for t in threads)
     warm: dict[str, float | None] = {}
+    warm_skipped: dict[str, str] = {}
     order = [lab for lab in ("elementwise", "primer", "gemm") if lab in labs] + [x for x in labs if x not in LABS]
     if not timed_out:
         log("[gpurun] phase 2: each reference again, alone, warm kernel cache")
         from ..grade import grade_batch
 
         for lab in order:
-            if stop_at is not None and stop_at - time.monotonic() < 90:
+            need = _warm_need(work / lab / "graded" / "records" / "reference.json")
+            left = None if stop_at is None else stop_at - time.monotonic()
+            if left is not None and left < need:
                 warm[lab] = None
+                warm_skipped[lab] = (f"not run: {left:.0f} s left before the deadline, {need:.0f} s needed "
+                                     f"(the reference's cold wall time in phase 1 + {WARM_SLACK_S:.0f} s)")
+                log(f"[gpurun] {lab}: warm resubmission {warm_skipped[lab]}")
                 continue
             t0 = time.monotonic()
             grade_batch([work / lab / "submissions" / "reference.ipynb"], lab, work / lab / "warm", jobs=1,
@@ -420,8 +445,10 @@ def run(labs: list[str], out: Path, jobs: int, *, gpu: bool, deadline: float | N
         wrec = t.work / t.lab / "warm" / "records" / "reference.json"
         warm_detail = json.loads(wrec.read_text(encoding="utf-8")).get("kernels", {}) if wrec.exists() else {}
         timing = {"batch_submissions": len(t.subs), "batch_wall_s": round(t.wall, 2) if t.wall else None,
+                  "batch_graded": sum(1 for r in rows if "times" in r),
                   "batch_error": t.error, "phase1_wall_s": round(phase1, 2),
                   "warm_resubmission_wall_s": warm.get(t.lab),
+                  **({"warm_resubmission_skipped": warm_skipped[t.lab]} if t.lab in warm_skipped else {}),
                   "warm_resubmission_detail": {x: warm_detail.get(x) for x in ("elaborate_s", "evaluate_s", "gpu_s",
                                                                                  "wall_s")}}
         res = summarize(t.lab, rows, versions, timing, meta)
@@ -438,18 +465,20 @@ def run(labs: list[str], out: Path, jobs: int, *, gpu: bool, deadline: float | N
             log(f"{r['name']:<26s} {r['kind']:<13s} {r.get('kernel_score', 0):>4g}/{r.get('kernel_max', 0):<4g}  "
                 + ("met" if not bad else "NOT MET: " + ", ".join(
                     f"{g}={r.get('parts', {}).get(g, {}).get('status', r.get('status'))}" for g in bad)))
-    gpu_all = [r["times"]["gpu_s"] for t in threads for r in _rows(t.lab, t.subs, t.out / "records", gpu)
-               if r.get("times", {}).get("gpu_s")]
+    all_rows = [r for t in threads for r in _rows(t.lab, t.subs, t.out / "records", gpu)]
+    gpu_all = [r["times"]["gpu_s"] for r in all_rows if r.get("times", {}).get("gpu_s")]
+    n_graded = sum(1 for r in all_rows if "times" in r)  # a deadline leaves some ungraded: not counted
     head = {**meta, "device": device, "versions": versions, "preflight": pre, "labs": labs, "files": files,
             "timed_out": timed_out, "deadline_s": deadline,
             "throughput": {
-                "submissions": n_all, "phase1_wall_s": round(phase1, 2), "total_wall_s": round(total, 2),
-                "cpu_cores": os.cpu_count(),
-                "observed_per_hour": round(3600 * n_all / phase1, 1) if phase1 > 0 else None,
+                "submissions": n_all, "graded": n_graded, "phase1_wall_s": round(phase1, 2),
+                "total_wall_s": round(total, 2), "cpu_cores": os.cpu_count(),
+                "observed_per_hour": round(3600 * n_graded / phase1, 1) if phase1 > 0 else None,
                 "gpu_held_mean_s": round(statistics.mean(gpu_all), 3) if gpu_all else None,
                 "gpu_bound_per_hour_per_gpu": round(3600 / statistics.mean(gpu_all), 1) if gpu_all else None,
-                "warm_resubmission_wall_s": warm,
-                "note": "observed_per_hour: this batch on this machine, cold cache, three labs at once; "
+                "warm_resubmission_wall_s": warm, "warm_resubmission_skipped": warm_skipped,
+                "note": "observed_per_hour: the graded submissions of this batch per hour of phase 1 on this "
+                        "machine, cold cache, the labs at once; "
                         "gpu_bound_per_hour_per_gpu: 3600 s / the mean time a submission held the GPU (the "
                         "rate one GPU sustains when compiles keep up)"},
             "labs_summary": summary}

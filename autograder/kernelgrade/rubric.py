@@ -21,20 +21,56 @@ GPU this machine does not have: not graded, not zero by fault of the student) an
 """
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ..parts import Verdict
 from .tasks import CudaTask
 
-__all__ = ["ASPECTS", "speed_fraction", "score", "score_correct", "score_speed", "score_structure", "score_ascend"]
+__all__ = ["ASPECTS", "number", "speed_fraction", "score", "score_correct", "score_speed", "score_structure", "score_ascend"]
 
 ASPECTS = ("correct", "speed", "structure", "ascend")
 NEEDS_GPU = "needs a GPU: not graded on this machine (run the GPU grading, see labs/README.md)"
 
 
+def number(v: Any) -> float | None:
+    """A number from a worker's findings.  Non-finite numbers travel by name (``"nan"``,
+    ``"inf"``, ``"-inf"``: JSON has no NaN) and come back as floats; anything else that is not
+    a number is None."""
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, (int, float)):
+        return float(v)
+    if isinstance(v, str) and v.strip().lower() in ("nan", "inf", "-inf", "+inf", "infinity", "-infinity"):
+        return float(v)
+    return None
+
+
+def _finite(v: Any) -> bool:
+    n = number(v)
+    return n is not None and math.isfinite(n)
+
+
+def _g(v: Any) -> str:
+    n = number(v)
+    return "n/a" if n is None else f"{n:.3g}"
+
+
+def _output_ok(o: dict) -> bool:
+    """One compared output: the worker's verdict, and a finite max |err| where one is given
+    (NaN when no element was written: a failed comparison whatever else it says)."""
+    return bool(o.get("ok")) and (o.get("max_abs_err") is None or _finite(o["max_abs_err"]))
+
+
+def _shape_ok(s: dict) -> bool:
+    return bool(s.get("ok")) and all(_output_ok(o) for o in s.get("outputs") or [])
+
+
 def speed_fraction(metric: float | None, levels) -> float:
-    """The fraction of the speed points a metric earns: the highest level it reaches."""
-    if metric is None:
+    """The fraction of the speed points a metric earns: the highest level it reaches (none for
+    a metric that is missing or not finite)."""
+    metric = number(metric)
+    if metric is None or not math.isfinite(metric):
         return 0.0
     frac = 0.0
     for threshold, f in levels:
@@ -97,7 +133,7 @@ def score_correct(points: float, task: CudaTask, R: dict) -> Verdict:
     shapes = R.get("correct")
     if shapes is None:
         return Verdict("error", "the GPU run ended before this kernel was checked")
-    bad = [s for s in shapes if not s.get("ok")]
+    bad = [s for s in shapes if not _shape_ok(s)]
     if not bad:
         return Verdict("right", f"correct on all {len(shapes)} shapes (fresh inputs, poisoned outputs, fp64 reference)",
                        score=points)
@@ -108,10 +144,12 @@ def score_correct(points: float, task: CudaTask, R: dict) -> Verdict:
             continue
         bits = []
         for o in s.get("outputs", []):
-            if not o.get("ok"):
+            if not _output_ok(o):
+                err = (_g(o.get("max_abs_err")) if _finite(o.get("max_abs_err"))
+                       else "not finite: no element compares")
                 bits.append(f"{o.get('unwritten', 0)} unwritten, {o.get('nonfinite', 0)} NaN/inf, "
-                            f"{o.get('mismatched', 0)} of {o.get('numel')} outside atol={o.get('atol'):.3g} "
-                            f"rtol={o.get('rtol'):.3g} (max |err| {o.get('max_abs_err'):.3g})")
+                            f"{o.get('mismatched', 0)} of {o.get('numel')} outside atol={_g(o.get('atol'))} "
+                            f"rtol={_g(o.get('rtol'))} (max |err| {err})")
         if s.get("inputs_changed"):
             bits.append("overwrote its input(s) " + ", ".join(s["inputs_changed"]))
         notes.append(f"{s['label']}: " + "; ".join(bits))
@@ -135,10 +173,14 @@ def score_speed(points: float, task: CudaTask, R: dict) -> Verdict:
         return Verdict("wrong", "no speed points: the outputs of the timed launches are wrong")
     if sp.get("too_slow"):
         return Verdict("wrong", "no speed points: " + sp.get("note", "too slow to time"))
+    if not (_finite(sp.get("ms")) and _finite(sp.get("metric"))):
+        return Verdict("wrong", f"no speed points: the timing gave no finite time ({sp.get('ms')!r} ms, "
+                                f"metric {sp.get('metric')!r})")
     frac = speed_fraction(sp.get("metric"), task.levels)
     shape = ", ".join(f"{k}={v}" for k, v in sp["shape"].items())
-    msg = (f"{sp['ms'] * 1e3:.1f} us at {shape}: {_fmt_metric(task, sp.get('metric'))}"
-           f" (library {sp.get('baseline_ms', 0) * 1e3:.1f} us, copy {sp.get('copy_gbps', 0):.0f} GB/s); "
+    msg = (f"{number(sp['ms']) * 1e3:.1f} us at {shape}: {_fmt_metric(task, number(sp.get('metric')))}"
+           f" (library {(number(sp.get('baseline_ms')) or 0) * 1e3:.1f} us, "
+           f"copy {(number(sp.get('copy_gbps')) or 0):.0f} GB/s); "
            f"levels: {_levels_text(task)}")
     status = "right" if frac >= 1.0 else "partial" if frac > 0 else "wrong"
     return Verdict(status, msg, score=round(points * frac, 6))

@@ -508,7 +508,11 @@ P_COPY = CudaTask(
                    ("dtype", "bfloat16", _FLOAT)),
     make_inputs=_copy_inputs, reference=_copy_ref, cost=_copy_cost,
     baseline=_copy_baseline, baseline_label="torch copy_",
-    metric="frac_copy", levels=((0.30, 0.5), (0.40, 1.0)), structure=(),
+    # The lesson's kernel moves one element per thread (2-byte accesses in fp16): on the H200 it
+    # reaches 36-37 % of the copy bandwidth (the primer suite and the recorded grading run,
+    # 2026-12-01); full points from 30 %, half from 15 % (a launch that leaves most SMs idle).
+    # Speed is K2's lesson, not this one's.
+    metric="frac_copy", levels=((0.15, 0.5), (0.30, 1.0)), structure=(),
     interface_doc="copy_kernel(N, dtype) -> kernel(X, Y)；X、Y 都是长度 N 的一维张量，dtype 为 "
                   "float16 / bfloat16 / float32；Y = X",
 )
@@ -599,7 +603,10 @@ P_ROWSUM = CudaTask(
                    ("dtype", "bfloat16", _FLOAT)),
     make_inputs=_rowsum_inputs, reference=_rowsum_ref, cost=_rowsum_cost, tolerance=_rowsum_tol,
     baseline=_rowsum_baseline, baseline_label="torch.sum",
-    metric="frac_copy", levels=((0.50, 0.5), (0.75, 1.0)),
+    # At 16384 x 4096 fp16 the lesson's kernel (64-row blocks, 128-column tiles, two stages)
+    # reaches 63-64 % of the copy bandwidth on the H200 and torch.sum itself 68-69 % (the primer
+    # suite and the recorded grading run, 2026-12-01): full points from 60 %, half from 40 %.
+    metric="frac_copy", levels=((0.40, 0.5), (0.60, 1.0)),
     structure=("row_reduction", "pipelined"),
     interface_doc="row_sum_kernel(M, N, dtype) -> kernel(X, Y)；X 形状 (M, N)，dtype 为 float16 / bfloat16 / float32；"
                   "Y 形状 (M,)、float32；每一行在 fp32 中求和；M 任意，N 是 8 的倍数（一行 16 字节的整数倍，TMA 的行距），"

@@ -37,6 +37,8 @@ def gpu_suite(h) -> None:
                                 (lm, ln, split, "shared"))]
     operands = (("shared", "shared"), ("fragment", "shared"), ("shared", "fragment"))
     jobs += [(P.gemm_tile_kernel, (256, 384, 512), {"a_in": a, "b_in": b}) for a, b in operands]
+    # A in registers without warp specialisation: separates the operand placement from the pipeline
+    jobs += [(P.gemm_tile_kernel_no_ws, (256, 384, 512), {"a_in": "fragment"})]
     jobs += [(P.mirror_kernel, (256, 128)), (P.mirror_kernel, (100, 64))]
     h.precompile(jobs)
 
@@ -69,6 +71,10 @@ def gpu_suite(h) -> None:
         c = h.poisoned((256, 384), f32)
         P.gemm_tile(a, b, c, a_in=a_in, b_in=b_in)
         h.check(f"gemm_tile a_in={a_in} b_in={b_in}", c, a.double() @ b.double().T, atol=1e-2, rtol=1e-3)
+    a, b = h.rand((256, 512), f16), h.rand((384, 512), f16)
+    c = h.poisoned((256, 384), f32)
+    P.gemm_tile(a, b, c, a_in="fragment", warp_specialized=False)
+    h.check("gemm_tile a_in=fragment b_in=shared no_ws", c, a.double() @ b.double().T, atol=1e-2, rtol=1e-3)
 
     # --- performance: kernels bound once, no Python launcher work inside the timing
     x = h.rand(n, f16)

@@ -41,6 +41,19 @@ def test_each_run_names_device_date_versions_and_command():
         assert run["protocol"] and "L2" in run["protocol"]
 
 
+#: Submissions whose recorded finding is a crash of the grader itself, fixed since that run and
+#: never edited out of the record: (lab, name, date of the run) -> the part's answer and the
+#: exact crash.  The evaluate worker sent its events as strict JSON, and the max |err| of an
+#: output the kernel never wrote is NaN (every element still poison): the send raised, the
+#: part was charged "error" instead of "wrong".  Fixed by sending non-finite numbers by name
+#: (worker.finite_json; rubric.number reads them as a failed comparison), shown on the CPU by
+#: test_kernelgrade_units.py::test_a_never_written_output_travels_through_the_worker_events_and_is_wrong.
+#: Only these two, only in that run: a re-run's file has another date and must meet the manifest.
+PRE_FIX_CRASH = "ValueError: Out of range float values are not JSON compliant: nan"
+GRADER_CRASHED = {("elementwise", "add_empty", "2026-12-01T18:04:48Z"): ("k1_add", PRE_FIX_CRASH),
+                  ("elementwise", "add_reads_output", "2026-12-01T18:04:48Z"): ("k1_add", PRE_FIX_CRASH)}
+
+
 def _rescored(run, sub):
     spec, _ = load_lab(run["lab"])
     out = {}
@@ -51,15 +64,46 @@ def _rescored(run, sub):
     return out
 
 
+def _levels_changed(run, gid, rec) -> bool:
+    """A speed part timed under other levels than today's (its recorded message names them)."""
+    spec, _ = load_lab(run["lab"])
+    ref = spec.part(gid).reference()
+    return (ref.aspect == "speed" and "levels: " in (rec.get("message") or "")
+            and rec["message"].rsplit("levels: ", 1)[1] != rubric._levels_text(get_task(ref.task)))
+
+
 def test_recorded_scores_are_what_the_rubric_gives_for_the_recorded_findings():
+    compared = 0
     for run in _runs():
         if run.get("lab_spec") != lab_file_digest(run["lab"]):
-            continue  # the spec changed since (e.g. recalibrated levels): the next test re-scores
+            continue  # the spec changed since: the next test re-scores against the manifest
         for sub in run["submissions"]:
             for gid, v in _rescored(run, sub).items():
                 rec = sub["parts"][gid]
+                if _levels_changed(run, gid, rec):
+                    continue  # recalibrated since the run: re-scored against the expectations below
+                compared += 1
                 assert (v.status, round(v.score, 6)) == (rec["status"], round(rec["score"], 6)), \
                     f"{run['lab']}/{sub['name']}/{gid}: recorded {rec['status']} {rec['score']}, rubric {v.status} {v.score}"
+    assert compared or not FILES
+
+
+def test_only_the_recalibrated_speed_levels_changed_a_recorded_status():
+    """The primer's copy and row-sum levels were recalibrated after the run (the lesson's kernels
+    reach 36 % and 63 % of the copy bandwidth there): re-scored, a status moves only on a speed
+    part timed under other levels, never down; the reference's two 'partial' become 'right'."""
+    moved = {}
+    for run in _runs():
+        for sub in run["submissions"]:
+            for gid, v in _rescored(run, sub).items():
+                if v.status != sub["parts"][gid]["status"]:
+                    assert _levels_changed(run, gid, sub["parts"][gid]), f"{run['lab']}/{sub['name']}/{gid}"
+                    moved[(run["lab"], sub["name"], gid)] = (sub["parts"][gid]["status"], v.status)
+    rank = ["wrong", "partial", "right"]
+    assert all(rank.index(new) > rank.index(old) for old, new in moved.values()), moved
+    if any(r["lab"] == "primer" and r["date"] == "2026-12-01T17:56:40Z" for r in _runs()):
+        assert moved[("primer", "reference", "k1_copy_speed")] == ("partial", "right")
+        assert moved[("primer", "reference", "k3_row_sum_speed")] == ("partial", "right")
 
 
 def test_every_submission_gets_what_it_deserves_under_todays_rubric():
@@ -73,6 +117,14 @@ def test_every_submission_gets_what_it_deserves_under_todays_rubric():
             want = expect.get((run["lab"], sub["name"]), sub["expect"])
             scores = _rescored(run, sub)
             bad = {g: scores[g].status for g, allowed in want.items() if scores[g].status not in allowed}
+            known = GRADER_CRASHED.get((run["lab"], sub["name"], run["date"]))
+            if known is not None:  # the grader's own crash, fixed since: exactly that, nothing else
+                answer, crash = known
+                assert sub["findings"][answer]["crash"] == crash, sub["findings"][answer]["crash"]
+                spec, _ = load_lab(run["lab"])
+                hit = {g for g in want if spec.part(g).reference().answer == answer}
+                assert bad == {g: "error" for g in hit}, f"{run['lab']}/{sub['name']}: {bad}"
+                continue
             assert not bad, f"{run['lab']}/{sub['name']}: {bad}"
     for lab, got in covered.items():  # a batch may be split over several recorded runs (--only)
         assert {e["name"] for e in manifest() if e["lab"] == lab} <= got, lab
@@ -87,7 +139,102 @@ def test_the_reference_gets_every_kernel_point_on_the_gpu():
                 assert not f["speed"]["flags"] and f["speed"]["after_timing_ok"]
 
 
-def test_a_resubmission_is_graded_within_a_minute_with_the_cache_warm():
-    for run in _runs():
-        if run["lab"] == "elementwise":
-            assert run["timing"]["warm_resubmission_wall_s"] <= 60, run["timing"]
+def test_the_crash_exemption_names_recorded_submissions_only():
+    runs = {(r["lab"], r["date"]): {s["name"] for s in r["submissions"]} for r in _runs()}
+    for lab, name, date in GRADER_CRASHED:
+        assert name in runs.get((lab, date), set()), (lab, name, date)
+
+
+def test_an_elementwise_submission_is_graded_within_a_minute():
+    """Issue 16's target: with the kernel cache warm, an elementwise submission in <= 60 s wall.
+    Where the run measured the warm resubmission, that number; where it did not (its phase 2 was
+    left out by the deadline), the reference's own wall time in the batch -- cold cache, its
+    compiles and its wait for the GPU included, so never less than a warm resubmission's."""
+    from autograder.kernelgrade.records import WARM_TARGET_S, grading_numbers
+
+    ew = grading_numbers()["labs"]["elementwise"]
+    warm = ew["warm_resubmission_wall_s"]
+    assert (warm if warm is not None else ew["reference_wall_s"]) <= WARM_TARGET_S, ew
+
+
+def test_the_grading_numbers_in_the_readme_are_the_recorded_ones():
+    from autograder.kernelgrade.records import grading_numbers
+
+    text = (ROOT / "labs" / "README.md").read_text(encoding="utf-8").split("#### 记录的评分运行与吞吐量", 1)[1]
+    n = grading_numbers()
+    for lab, v in n["labs"].items():
+        row = next((ln for ln in text.splitlines() if ln.startswith(f"| `{lab}` |")), None)
+        assert row is not None, f"labs/README.md has no grading row for {lab}"
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        want = [f"`{lab}`", v["date"][:10], str(v["graded"]), f"{v['reference_wall_s']:.1f}",
+                f"{v['reference_lock_wait_s']:.1f}", "—" if v["warm_resubmission_wall_s"] is None
+                else f"{v['warm_resubmission_wall_s']:.1f}", f"{v['gpu_held_mean_s']:.2f}",
+                f"{v['per_hour_per_gpu']:.0f}", f"{v['class_gpu_minutes']:.1f}",
+                f"{v['batch_per_hour']:.0f}（-j {v['jobs']}）"]
+        assert cells[:len(want)] == want, (lab, cells, want)
+    for r in n["runs"]:
+        assert r["command"].replace(" --out /root/out/grading", "") in text.replace(" --out /root/out/grading", "")
+
+
+def test_the_gpu_machine_graded_under_the_uid_drop():
+    """No bubblewrap there: both workers ran as an unprivileged uid, the evaluate worker without its
+    own Landlock layer (under it the worker saw no GPU); the runs say so."""
+    from autograder.kernelgrade.records import grading_numbers
+
+    n = grading_numbers()
+    assert all(v["isolation"] == ["uid"] for v in n["labs"].values())
+    assert all(not r["bwrap"] and r["evaluate_isolation"].startswith("uid") for r in n["runs"])
+    # what the appendix and the README say of the evaluate worker: it lost its own Landlock layer there
+    assert all("without its Landlock layer" in r["evaluate_isolation"] for r in n["runs"])
+
+
+# ----------------------------------------------------------------------------- what the next run records
+def test_the_run_names_the_commit_its_tree_came_from(monkeypatch):
+    """A copied tree's own .git HEAD is stale (the H200 run recorded e220f30, dirty, while it ran
+    main's 231c56a): COURSE_GIT_COMMIT names the commit, as for measure.runner."""
+    from autograder.kernelgrade import gpurun
+
+    monkeypatch.setenv("COURSE_GIT_COMMIT", "231c56ade7596697e5f4dc2519c0871c4d52f7aa")
+    monkeypatch.setenv("COURSE_GIT_DIRTY", "0")
+    monkeypatch.setattr(gpurun.subprocess, "run", lambda *a, **k: (_ for _ in ()).throw(OSError("no tools")))
+    v = gpurun._versions()
+    assert v["commit"].startswith("231c56a") and v["dirty"] is False
+
+
+def test_the_warm_resubmission_needs_the_reference_cold_time_plus_a_margin(tmp_path):
+    """Both recorded runs left phase 2 out (a fixed 90 s guard, 47 s left in the second, whose
+    reference took 36.6 s cold): the guard is now the reference's own cold wall + a margin."""
+    from autograder.kernelgrade import gpurun
+
+    rec = tmp_path / "reference.json"
+    rec.write_text(json.dumps({"kernels": {"wall_s": 36.58}}), encoding="utf-8")
+    assert gpurun._warm_need(rec) == 36.58 + gpurun.WARM_SLACK_S < 90
+    assert gpurun._warm_need(tmp_path / "missing.json") == 90.0
+
+
+def test_the_lab_appendix_glues_only_what_the_records_give():
+    import re
+
+    from autograder.kernelgrade.records import book_values
+
+    page = (ROOT / "book" / "appendix" / "labs.md").read_text(encoding="utf-8")
+    used = set(re.findall(r"\{glue:text\}`(labs\.grading\.[^`]+)`", page))
+    values = book_values()
+    assert used == set(values), (used ^ set(values))
+    assert "glue_values(book_values())" in page
+
+
+def test_the_one_minute_sentence_is_chosen_by_the_data(tmp_path):
+    """The appendix says 'within the target' only when the recorded time is; a slower record flips it."""
+    import shutil
+
+    from autograder.kernelgrade.records import book_values
+
+    shutil.copytree(ROOT / "labs" / "results", tmp_path / "r")
+    assert "以内" in book_values(tmp_path / "r")["labs.grading.warm"]
+    f = next((tmp_path / "r").glob("gpu-grading-*-elementwise.json"))
+    rec = json.loads(f.read_text(encoding="utf-8"))
+    next(s for s in rec["submissions"] if s["name"] == "reference")["times"]["wall_s"] = 75.0
+    f.write_text(json.dumps(rec), encoding="utf-8")
+    text = book_values(tmp_path / "r")["labs.grading.warm"]
+    assert "超过了一分钟的目标" in text and "以内" not in text

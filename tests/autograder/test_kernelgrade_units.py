@@ -394,3 +394,55 @@ def test_the_interface_accepts_a_scalar_only_where_the_task_has_one():
                   "Y: T.Tensor((16,), 'float16'), s: T.int32")
     with pytest.raises(tirsafe.TirError, match="float32 scalar"):
         tirsafe.check_interface(as_int, sig)
+
+
+# ----------------------------------------------------------------------------- non-finite numbers on the wire
+@pytest.mark.parametrize("launch", [
+    lambda A, B, C: None,                      # the empty kernel: every element still poison
+    lambda A, B, C: C.copy_(C + A.to(C.dtype)),  # reads the (poisoned) output: NaN everywhere
+], ids=["empty", "reads_output"])
+def test_a_never_written_output_travels_through_the_worker_events_and_is_wrong(h, launch, monkeypatch, tmp_path):
+    """The recorded H200 run graded add_empty and add_reads_output ``error``: the max |err| of
+    an output that is all poison is NaN and the worker's JSON send refused it.  Here the GPU
+    phase of one part runs (CPU harness), its events go out through the worker's own ``send``,
+    are read back line by line as strict JSON (as the sandbox reads the result pipe), folded
+    by the pipeline and scored: ``wrong``, with no crash."""
+    import json
+    import os
+
+    from autograder.kernelgrade import pipeline, worker
+
+    out = tmp_path / "events"
+    fd = os.open(out, os.O_WRONLY | os.O_CREAT)
+    monkeypatch.setattr(worker, "_FD", fd)
+    monkeypatch.setattr(worker, "_SENT", [0])
+    shape = {"N": 4097, "dtype": "float16"}
+    pre = {"gid": "k1_add", "task": EW_ADD, "built": {"x": {"kernel": launch}}, "errors": {}, "funcs": {},
+           "tirs": [{"label": "x", "shape": shape, "role": "check"}], "time_label": "x"}
+    EV.gpu_part(pre, h, worker.send)
+    os.close(fd)
+
+    def no_constant(c):
+        raise AssertionError(f"the worker sent {c}, which is not JSON")
+
+    events = [json.loads(line, parse_constant=no_constant) for line in out.read_text().splitlines()]
+    assert [e["event"] for e in events] == ["start", "correct"]
+    assert events[1]["shapes"][0]["outputs"][0]["max_abs_err"] == "nan"
+    R = _R()
+    pipeline._fold_evaluate(events, {"k1_add": R}, {})
+    assert R["crash"] is None
+    v = rubric.score_correct(3, EW_ADD, R)
+    assert v.status == "wrong" and v.score == 0 and "unwritten" in v.message and "not finite" in v.message
+    assert rubric.score_speed(2, EW_ADD, R).status == "wrong"
+
+
+def test_a_non_finite_max_error_fails_the_comparison_whatever_its_flag_says():
+    out = {"ok": True, "unwritten": 0, "nonfinite": 0, "mismatched": 0, "numel": 5, "atol": 2e-3, "rtol": 2e-3}
+    for err in ("nan", "inf", float("nan")):
+        R = _R(correct=[{"ok": True, "label": "a", "outputs": [{**out, "max_abs_err": err}]}])
+        assert rubric.score_correct(3, EW_ADD, R).status == "wrong", err
+    R = _R(correct=[{"ok": True, "label": "a", "outputs": [{**out, "max_abs_err": 1e-4}]}])
+    assert rubric.score_correct(3, EW_ADD, R).status == "right"
+    sp = {"ms": "nan", "metric": "nan", "after_timing_ok": True, "flags": [], "shape": {"N": 1}}
+    v = rubric.score_speed(2, EW_ADD, _R(correct=[{"ok": True, "label": "a"}], speed=sp))
+    assert v.status == "wrong" and v.score == 0

@@ -62,11 +62,12 @@ def _page_values(results):
     from coursebook import gemm_ladder, ncu, tiles
 
     return {**tiles.exercise_values(), **tiles.splitk_values(results), **tiles.streamk_values(results),
-            **tiles.variant_values(results), **gemm_ladder.pipeline_values(), **gemm_ladder.tuned_values(results),
-            **gemm_ladder.replicate_values(results), **gemm_ladder.fp8_values(results), **ncu.gemm_values(),
+            **tiles.variant_values(results), **tiles.library_values(results), **gemm_ladder.pipeline_values(),
+            **gemm_ladder.tuned_values(results), **gemm_ladder.replicate_values(results),
+            **gemm_ladder.fp8_values(results), **ncu.gemm_values(),
             **C.claim_values(gemm_ladder.ladder_claims(results), gemm_ladder.ws_claims(results),
                              gemm_ladder.fp8_claims(results), gemm_ladder.lowp_claims(results),
-                             tiles.variant_claims(results))}
+                             tiles.variant_claims(results), tiles.library_claims(results), tiles.wave_claims(results))}
 
 
 def test_the_chapter_is_split_into_pages():
@@ -97,6 +98,8 @@ _PROVIDERS = {
     "calc.gemm.fp8.": "gemm_ladder.fp8_values(", "calc.gemm.ncu.": "ncu.gemm_values(",
     "calc.gemm.": "gemm_ladder.pipeline_values(",
     "derived.gemm.splitk.": "tiles.splitk_values(", "derived.gemm.streamk.": "tiles.streamk_values(",
+    "derived.gemm.lib.": "tiles.library_values(", "claim.gemm.lib.": "tiles.library_claims(",
+    "claim.gemm.waves.": "tiles.wave_claims(",
     "derived.gemm.grouped.": "tiles.variant_values(", "derived.gemm.fp8.": "gemm_ladder.fp8_values(",
     "derived.gemm.ncu.": "ncu.gemm_values(", "derived.gemm.ws.": "gemm_ladder.replicate_values(",
     "derived.gemm.tune.runs": "gemm_ladder.replicate_values(", "derived.gemm.tune.n_runs": "gemm_ladder.replicate_values(",
@@ -240,6 +243,8 @@ def test_tables_without_results_say_so():
 
     empty = {"suites": {}}
     for md in (tiles.splitk_table(empty), tiles.streamk_table(empty), gemm_ladder.fp8_section(empty),
+               tiles.w4a16_table(empty), tiles.grouped_ws_table(empty), tiles.batched_ws_table(empty),
+               tiles.wave_table(empty),
                records.verdict_table(empty), records.variant_summary(empty, "grouped", "gemm.grouped"),
                gemm_ladder.audit_table(empty), gemm_ladder.tuning_table(empty), gemm_ladder.ws_table(empty)):
         assert records.NO_RESULT in md
@@ -254,8 +259,11 @@ def test_tables_name_configurations_in_words(results):
     from coursebook import gemm_ladder, records
 
     runs = gemm_ladder.ladder_replicates(results)
+    from coursebook import tiles
+
     for md in (gemm_ladder.tuning_table(results), gemm_ladder.ws_table(results, runs), records.verdict_table(results),
-               gemm_ladder.fp8_section(results)):
+               gemm_ladder.fp8_section(results), tiles.w4a16_table(results), tiles.grouped_ws_table(results),
+               tiles.batched_ws_table(results), tiles.wave_table(results)):
         assert not re.search(r"\d+x\d+x\d+_", md), "configuration labels belong to the appendix"
         assert not re.search(r"\^3", md)
     assert gemm_ladder.config_words("128x256x64_s4_t256_p8_ws_e128_if0_pers_c2") == \
@@ -343,6 +351,52 @@ def test_variant_claims_follow_the_records():
     assert pick(res(1.2, 1.1), "claim.gemm.grouped.vs_loop").case == "won"
     assert pick(res(1.2, 0.9), "claim.gemm.grouped.vs_loop").case == "split"
     assert pick(res(0.77, 0.73), "claim.gemm.grouped.ptr").case == "higher"
+
+
+def test_library_claims_follow_the_records():
+    """The #21 sentences turn with the records: W4A16 gains against the count, the probes against
+    the target's time, the grouped dense bound against the target, the wave model's direction."""
+    from coursebook import tiles
+
+    def w4(m, x, cap, met, frac=0.3, cfrac=0.6):
+        return {"kind": "bench", "name": f"w4a16 {m}x8192x8192", "shape": [m, 8192, 8192], "ms": 0.02,
+                "baselines": {tiles.W4_BASE: 0.044}, "speedup": {tiles.W4_BASE: x}, "gain_bound": cap,
+                "frac_floor": frac, "cublas_frac_floor": cfrac,
+                "targets": {f"speedup:{tiles.W4_BASE}": {"target": 2.5, "value": x, "met": met}}}
+
+    def probe(which, us):
+        return {"kind": "search", "name": f"w4a16 probe {which} 16x8192x8192 m16_k512_s4_k",
+                "ms": {which: us / 1e3, "full": 0.0226}}
+
+    def grouped(bound):
+        return {"kind": "bench", "name": "grouped ws padded G=8 skewed N=4096 K=2048", "ms": 0.19,
+                "speedup": {tiles.GRAPH_LOOP: 1.01}, "speedup_bound": bound, "sizes": [1, 2],
+                "baseline_spread": {tiles.GRAPH_LOOP: 0.03},
+                "targets": {f"speedup:{tiles.GRAPH_LOOP}": {"target": 1.2, "value": 1.01, "met": False}}}
+
+    def res(xs, probes, bound):
+        w = [w4(m, x, c, x >= 2.5) for m, x, c in xs]
+        return {"suites": {"gemm.w4a16": {"records": [*w, probe("nomma", probes[0]), probe("noexpand", probes[1])]},
+                           "gemm.grouped_ws": {"records": [grouped(bound)]}}}
+
+    pick = lambda r, k: next(c for c in tiles.library_claims(r) if c.key == k)  # noqa: E731
+    good = res([(1, 2.2, 3.9), (16, 1.9, 3.8), (64, 1.6, 2.6), (128, 1.2, 1.3)], (16.6, 17.4), 1.19)
+    assert pick(good, "claim.gemm.lib.w4.shrinks").case == "tracks"
+    assert pick(good, "claim.gemm.lib.w4.targets").case == "none"
+    assert pick(good, "claim.gemm.lib.w4.overlap").case == "lower"
+    assert pick(good, "claim.gemm.lib.w4.vs_cublas_floor").case == "lower"
+    assert pick(good, "claim.gemm.lib.grp.bound").case == "below"
+    bad = res([(1, 2.6, 3.9), (16, 2.7, 3.8), (64, 1.6, 2.6), (128, 1.2, 1.3)], (16.6, 19.0), 1.3)
+    assert pick(bad, "claim.gemm.lib.w4.shrinks").case == "not"
+    assert pick(bad, "claim.gemm.lib.w4.targets").case == "some"
+    assert pick(bad, "claim.gemm.lib.w4.overlap").case == "higher"
+    assert pick(bad, "claim.gemm.lib.grp.bound").case == "above"
+
+    sk = {"suites": {"gemm.splitk_ws": {"records": [
+        {"kind": "bench", "name": "split-K ws 2048x2048x8192", "ms": 0.1, "predicted_speedup_vs_no_split": 1.0,
+         "speedup": {"no-split": 1.3, "cuBLAS": 0.9}, "config": {"splits": 2, "block_N": 256}, "waves": {"grid": 256}}]}}}
+    c = {x.key: x for x in tiles.wave_claims(sk)}
+    assert c["claim.gemm.waves.direction"].case == "none" and c["claim.gemm.waves.size"].case == "none"
 
 
 def test_the_recorded_claims(results):
@@ -512,3 +566,14 @@ def test_the_short_k_batch_trails_more(results):
     qk = bench(results, "batched scores Q@K^T 64x2048x2048x128")["speedup"]["torch.bmm"]
     pv = bench(results, "batched context P@V 64x2048x128x2048")["speedup"]["torch.bmm"]
     assert qk < pv < 1
+
+
+@claims.guards("gemm.waves.closest-when-half-empty")
+def test_the_wave_model_is_closest_where_half_the_sms_idle(results):
+    from coursebook import tiles
+
+    rows = [r for r in tiles.wave_rows(results) if r["pred"] > 1.05]
+    best = max(rows, key=lambda r: r["meas"] / r["pred"])
+    sms = results["provenance"].get("sm_count") or 132
+    assert best["grid"] <= sms / 2, best
+    assert best["grid"] == min(r["grid"] for r in rows)

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from coursebook import claims
 from coursebook.pagecheck import CJK, GLUE, typed_decimals, typed_numbers
 from coursebook.pagecheck import prose_of as _prose
 
@@ -234,3 +235,96 @@ def test_page_values_match_the_lowerings(values):
     assert int(values["calc.primer.big.smem"]) > 227 * 1024
     assert int(values["calc.primer.trace.changed"]) < int(values["calc.primer.trace.passes"])
     assert values["calc.primer.asc.x_versions"] == "2"
+
+
+# ------------------------------------------------------------------ the primer suite's record
+def _fake_primer(copy_ms=0.6, torch_ms=0.3, scale_frac=0.97, gemm_ok=(True, False, True), no_ws=None):
+    """A merged-results dict holding one primer run, with the values a test sets."""
+    bench = lambda name, ms, frac, base, tgt=None, cfg=None: {  # noqa: E731
+        "kind": "bench", "name": name, "ms": ms, "frac_copy_bw": frac, "gbps": 1000.0 * frac,
+        "baselines": base, "speedup": {k: v / ms for k, v in base.items()}, "config": cfg or {},
+        "targets": {"frac_copy_bw": {"target": tgt, "value": frac, "met": frac >= tgt}} if tgt else None}
+    recs = [bench("copy fp16 n=2^28", copy_ms, 0.37, {"torch copy_": torch_ms}),
+            bench("scale fp16 n=2^28", 0.26, scale_frac, {"eager": 0.26}, 0.95),
+            bench("row_sum fp16 16384x4096", 0.05, 0.63, {"eager": 0.046}, 0.85, {"split": 1}),
+            bench("row_sum[registers] fp16 16384x4096", 0.047, 0.67, {"eager": 0.047}, None, {"split": 1}),
+            bench("row_sum fp16 256x262144", 0.83, 0.04, {"eager": 0.054}, None, {"split": 1}),
+            bench("row_sum[split] fp16 256x262144", 0.05, 0.63, {"eager": 0.054}, 0.85, {"split": 32})]
+    names = ("a_in=shared b_in=shared", "a_in=fragment b_in=shared", "a_in=shared b_in=fragment")
+    recs += [{"kind": "check", "name": f"gemm_tile {n}", "shape": [256, 384], "numel": 98304, "ok": ok,
+              "max_abs_err": 1e-4 if ok else 48.6, "mismatched": 0 if ok else 36207} for n, ok in zip(names, gemm_ok)]
+    if no_ws is not None:
+        recs.append({"kind": "check", "name": "gemm_tile a_in=fragment b_in=shared no_ws", "shape": [256, 384],
+                     "numel": 98304, "ok": no_ws, "max_abs_err": 1e-4 if no_ws else 40.0,
+                     "mismatched": 0 if no_ws else 30000})
+    return {"runs": [{"file": "x.run1.json", "device": "NVIDIA H200", "date": "2027-01-02T00:00:00Z"}],
+            "suites": {"primer": {"run": "x.run1.json", "records": recs}}}
+
+
+def test_record_claims_follow_the_record():
+    """Every sentence about the primer's record is chosen by it: change a value, the words change."""
+    from coursebook import claims as K
+    from coursebook import primer as C
+
+    def cases(res):
+        return {c.key: c.case for c in C.record_claims(res)}
+
+    base = cases(_fake_primer())
+    assert base["claim.primer.copy.vs_torch"] == "higher" and base["claim.primer.scale.target"] == "above"
+    assert base["claim.primer.gemm.checks"] == "some" and base["claim.primer.gemm.no_ws"] == "missing"
+    assert base["claim.primer.long.split"] == "lower"
+    assert cases(_fake_primer(copy_ms=0.2))["claim.primer.copy.vs_torch"] == "lower"
+    assert cases(_fake_primer(scale_frac=0.8))["claim.primer.scale.target"] == "below"
+    assert cases(_fake_primer(gemm_ok=(True, True, True)))["claim.primer.gemm.checks"] == "all"
+    assert cases(_fake_primer(no_ws=True))["claim.primer.gemm.no_ws"] == "ok"
+    assert cases(_fake_primer(no_ws=False))["claim.primer.gemm.no_ws"] == "fail"
+    text = {c.key: c.text for c in C.record_claims(_fake_primer())}["claim.primer.gemm.checks"]
+    assert "“A 在 fragment”这种放法没有算对" in text and "48.6" in text and "36207" in text and "$" not in text
+    # no record: every claim says it cannot judge, the values are dashes, the block says so
+    assert all(c.text == K.UNKNOWN for c in C.record_claims({"suites": {}}))
+    assert set(C.record_values({"suites": {}}).values()) == {"—"}
+    assert "尚无记录" in C.checks_line({"suites": {}})
+    line = C.checks_line(_fake_primer())
+    assert "4 项中 3 项通过" not in line and "3 项中 2 项通过" in line and "gemm_tile a_in=fragment b_in=shared" in line
+
+
+def test_record_values_from_the_record():
+    from coursebook import primer as C
+
+    v = C.record_values(_fake_primer())
+    assert v["calc.primer.rec.scale_target_pct"] == "95" and v["calc.primer.rec.rowsum_target_pct"] == "85"
+    assert v["calc.primer.rec.long_speedup"] == "16.6" and v["calc.primer.rec.date"] == "2027-01-02"
+    assert v["calc.primer.rec.device"] == "NVIDIA H200"
+
+
+@claims.guards("primer.gemm.rs-layout")
+def test_the_recorded_gemm_checks_are_those_the_page_explains(results):
+    """The T.gemm section explains one placement that computed a wrong tile on the GPU (A in a register
+    fragment) and contrasts it with both operands in shared memory: the record must say exactly that."""
+    from coursebook import primer as C
+
+    got = {k: C._check(results, f"gemm_tile {k}") for k in C.GEMM_PLACEMENTS}
+    assert all(got.values()), "the record lacks a T.gemm placement check"
+    assert not got["a_in=fragment b_in=shared"]["ok"]
+    assert got["a_in=shared b_in=shared"]["ok"] and got["a_in=shared b_in=fragment"]["ok"]
+    assert "% claim: primer.gemm.rs-layout" in _text() and "claim.primer.gemm.checks" in _text()
+
+
+@pytest.mark.slow
+def test_the_page_glues_the_record_sentences(results, values):
+    """The measured section glues each recorded fact, and with the committed record no glued claim or
+    value of the record is missing."""
+    from coursebook.claims import UNKNOWN
+    from coursebook.measured import measured_values
+
+    t = _text()
+    rec = measured_values(results)
+    for key in ("rec.copy-fp16-n-2-28.pct_copy", "rec.copy-fp16-n-2-28.x.torch-copy", "rec.scale-fp16-n-2-28.pct_copy",
+                "rec.row-sum-fp16-16384x4096.pct_copy", "rec.row-sum-fp16-16384x4096.x.eager",
+                "rec.row-sum-registers-fp16-16384x4096.pct_copy", "rec.row-sum-fp16-256x262144.pct_copy",
+                "rec.row-sum-split-fp16-256x262144.pct_copy", "rec.row-sum-split-fp16-256x262144.x.eager"):
+        assert f"{{glue:text}}`{key}`" in t and key in rec, key
+    used = [k for k in GLUE.findall(t) if k.startswith(("claim.primer.", "calc.primer.rec."))]
+    assert len(set(used)) >= 12
+    assert all(values[k] not in (UNKNOWN, "—") for k in used), {k: values[k] for k in used}
+    assert "尚无记录结果" not in t and "not yet recorded" not in t

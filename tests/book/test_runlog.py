@@ -78,3 +78,37 @@ def test_runs_table_names_every_input_and_what_the_book_takes_from_it():
     for name, suite in RES["suites"].items():
         row = next(ln for ln in text.splitlines() if ln.startswith(f"| {runlog.run_number(suite['run'])} |"))
         assert name in row
+
+
+def test_every_run_has_its_own_name_in_the_tables():
+    """Runs recorded on a helper branch keep their recorded name; no two runs share a row name."""
+    names = [runlog.run_number(r["file"]) for r in RES["runs"]]
+    assert "—" not in names and len(set(names)) == len(names), names
+    assert runlog.run_number("raw/nvidia-h200.run19.json") == "19"
+    assert runlog.run_number("raw/nvidia-h200.gemmvar4.json") == "gemmvar4"
+
+
+def test_a_run_of_several_runner_calls_lists_each_command():
+    text = runlog.runs_markdown()
+    import json
+
+    from measure.results import RESULTS_DIR
+
+    for run in RES["runs"]:
+        data = json.loads((RESULTS_DIR / run["file"]).read_text(encoding="utf-8"))
+        row = next(ln for ln in text.splitlines() if ln.startswith(f"| {runlog.run_number(run['file'])} |"))
+        for s in data["suites"].values():
+            if s.get("command"):
+                assert s["command"] in row, (run["file"], s["command"])
+
+
+def test_explain_reads_the_variant_labels():
+    w4 = runlog.explain("m64_k128_s4_w8_n_c2_kp_mma_x64")
+    for part in ("64 行激活", "沿 K 读入 128", "4 级流水", "8 级环形缓冲", "沿 N 分工", "2 个线程块组成一个簇",
+                 "沿 K 分摊", "mma.sync", "按 64 个 K 分段"):
+        assert part in w4, part
+    sk = runlog.explain("ws s=4 128x256 st4 e64 c2")
+    assert sk.split("；")[:3] == [runlog.explain("ws"), "沿 K 切成 4 段（split-K），各段的 fp32 部分和最后归并",
+                                  "输出分块 128×256（block_M×block_N）"]
+    assert "整块输出一次" in runlog.explain("ws 128x128 st6 e0 p8")
+    assert "沿 K 分工" in runlog.explain("m16_k512_s4_k") and "沿 N 分工" in runlog.explain("m256_k64_s4_n")

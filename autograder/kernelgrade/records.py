@@ -1,0 +1,152 @@
+"""The recorded GPU grading runs committed beside the labs, read back for the instructor's numbers.
+
+``labs/results/gpu-grading-<device>-<lab>.json`` are the per-lab files that
+:mod:`autograder.kernelgrade.gpurun` writes (one recorded run per lab: a lab may come from a
+different run than another), ``labs/results/runs/`` the run summaries of those runs, as
+written.  :func:`grading_numbers` computes what the instructor's README and the book's lab
+appendix state -- time to grade one submission, GPU time per submission, submissions per hour
+per GPU, the isolation the GPU machine graded in -- and :func:`book_values` the texts the
+appendix glues.  Nothing here is typed in: every number is read from those files.
+
+    python -m autograder.kernelgrade.records                 # print the numbers (JSON)
+    python -m autograder.kernelgrade.records --readme-rows   # the rows of labs/README.md's table
+"""
+from __future__ import annotations
+
+import json
+import re
+import statistics
+import sys
+from pathlib import Path
+
+__all__ = ["RESULTS", "lab_records", "run_summaries", "grading_numbers", "book_values", "readme_rows",
+           "WARM_TARGET_S"]
+
+REPO = Path(__file__).resolve().parents[2]
+RESULTS = REPO / "labs" / "results"
+WARM_TARGET_S = 60.0  # issue 16: a resubmission of the elementwise lab graded in a minute with the cache warm
+CLASS = 100
+_OUT = re.compile(r" --out \S+")  # where the grading machine wrote its files: not the reader's business
+
+
+def lab_records(results: Path = RESULTS) -> dict[str, dict]:
+    """{lab: the recorded per-lab file} (files that carry submissions; the run summaries do not)."""
+    out = {}
+    for f in sorted(Path(results).glob("gpu-grading-*-*.json")):
+        rec = json.loads(f.read_text(encoding="utf-8"))
+        if "submissions" in rec:
+            out[rec["lab"]] = rec
+    return out
+
+
+def run_summaries(results: Path = RESULTS) -> list[dict]:
+    """The summaries of the recorded runs, oldest first."""
+    runs = [json.loads(f.read_text(encoding="utf-8")) for f in sorted((Path(results) / "runs").glob("*.json"))]
+    return sorted(runs, key=lambda r: r.get("date", ""))
+
+
+def _graded(rec: dict) -> list[dict]:
+    return [s for s in rec["submissions"] if s.get("times")]
+
+
+def grading_numbers(results: Path = RESULTS) -> dict:
+    """Per lab: the run it comes from, the reference's wall time from submission to grade
+    (cold kernel cache, in the batch, with the wait for the GPU), the warm-cache
+    resubmission when the run measured it, GPU time per submission, submissions per hour per
+    GPU and the GPU time of a class of :data:`CLASS`, the batch's own rate, the isolation."""
+    labs = {}
+    for lab, rec in lab_records(results).items():
+        graded = _graded(rec)
+        ref = next(s for s in graded if s["name"] == "reference")
+        gpu = [s["times"]["gpu_s"] for s in graded if s["times"].get("gpu_s")]
+        held = statistics.mean(gpu)
+        t = rec["timing"]
+        batch = t.get("batch_wall_s")
+        labs[lab] = {
+            "date": rec["date"], "command": rec["command"], "jobs": rec["jobs"], "device": rec["device"],
+            "graded": len(graded), "batch_wall_s": batch,
+            "batch_per_hour": round(3600 * len(graded) / batch, 1) if batch else None,
+            "reference_wall_s": ref["times"]["wall_s"], "reference_lock_wait_s": ref["times"]["lock_wait_s"],
+            "reference_compile_cold": True,
+            "warm_resubmission_wall_s": t.get("warm_resubmission_wall_s"),
+            "gpu_held_mean_s": round(held, 2), "per_hour_per_gpu": round(3600 / held, 1),
+            "class_gpu_minutes": round(CLASS * held / 60, 1),
+            "isolation": sorted({v for s in graded for v in (s.get("isolation") or {}).values() if v}),
+        }
+    runs = run_summaries(results)
+    return {"labs": labs, "class": CLASS, "warm_target_s": WARM_TARGET_S,
+            "runs": [{"date": r["date"], "command": r["command"], "commit": (r.get("versions") or {}).get("commit"),
+                      "dirty": (r.get("versions") or {}).get("dirty"), "timed_out": r.get("timed_out"),
+                      "labs_committed": sorted(lab for lab, rec in lab_records(results).items()
+                                               if rec["date"] == r["date"]),
+                      "evaluate_isolation": (r.get("preflight") or {}).get("chosen"),
+                      "cpu_cores": (r.get("throughput") or {}).get("cpu_cores"),
+                      "bwrap": not any("bubblewrap is not installed" in str(x.get("isolation", ""))
+                                       for x in (r.get("preflight") or {}).get("tried", []))}
+                     for r in runs]}
+
+
+def _zh_date(iso: str) -> str:
+    return iso[:10]
+
+
+def book_values(results: Path = RESULTS) -> dict[str, str]:
+    """The texts the lab appendix glues (``labs.grading.*``), from :func:`grading_numbers`."""
+    n = grading_numbers(results)
+    ew = n["labs"]["elementwise"]
+    rec = lab_records(results)["elementwise"]
+    v = rec["versions"]
+    others = [n["labs"][lab] for lab in ("gemm", "primer") if lab in n["labs"]]
+    warm = ew["warm_resubmission_wall_s"]
+    target = n["warm_target_s"]
+
+    def verdict(s):
+        return "在一分钟的目标以内" if s <= target else "超过了一分钟的目标"
+
+    if warm is not None:
+        warm_text = f"缓存已热时，重新提交一份参考答案从提交到出分用了 {warm:.0f} 秒，{verdict(warm)}"
+    else:
+        ref = ew["reference_wall_s"]
+        warm_text = (f"这次运行没有测到缓存已热时的重新提交；缓存还是冷的、同一批里有 {ew['jobs']} 份在同时评，"
+                     f"参考答案从提交到出分用了 {ref:.0f} 秒（其中 {ew['reference_lock_wait_s']:.0f} 秒在排队等 GPU），"
+                     f"{'已' if ref <= target else ''}{verdict(ref)}")
+    return {
+        "labs.grading.header": (f"记录结果（recorded）：{ew['device']}，{_zh_date(ew['date'])}，驱动 {v.get('driver')}，"
+                                f"CUDA {v.get('cuda')}，torch {v.get('torch')}，tilelang {v.get('tilelang')}；"
+                                f"命令：{_OUT.sub('', ew['command'])}。"),  # plain text: {glue:text} shows no markup
+        "labs.grading.ew_graded": str(ew["graded"]),
+        "labs.grading.ew_batch_s": f"{ew['batch_wall_s']:.0f}",
+        "labs.grading.warm": warm_text,
+        "labs.grading.gpu_s": f"{ew['gpu_held_mean_s']:.1f}",
+        "labs.grading.per_hour": f"{ew['per_hour_per_gpu']:.0f}",
+        "labs.grading.batch_per_hour": f"{ew['batch_per_hour']:.0f}",
+        "labs.grading.class_min": f"{ew['class_gpu_minutes']:.0f}",
+        "labs.grading.class": str(n["class"]),
+        "labs.grading.others_gpu_s": "、".join(f"{o['gpu_held_mean_s']:.1f}" for o in others),
+        "labs.grading.isolation": "、".join(ew["isolation"]),
+        "labs.grading.cores": str(next(r["cpu_cores"] for r in n["runs"] if r["date"] == ew["date"])),
+    }
+
+
+def readme_rows(results: Path = RESULTS) -> list[str]:
+    """The rows of labs/README.md's table of the recorded run (checked cell by cell by the tests)."""
+    rows = []
+    for lab, v in sorted(grading_numbers(results)["labs"].items()):
+        warm = "—" if v["warm_resubmission_wall_s"] is None else f"{v['warm_resubmission_wall_s']:.1f}"
+        rows.append(f"| `{lab}` | {v['date'][:10]} | {v['graded']} | {v['reference_wall_s']:.1f} | "
+                    f"{v['reference_lock_wait_s']:.1f} | {warm} | {v['gpu_held_mean_s']:.2f} | "
+                    f"{v['per_hour_per_gpu']:.0f} | {v['class_gpu_minutes']:.1f} | {v['batch_per_hour']:.0f}（-j {v['jobs']}） |")
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if args == ["--readme-rows"]:
+        print("\n".join(readme_rows()))
+    else:
+        print(json.dumps(grading_numbers(), indent=1, ensure_ascii=False))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
