@@ -483,7 +483,7 @@ def test_every_page_links_the_repository(browser, server, built_book):
             if not links.count() or not any(a.is_visible() for a in links.all()):
                 missing.append(rel)
         else:
-            shown = page.locator('a[href*="/OWNER/"], .source-repository-button, a[title="Source repository"]')
+            shown = page.locator('a[href*="/OWNER/"], [class*="source-repository-button"], a[title="Source repository"]')
             if any(a.is_visible() for a in shown.all()):
                 missing.append(rel)
         page.close()
