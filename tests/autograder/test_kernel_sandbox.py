@@ -78,8 +78,9 @@ def test_a_program_that_outlives_its_deadline_is_killed(sandbox):
     pytest.importorskip("tilelang")
     t0 = time.monotonic()
     res = _elaborate(sandbox, "import signal\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\nwhile True:\n    pass",
-                     timeout=25, call_timeout=600)
-    assert res.state == "timeout" and time.monotonic() - t0 < 60
+                     timeout=10, call_timeout=600)
+    # the set-up imports tilelang (a few seconds), then the loop spins until the watchdog ends it
+    assert res.state == "timeout" and time.monotonic() - t0 < 40
 
 
 def test_the_gpu_lock_lets_one_submission_at_a_time_and_moves_the_deadline(tmp_path):
