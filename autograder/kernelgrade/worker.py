@@ -280,8 +280,11 @@ def evaluate_job(job: dict, who: str) -> None:
     os.environ["CUDA_CACHE_PATH"] = os.path.join(scratch, ".nv")
     lines = [who]
     if job.get("landlock", True):
-        # /proc whole: the CUDA driver reads its own entries there (no student code runs here)
-        lines.append(confine.landlock(list(box["read_paths"]) + ["/proc"],
+        # /proc and /sys read-only: the CUDA driver reads its own entries and the PCI/NUMA
+        # topology there (no student code runs here).  Without /sys the H200 run of 2026-12-01
+        # saw no GPU under this layer; whether /sys is all it lacked is for the next GPU run's
+        # preflight to show (it records each isolation it tried).
+        lines.append(confine.landlock(list(box["read_paths"]) + ["/proc", "/sys"],
                                       [scratch, cache] + list(box.get("write_dirs", [])), box.get("devices", [])))
     else:
         lines.append("landlock: switched off by the instructor (KERNELGRADE_LANDLOCK=0)")
