@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from coursebook.records import DASH, NO_RESULT, _fmt_err, bench, floor3, load, records, search
+from coursebook.records import DASH, NO_RESULT, _fmt_err, bench, floor3, label_in_words, load, records, search
 from coursebook.style import COLORS as _C
 from coursebook.style import figure
 
@@ -628,18 +628,7 @@ _LABEL_WORDS = (
 
 def config_words(label: str) -> str:
     """A GEMM configuration label (``128x256x64_s4_t256_p8_ws_e128_if0_pers``) in words."""
-    import re
-
-    words = []
-    for tok in str(label).split("_"):
-        for pat, text in _LABEL_WORDS:
-            m = re.fullmatch(pat, tok)
-            if m:
-                words.append(text.format(*m.groups()))
-                break
-        else:
-            words.append(tok)
-    return "、".join(words)
+    return label_in_words(label, _LABEL_WORDS, "_", "、")
 
 
 def tuning_table(results: dict | None, top: int = 8) -> str:

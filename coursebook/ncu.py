@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from coursebook.records import DASH, NO_RESULT, load, records, search
+from coursebook.records import DASH, NO_RESULT, label_in_words, load, records, search
 from coursebook.style import COLORS as _C
 from coursebook.style import figure
 
@@ -176,18 +176,7 @@ _FUSED_WORDS = (
 
 def fused_words(label: str) -> str:
     """A configuration of the fused kernel's search in words (``"vec 调度，每行 128 个线程，…"``)."""
-    import re
-
-    words = []
-    for tok in str(label).split(","):
-        for pat, text in _FUSED_WORDS:
-            m = re.fullmatch(pat, tok)
-            if m:
-                words.append(text.format(*m.groups()))
-                break
-        else:
-            words.append(tok)
-    return "，".join(words)
+    return label_in_words(label, _FUSED_WORDS, ",", "，")
 
 
 def rows_values(results: dict | None = None, ncu: dict | None = None) -> dict[str, str]:

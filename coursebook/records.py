@@ -13,7 +13,7 @@ from typing import Any
 from coursebook.style import COLORS as _C
 from coursebook.style import figure
 
-__all__ = ["md_table", "NO_RESULT", "DASH", "load", "records", "bench", "search", "floor3", "measured_table",
+__all__ = ["md_table", "label_in_words", "NO_RESULT", "DASH", "load", "records", "bench", "search", "floor3", "measured_table",
            "kernel_names_table", "measured_copy_fraction", "targets_table", "elementwise_values", "verdict_table",
            "variant_summary", "variant_words", "ELEMENTWISE_SUITES", "elementwise_claims", "elementwise_table", "kernel_words"]
 
@@ -39,6 +39,22 @@ def md_table(rows, cols, heads) -> str:
                 cells.append(str(v).replace("|", "\\|").replace("*", "\\*"))
         out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out)
+
+
+def label_in_words(label: str, table, sep: str, joiner: str) -> str:
+    """A configuration label in words: split at ``sep``; each token becomes the text of the first
+    ``(pattern, text)`` of ``table`` that matches it whole (``text`` formatted with the groups);
+    a token no pattern matches is kept as it is."""
+    words = []
+    for tok in str(label).split(sep):
+        for pat, text in table:
+            m = re.fullmatch(pat, tok)
+            if m:
+                words.append(text.format(*m.groups()))
+                break
+        else:
+            words.append(tok)
+    return joiner.join(words)
 
 
 def _elementwise_suites() -> tuple[str, ...]:
