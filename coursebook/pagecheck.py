@@ -98,3 +98,9 @@ def page_text(page: str) -> str:
 def chapter_text(landing: str) -> str:
     """The sources of every page of a chapter, in reading order, joined by blank lines."""
     return "\n\n".join(page_text(p) for p in chapter_pages(landing))
+
+
+def labelled_block(text: str, start: str, end: str | None = None) -> str:
+    """The part of ``text`` from the MyST label ``(start)=`` up to the label ``(end)=`` (or to the end)."""
+    i = text.index(f"({start})=")
+    return text[i:text.index(f"({end})=", i)] if end else text[i:]

@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 
 from coursebook import claims
-from coursebook.pagecheck import CJK, GLUE, chapter_pages, page_text, typed_decimals, typed_numbers
+from coursebook.pagecheck import (CJK, GLUE, chapter_pages, chapter_text, labelled_block, page_text, typed_decimals,
+                                  typed_numbers)
 from coursebook.pagecheck import prose_of as _prose
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,13 +34,11 @@ def _pages() -> list[str]:
 
 
 def _text() -> str:
-    return "\n\n".join(page_text(p) for p in _pages())
+    return chapter_text(LANDING)
 
 
 def _block(start: str, end: str | None = None) -> str:
-    t = _text()
-    i = t.index(f"({start})=")
-    return t[i:t.index(f"({end})=", i)] if end else t[i:]
+    return labelled_block(_text(), start, end)
 
 
 @pytest.fixture(scope="module")
