@@ -15,7 +15,7 @@ from pathlib import Path
 
 from .parts import LabSpec
 
-__all__ = ["LabError", "labs_dir", "available_labs", "load_lab", "load_builder", "canonical_lab",
+__all__ = ["LabError", "nbgrader_meta", "params_literal", "labs_dir", "available_labs", "load_lab", "load_builder", "canonical_lab",
            "lab_file_digest", "find_part", "ALIASES"]
 
 #: old lab names that still work (CLI and API) -> the topic name
@@ -100,3 +100,23 @@ def find_part(grade_id: str):
             if p.grade_id == grade_id:
                 return lab, p
     raise LabError(f"no lab has a part {grade_id!r}")
+
+
+def nbgrader_meta(gid: str, *, solution: bool, grade: bool, locked: bool, points: float | None = None) -> dict:
+    """A cell's nbgrader metadata (schema 3) for a lab notebook the course builds."""
+    m = {"grade": grade, "grade_id": gid, "locked": locked, "schema_version": 3, "solution": solution}
+    if points is not None:
+        m["points"] = points
+    return {"nbgrader": m}
+
+
+def params_literal(variant: dict) -> str:
+    """A student's parameters as the Python dict literal of a lab's set-up cell, wrapped near 96 columns."""
+    items = [f"{k!r}: {v!r}" for k, v in variant.items()]
+    lines, cur = [], "{"
+    for it in items:
+        if len(cur) + len(it) > 96:
+            lines.append(cur)
+            cur = "     "
+        cur += it + ", "
+    return "\n".join(lines + [cur.rstrip(", ") + "}"])

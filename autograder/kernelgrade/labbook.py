@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Callable
 
 from .tasks import AscendTask, CudaTask, get_task
+from ..labs import nbgrader_meta as _meta, params_literal as _p_literal
 
 __all__ = ["kernel_exercise_text", "build_notebook", "render", "main", "STRUCTURE_TEXT", "SETUP"]
 
@@ -117,24 +118,6 @@ def kernel_exercise_text(ex: str, task_key: str, points: dict, extra: str = "") 
         lines += ["**评分（lowered on CPU）** 在 CPU 上走 tilelang 的昇腾编译流程，停在 bisheng 调用之前，读生成的 AscendC："
                   + "；".join(STRUCTURE_TEXT[k] for k in task.structure) + "。从未在 NPU 上运行，因此不评正确性与速度。", ""]
     return "\n".join(lines)
-
-
-def _meta(gid: str, *, solution: bool, grade: bool, locked: bool, points: float | None = None) -> dict:
-    m = {"grade": grade, "grade_id": gid, "locked": locked, "schema_version": 3, "solution": solution}
-    if points is not None:
-        m["points"] = points
-    return {"nbgrader": m}
-
-
-def _p_literal(variant: dict) -> str:
-    items = [f"{k!r}: {v!r}" for k, v in variant.items()]
-    lines, cur = [], "{"
-    for it in items:
-        if len(cur) + len(it) > 96:
-            lines.append(cur)
-            cur = "     "
-        cur += it + ", "
-    return "\n".join(lines + [cur.rstrip(", ") + "}"])
 
 
 def build_notebook(lab: str, intro: str, kernel_setup: str, texts: dict, solutions: dict,

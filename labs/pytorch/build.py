@@ -25,7 +25,7 @@ if str(HERE.parents[1]) not in sys.path:
 
 import nbformat  # noqa: E402
 
-from autograder.labs import load_lab  # noqa: E402
+from autograder.labs import load_lab, nbgrader_meta as _meta, params_literal as _p_literal  # noqa: E402
 from autograder.parts import render as render_text  # noqa: E402
 
 OUT = HERE / "pytorch.ipynb"
@@ -268,24 +268,6 @@ SOLUTIONS = {
     "e13_e": "单看「输入读一次、输出写一次」，融合后这一趟读写并不会少；省下的是几个算子之间中间张量的写回与再读，"
              "原本 k 个算子要 2k 趟，融合后回到 2 趟。",
 }
-
-
-def _meta(gid: str, *, solution: bool, grade: bool, locked: bool, points: float | None = None) -> dict:
-    m = {"grade": grade, "grade_id": gid, "locked": locked, "schema_version": 3, "solution": solution}
-    if points is not None:
-        m["points"] = points
-    return {"nbgrader": m}
-
-
-def _p_literal(variant: dict) -> str:
-    items = [f"{k!r}: {v!r}" for k, v in variant.items()]
-    lines, cur = [], "{"
-    for it in items:
-        if len(cur) + len(it) > 96:
-            lines.append(cur)
-            cur = "     "
-        cur += it + ", "
-    return "\n".join(lines + [cur.rstrip(", ") + "}"])
 
 
 def build(variant: dict | None = None, student: str | None = None) -> nbformat.NotebookNode:
