@@ -67,7 +67,8 @@ _FONTS = rf"""
 # Relations and brackets that prose writes as Unicode characters: set them in math.
 _TEXT_MATH = {"≥": r"\geq", "≤": r"\leq", "≈": r"\approx", "≠": r"\neq", "≪": r"\ll", "≫": r"\gg",
               "∝": r"\propto", "∞": r"\infty", "⌈": r"\lceil", "⌉": r"\rceil", "⌊": r"\lfloor",
-              "⌋": r"\rfloor", "√": r"\surd", "∑": r"\sum", "∈": r"\in"}
+              "⌋": r"\rfloor", "√": r"\surd", "∑": r"\sum", "∈": r"\in",
+              "ᵀ": r"{}^{\mathrm{T}}"}
 
 _PREAMBLE = r"""
 \usepackage{newunicodechar}

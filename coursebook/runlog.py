@@ -268,11 +268,20 @@ def _search_block(r: dict, run: str, top: int | None = None) -> str:
     return "\n".join(lines)
 
 
-def searches_markdown(topic: str, device: str = "nvidia-h200") -> str:
-    """Every search of ``topic``'s suites: its candidates sorted by time, the winner in words."""
+#: The tuned-GEMM and low-precision suites, whose searches fill one appendix page; the variants' another.
+GEMM_TUNED_SEARCHES = ("gemm.ladder", "gemm.bf16", "gemm.lowp")
+
+
+def searches_markdown(topic: str, device: str = "nvidia-h200", suites: tuple[str, ...] | None = None,
+                      skip: tuple[str, ...] = ()) -> str:
+    """Every search of ``topic``'s suites: its candidates sorted by time, the winner in words.
+    ``suites`` keeps only the suites named there, ``skip`` leaves those out (a topic with many
+    searches spreads them over pages of readable length)."""
     res = _load(device)
     blocks = []
     for sname, s in _suites(res, topic):
+        if (suites is not None and sname not in suites) or sname in skip:
+            continue
         for r in s.get("records", []):
             if r.get("kind") == "search":
                 blocks.append(_search_block(r, run_number(s.get("run"))))

@@ -77,6 +77,8 @@ def test_chapters_execute_code():
         for f, t in texts.items():
             if "```{code-cell}" in t:
                 assert "kernelspec:" in t, f"{f} is not a MyST notebook"
+            else:  # a notebook with no code would be offered as an empty .ipynb download
+                assert "kernelspec:" not in t, f"{f} has no code cell: make it a plain MyST page"
 
 
 def test_section_pages_sit_in_their_topic_folder():
