@@ -15,7 +15,7 @@ from pathlib import Path
 
 from .parts import LabSpec
 
-__all__ = ["LabError", "nbgrader_meta", "params_literal", "labs_dir", "available_labs", "load_lab", "load_builder", "canonical_lab",
+__all__ = ["LabError", "write_readable", "nbgrader_meta", "params_literal", "labs_dir", "available_labs", "load_lab", "load_builder", "canonical_lab",
            "lab_file_digest", "find_part", "ALIASES"]
 
 #: old lab names that still work (CLI and API) -> the topic name
@@ -120,3 +120,17 @@ def params_literal(variant: dict) -> str:
             cur = "     "
         cur += it + ", "
     return "\n".join(lines + [cur.rstrip(", ") + "}"])
+
+
+def write_readable(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` atomically, readable by everyone (the umask's mode: mkstemp
+    alone would leave a lab notebook 0600)."""
+    import tempfile
+
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+    mask = os.umask(0)
+    os.umask(mask)
+    os.chmod(tmp, 0o666 & ~mask)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, path)

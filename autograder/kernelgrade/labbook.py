@@ -18,14 +18,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Callable
 
 from .tasks import AscendTask, CudaTask, get_task
-from ..labs import nbgrader_meta as _meta, params_literal as _p_literal
+from ..labs import nbgrader_meta as _meta, params_literal as _p_literal, write_readable
 
 __all__ = ["kernel_exercise_text", "build_notebook", "render", "main", "STRUCTURE_TEXT", "SETUP"]
 
@@ -196,13 +194,7 @@ def main(lab: str, out: Path, build: Callable[[], object], argv=None) -> int:
         same = out.exists() and out.read_text(encoding="utf-8") == text
         print(f"{out.name} is up to date" if same else f"{out.name} is out of date: run labs/{lab}/build.py")
         return 0 if same else 1
-    fd, tmp = tempfile.mkstemp(dir=out.parent, suffix=".tmp")
-    mask = os.umask(0)
-    os.umask(mask)
-    os.chmod(tmp, 0o666 & ~mask)  # mkstemp makes 0600; the notebook is for everyone to read
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, out)
+    write_readable(out, text)
     print(f"wrote labs/{lab}/{out.name}")
     return 0
 

@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -25,7 +23,7 @@ if str(HERE.parents[1]) not in sys.path:
 
 import nbformat  # noqa: E402
 
-from autograder.labs import load_lab, nbgrader_meta as _meta, params_literal as _p_literal  # noqa: E402
+from autograder.labs import load_lab, nbgrader_meta as _meta, params_literal as _p_literal, write_readable  # noqa: E402
 from autograder.parts import render as render_text  # noqa: E402
 
 OUT = HERE / "pytorch.ipynb"
@@ -327,13 +325,7 @@ def main(argv=None) -> int:
         same = OUT.exists() and OUT.read_text(encoding="utf-8") == text
         print("pytorch.ipynb is up to date" if same else "pytorch.ipynb is out of date: run labs/pytorch/build.py")
         return 0 if same else 1
-    fd, tmp = tempfile.mkstemp(dir=OUT.parent, suffix=".tmp")
-    mask = os.umask(0)
-    os.umask(mask)
-    os.chmod(tmp, 0o666 & ~mask)  # mkstemp makes 0600; the notebook is for everyone to read
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, OUT)
+    write_readable(OUT, text)
     print(f"wrote {OUT.relative_to(HERE.parents[1])} ({len(build().cells)} cells)")
     return 0
 
