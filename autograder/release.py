@@ -18,8 +18,6 @@ import os
 import tempfile
 from pathlib import Path
 
-import nbformat
-
 from .labs import LabError, canonical_lab, load_builder, load_lab
 from .variants import TAG_KEY, course_key, key_path, make_tag, variant_for
 
@@ -94,6 +92,8 @@ def _umask_mode() -> int:
 
 
 def _write(nb, out: Path) -> Path:
+    import nbformat  # imported on use: its schema validator takes over a second to import
+
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
     os.chmod(tmp, _umask_mode())
@@ -109,6 +109,8 @@ def _write(nb, out: Path) -> Path:
 
 
 def _student_notebook(lab: str, student: str, key: bytes):
+    import nbformat
+
     spec, source = load_lab(lab)
     builder = load_builder(lab)
     if builder is not None:
@@ -122,6 +124,8 @@ def _student_notebook(lab: str, student: str, key: bytes):
 
 def release(lab: str, out: Path | None = None, student: str | None = None) -> Path:
     """Write the student notebook; with ``student``, that student's variant, tagged."""
+    import nbformat
+
     spec, source = load_lab(lab)
     lab = canonical_lab(lab)
     if student is not None:

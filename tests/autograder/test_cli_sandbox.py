@@ -122,3 +122,13 @@ def test_progress_bar_reports_rate():
         bar.step(f"s{i}")
     lines = buf.getvalue().splitlines()
     assert 2 <= len(lines) <= 11 and lines[-1].startswith("[" + "#" * 30 + "] 20/20") and "/min" in lines[-1]
+
+
+def test_the_cli_starts_without_the_notebook_schema_validator():
+    """nbformat's validator pulls in jsonschema's format checkers (over a second to import);
+    only `release` needs nbformat, so `grade`, `check` and `merge` start without it."""
+    code = ("import sys, autograder.__main__ as m\n"
+            "assert 'nbformat' not in sys.modules and 'jsonschema' not in sys.modules, "
+            "sorted(k for k in sys.modules if k.startswith(('nbformat', 'jsonschema')))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert r.returncode == 0, r.stderr
