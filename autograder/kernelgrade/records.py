@@ -90,6 +90,10 @@ def _zh_date(iso: str) -> str:
     return iso[:10]
 
 
+#: the labs as the appendix names them
+LAB_NAMES_ZH = {"primer": "TileLang 入门", "elementwise": "逐元素", "gemm": "GEMM", "perfmodel": "性能模型"}
+
+
 def book_values(results: Path = RESULTS) -> dict[str, str]:
     """The texts the lab appendix glues (``labs.grading.*``), from :func:`grading_numbers`."""
     n = grading_numbers(results)
@@ -99,6 +103,8 @@ def book_values(results: Path = RESULTS) -> dict[str, str]:
     others = [n["labs"][lab] for lab in ("gemm", "primer") if lab in n["labs"]]
     warm = ew["warm_resubmission_wall_s"]
     target = n["warm_target_s"]
+    alongside = [LAB_NAMES_ZH.get(lab, lab) for lab, o in sorted(n["labs"].items())
+                 if lab != "elementwise" and o["date"] == ew["date"]]
 
     def verdict(s):
         return "在一分钟的目标以内" if s <= target else "超过了一分钟的目标"
@@ -116,6 +122,9 @@ def book_values(results: Path = RESULTS) -> dict[str, str]:
                                 f"命令：{_OUT.sub('', ew['command'])}。"),  # plain text: {glue:text} shows no markup
         "labs.grading.ew_graded": str(ew["graded"]),
         "labs.grading.ew_batch_s": f"{ew['batch_wall_s']:.0f}",
+        "labs.grading.alongside": (f"（同一批里还同时在评 {'与'.join(alongside)}"
+                                   f"{'两个' if len(alongside) == 2 else ''}实验的作业，共用这台机器与这块 GPU）"
+                                   if alongside else ""),
         "labs.grading.warm": warm_text,
         "labs.grading.gpu_s": f"{ew['gpu_held_mean_s']:.1f}",
         "labs.grading.per_hour": f"{ew['per_hour_per_gpu']:.0f}",
