@@ -473,9 +473,9 @@ def record_claims(results: dict | None = None) -> list:
     nows, rsf = _check(results, GEMM_NO_WS), gem.get("A 在 fragment")
     case = None if rsf is None else ("missing" if nows is None else ("ok" if nows.get("ok") else "fail"))
     out.append(K.choose("claim.primer.gemm.no_ws", case, {
-        "missing": "关掉 warp 专门化再核对同一种放法，能把放法本身与它周围的流水线分开，这项对照还没有在 GPU 上记录",
-        "ok": "关掉 warp 专门化之后，同一种放法在 GPU 上算对了：问题出在 warp 专门化的流水线，而不在放法本身",
-        "fail": "关掉 warp 专门化之后，同一种放法仍然没有算对（{detail}）：问题不只在 warp 专门化的流水线"},
+        "missing": "这项对照还没有在 GPU 上记录",
+        "ok": "它在 GPU 上算对了，所以问题出在 warp 专门化的流水线，而不在放法本身；要把 A 放进寄存器，先关掉 warp 专门化",
+        "fail": "它仍然没有算对（{detail}），所以问题不只在 warp 专门化的流水线"},
         detail=_failure(nows) if nows else ""))
     return out
 
