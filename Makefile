@@ -15,7 +15,7 @@ help:
 	@echo "make book        build the HTML book into _build/html (on a CUDA GPU: live numbers; LIVE=0: recorded)"
 	@echo "make pdf         build the PDF edition into _build/latex/book.pdf (XeLaTeX; see .ci/run)"
 	@echo "make test        the whole test suite (includes a strict build of the book)"
-	@echo "make test-fast   the tests that compile no kernel and build no book (about a minute)"
+	@echo "make test-fast   the tests that compile no kernel and build no book, on every core (about a minute)"
 	@echo "make test-ledger-bare  the ledger's CLI and tests on a plain interpreter (pytest only)"
 	@echo "make bundle      pack tilelang for an offline GPU machine (.bundle/)"
 	@echo "make gpu-results run every suite on a CUDA GPU into a new measure/results/raw/ file"
@@ -64,7 +64,7 @@ test-ledger-bare:
 	"$$bare" -s -m pytest tests/ledger -q -p no:cacheprovider -W ignore::pytest.PytestConfigWarning
 
 test-fast: venv
-	$(VPY) -m pytest tests -m "not slow and not browser"
+	$(VPY) -m pytest tests -m "not slow and not browser" -n auto
 
 # One lock for every supported Python (uv's universal resolution, markers where versions differ);
 # the pins already in requirements.lock are kept wherever they still resolve. UPGRADE=1 lifts them.
