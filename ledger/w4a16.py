@@ -45,6 +45,8 @@ __all__ = [
     "compute_bound_from",
     "fp16_compute_bound_from",
     "smem_bytes",
+    "dec_smem_bytes",
+    "dec_onchip_bytes",
     "DECODE_SHAPES",
     "SQUARE_SHAPE",
     "figures",
@@ -143,6 +145,30 @@ def smem_bytes(k: int, *, group: int, block_m: int, block_k: int, stages: int, r
     c_stage = (1 if split_k else consumers) * block_m * wg_rows * fp16
     reduce = wg_rows * block_m * fp32 * (1 if split_k else (consumers if k_pair else 0))
     return int(ring + scales + c_stage + reduce)
+
+
+def dec_smem_bytes(k: int, *, nt: int, rows: int, wk: int, split: int, pad: int = 32) -> int:
+    """Shared memory of one block of the decode kernel (:mod:`kernels.gemm.w4a16_dec`): the block's
+    activation slice (``8*nt`` rows of ``k/split`` fp16, each row padded by ``pad`` halves) and the
+    fp32 partial tile of each of its ``wk`` K warps (``rows x (8*nt + 1)``, one float of padding)."""
+    for name, v in (("k", k), ("nt", nt), ("rows", rows), ("wk", wk), ("split", split)):
+        check_size(name, v)
+    fp16, fp32 = dtype_bytes("fp16"), dtype_bytes("fp32")
+    bm = 8 * nt
+    return int(bm * (k // split + pad) * fp16 + wk * rows * (bm + 1) * fp32)
+
+
+def dec_onchip_bytes(m: int, n: int, k: int, *, rows: int, split: int) -> dict[str, int]:
+    """Bytes the decode kernel moves on chip besides its DRAM floor (:func:`w4a16_cost` counts each
+    operand once): ``activations_l2``: every one of the ``n/rows`` weight tiles reads the whole
+    ``m x k`` activation matrix from L2 (after the first, L2 hits); ``partials_dsmem``: ``split - 1``
+    blocks of each tile hand their fp32 ``m x rows`` partial to block 0 through distributed shared
+    memory (no DRAM traffic).  Neither is in the roofline: both stay off DRAM."""
+    for name, v in (("m", m), ("n", n), ("k", k), ("rows", rows), ("split", split)):
+        check_size(name, v)
+    fp16, fp32 = dtype_bytes("fp16"), dtype_bytes("fp32")
+    tiles = -(-n // rows)
+    return {"activations_l2": int(tiles * m * k * fp16), "partials_dsmem": int(tiles * (split - 1) * m * rows * fp32)}
 
 
 # --- figures ------------------------------------------------------------------------
