@@ -22,8 +22,9 @@ expansion from shared memory on the critical path.  This one is built for the by
   | 0x64006400`` puts ``(k_s, k_{s+4})`` into the two halves of an fp16 pair as ``1024 + q``, and one
   ``sub.f16x2`` of 1032 gives ``q - 8`` exactly: two shifts/logic ops and one subtraction per two
   weights, no shared memory.  The pair order ``(k_s, k_{s+4})`` is a permutation of K inside a
-  word; the activations are read in the same permutation (two ``prmt`` per pair of registers), and
-  a dot product does not care about the order of its terms.
+  word; the activation tile is rearranged into the same pairs once per block (``prmt`` in shared
+  memory, after the fill), so the main loop reads its mma operands with one 128-bit load per
+  16 k and no further shuffling; a dot product does not care about the order of its terms.
 * **mma.sync m16n8k16, weights as the 16-row operand.**  A warp owns 16 weight rows; the
   activations (``8 * nt`` rows, zeros past M) are the n8 operand, read from shared memory where
   the block stored its K slice (permuted so that the four threads of a row pair read 64
@@ -136,8 +137,9 @@ __device__ __forceinline__ void main_loop(unsigned* wb, unsigned short* sb, cons
       for (int j = 0; j < NT; ++j) {
         // physical k = 32t + 8i + 0..7 of activation row 8j + g (stored at 32i + 8t of the group)
         const uint4 x = *(const uint4*)(a + (8 * j + g) * LDA + gi * 128 + 32 * i + 8 * t);
-        mma(tmp[j], qa[0], qb[0], qa[1], qb[1], __byte_perm(x.x, x.z, 0x5410), __byte_perm(x.x, x.z, 0x7632));
-        mma(tmp[j], qa[2], qb[2], qa[3], qb[3], __byte_perm(x.y, x.w, 0x5410), __byte_perm(x.y, x.w, 0x7632));
+        // pair_up stored them as (a0, a4), (a1, a5), (a2, a6), (a3, a7): the pairs of the expansion
+        mma(tmp[j], qa[0], qb[0], qa[1], qb[1], x.x, x.y);
+        mma(tmp[j], qa[2], qb[2], qa[3], qb[3], x.z, x.w);
       }
     }
 #pragma unroll
@@ -152,6 +154,35 @@ __device__ __forceinline__ void main_loop(unsigned* wb, unsigned short* sb, cons
     pw[g * LDP + 8 * j + 2 * t + 1] = acc[j][1];
     pw[(g + 8) * LDP + 8 * j + 2 * t] = acc[j][2];
     pw[(g + 8) * LDP + 8 * j + 2 * t + 1] = acc[j][3];
+  }
+}
+// the activation tile in place: each 8 halves a0..a7 become (a0, a4), (a1, a5), (a2, a6), (a3, a7),
+// the k pairs of expand(); CH = 16-byte chunks of BM rows x KS, rows of LDA halves
+template <int BM, int KS, int LDA, int NTHR>
+__device__ __forceinline__ void pair_up(void* as) {
+  unsigned short* a = (unsigned short*)as;
+  constexpr int CH = BM * KS / 8, B = 4;
+#pragma unroll
+  for (int j0 = 0; j0 < (CH + NTHR - 1) / NTHR; j0 += B) {
+    uint4 v[B];
+#pragma unroll
+    for (int b = 0; b < B; ++b) {
+      const int idx = threadIdx.x + (j0 + b) * NTHR;
+      if (j0 + b < (CH + NTHR - 1) / NTHR && idx < CH)
+        v[b] = *(const uint4*)(a + (idx / (KS / 8)) * LDA + (idx % (KS / 8)) * 8);
+    }
+#pragma unroll
+    for (int b = 0; b < B; ++b) {
+      const int idx = threadIdx.x + (j0 + b) * NTHR;
+      if (j0 + b < (CH + NTHR - 1) / NTHR && idx < CH) {
+        uint4 o;
+        o.x = __byte_perm(v[b].x, v[b].z, 0x5410);
+        o.y = __byte_perm(v[b].x, v[b].z, 0x7632);
+        o.z = __byte_perm(v[b].y, v[b].w, 0x5410);
+        o.w = __byte_perm(v[b].y, v[b].w, 0x7632);
+        *(uint4*)(a + (idx / (KS / 8)) * LDA + (idx % (KS / 8)) * 8) = o;
+      }
+    }
   }
 }
 // block rank 0 of the cluster: q[i] += the same element of ranks 1..NR-1 (distributed shared memory)
@@ -239,6 +270,7 @@ def _program(M: int, N: int, K: int, *, group: int, rows: int, wk: int, split: i
     gs, gn = grid(N, rows=rows, split=split)
     prefetch = f"w4d::prefetch<{depth}, {NG}, {KP}, {G}>"
     loop = f"w4d::main_loop<{depth}, {NG}, {KP}, {G}, {nt}, {LDA}, {LDP}>"
+    pairs = f"w4d::pair_up<{BM}, {KS}, {LDA}, {nthr}>"
     csum = f"w4d::cluster_add<{split}, {rows * LDP}>"
 
     @T.macro
@@ -275,6 +307,8 @@ def _program(M: int, N: int, K: int, *, group: int, rows: int, wk: int, split: i
             for m, c, t, i, e in T.Parallel(BM, KS // GROUP, 4, 4, 8):
                 A_s[m, c * GROUP + 32 * i + 8 * t + e] = T.if_then_else(
                     m < M, A[T.min(m, M - 1), k0 + c * GROUP + 32 * t + 8 * i + e], T.float16(0))
+            T.sync_threads()
+            T.evaluate(T.call_extern("handle", pairs, T.access_ptr(A_s[0, 0], "rw")))
             T.sync_threads()
             T.evaluate(T.call_extern("handle", loop, wb.data, sb.data, T.access_ptr(Bq[n0 + 16 * wn, kw // 2], "r"),
                                      T.access_ptr(S[n0 + 16 * wn, kw // GROUP], "r"),

@@ -110,7 +110,12 @@ def test_expansion_is_word_wide_and_the_mma_is_m16n8k16(built):
     # two nibbles a step into an fp16 pair (1024 + q), minus 1032 by one f16x2 subtraction
     assert "0x000F000Fu) | 0x64006400u" in src and "sub.f16x2" in src and "0x64086408u" in src
     assert "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in src
-    assert "__byte_perm(x.x, x.z, 0x5410)" in src and "__byte_perm(x.y, x.w, 0x7632)" in src
+    # the activations are put into the same k pairs once per block, after the fill, and the main
+    # loop feeds each 128-bit read to the mma unshuffled
+    assert "__byte_perm(v[b].x, v[b].z, 0x5410)" in src and "__byte_perm(v[b].y, v[b].w, 0x7632)" in src
+    assert "mma(tmp[j], qa[0], qb[0], qa[1], qb[1], x.x, x.y);" in src
+    body = src[src.index("main_kernel("):]
+    assert body.index("w4d::pair_up<") < body.index("w4d::main_loop<")
     assert "__int2half" not in src and "wgmma" not in src
 
 

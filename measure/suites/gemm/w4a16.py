@@ -39,7 +39,7 @@ CANDIDATES: dict[str, list[dict[str, Any]]] = {
                # the decode kernel (kernels.gemm.w4a16_dec): weights loaded into registers `depth` groups
                # ahead, split K over a cluster of `split` blocks of `rows` weight rows (2-4 blocks per SM)
                _d(128, 1, 4, 4), _d(128, 1, 4, 2), _d(128, 1, 4, 6), _d(128, 1, 4, 8), _d(64, 1, 4, 4),
-               _d(64, 1, 4, 8), _d(64, 2, 4, 4), _d(128, 1, 8, 4), _d(64, 1, 8, 4)],
+               _d(64, 1, 4, 8), _d(64, 2, 4, 4), _d(128, 1, 8, 4), _d(128, 1, 8, 8), _d(64, 1, 8, 4)],
     "m64": [_c(64, 256, 4), _c(64, 128, 6, stages_w=8), _c(64, 256, 4, chunk=64), _c(64, 256, 4, chunk=128),
             _c(64, 512, 2, chunk=128)],
     "m128": [_c(128, 64, 8, cluster=2), _c(128, 128, 4, cluster=2, chunk=64), _c(128, 256, 2, cluster=2, chunk=64),
