@@ -346,9 +346,11 @@ def config(rows: int, wk: int, split: int, depth: int, nt: int = 0) -> dict[str,
 
 
 def label(cfg: dict[str, Any]) -> str:
-    """Short printable name (the record's ``label``)."""
-    return (f"dec_r{cfg['rows']}_w{cfg['wk']}_s{cfg['split']}_d{cfg['depth']}"
-            + (f"_n{cfg['nt']}" if cfg.get("nt") else ""))
+    """Short printable name (the record's ``label``): ``r`` rows, ``kw`` K warps, ``sk`` blocks along K
+    (the cluster), ``d`` depth, ``nt`` n8 tiles when fixed (tokens distinct from those of
+    :func:`kernels.gemm.w4a16.label`)."""
+    return (f"dec_r{cfg['rows']}_kw{cfg['wk']}_sk{cfg['split']}_d{cfg['depth']}"
+            + (f"_nt{cfg['nt']}" if cfg.get("nt") else ""))
 
 
 def auto_nt(M: int) -> int:

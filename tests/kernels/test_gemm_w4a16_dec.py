@@ -169,7 +169,8 @@ def test_labels_are_distinct_and_name_the_knobs():
 
     labels = [w4a16.label(c) for c in suite.CANDIDATES["decode"]]
     assert len(labels) == len(set(labels))
-    assert w4a16.label(dec.config(64, 2, 4, 8)) == "dec_r64_w2_s4_d8"
+    assert w4a16.label(dec.config(64, 2, 4, 8)) == "dec_r64_kw2_sk4_d8"
+    assert w4a16.label(dec.config(64, 2, 4, 8, nt=1)) == "dec_r64_kw2_sk4_d8_nt1"
     # every decode-kernel candidate is valid at both decode shapes of the suite
     for cfg in suite.CANDIDATES["decode"]:
         if cfg.get("inst") == "dec":

@@ -34,3 +34,36 @@ def test_on_chip_bytes_of_the_decode_kernel():
     assert b["partials_dsmem"] < 0.1 * w4.bytes
     with pytest.raises(ValueError):
         lw.dec_onchip_bytes(0, n, k, rows=128, split=4)
+
+
+def test_littles_law_plan_of_the_design_point():
+    d = lw.DEC_DESIGN
+    p = lw.dec_plan(d["m"], d["n"], d["k"], rows=d["rows"], wk=d["wk"], split=d["split"], depth=d["depth"],
+                    regs=d["regs"], machine="h200-calibrated")
+    # 64 tiles of 128 rows x 4 K blocks; 256 threads x 128 registers: two blocks in the 64 K registers
+    assert p["blocks"] == 256 and p["blocks_per_sm"] == 2 and p["warps_per_sm"] == 16
+    # every warp: 4 groups x 16 rows x 64 packed bytes in flight
+    assert p["inflight_bytes_per_sm"] == 16 * 4 * 16 * 64
+    mach = lw.get_machine("h200-calibrated")
+    assert p["latency_covered_s"] == pytest.approx(p["inflight_bytes_per_sm"] * 132 / mach.memory_rate(None))
+    # a loaded DRAM round trip is around a microsecond: the design covers more than that
+    assert p["latency_covered_s"] > 1e-6
+    # twice the registers a thread: one block per SM, half the bytes in flight
+    q = lw.dec_plan(d["m"], d["n"], d["k"], rows=d["rows"], wk=d["wk"], split=d["split"], depth=d["depth"],
+                    regs=256, machine="h200-calibrated")
+    assert q["blocks_per_sm"] == 1 and q["inflight_bytes_per_sm"] == p["inflight_bytes_per_sm"] // 2
+    # fewer blocks than SMs: the SM count, not the registers, caps the blocks an SM gets
+    r = lw.dec_plan(16, 8192, 8192, rows=128, wk=1, split=1, depth=4, machine="h200-calibrated")
+    assert r["blocks"] == 64 and r["blocks_per_sm"] == 1
+
+
+def test_the_kernel_caps_registers_as_the_plan_assumes():
+    pytest.importorskip("tilelang")
+    from kernels.gemm import w4a16_dec as dec
+
+    d = lw.DEC_DESIGN
+    assert dec.MAX_REGS == d["regs"]
+    p = lw.dec_plan(d["m"], d["n"], d["k"], rows=d["rows"], wk=d["wk"], split=d["split"], depth=d["depth"],
+                    regs=d["regs"], machine="h200-calibrated")
+    assert dec.min_blocks(d["rows"], d["wk"]) == p["blocks_per_sm"]
+    assert dec.grid(d["n"], rows=d["rows"], split=d["split"]) == (d["split"], p["blocks"] // d["split"])
