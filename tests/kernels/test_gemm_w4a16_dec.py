@@ -37,7 +37,13 @@ def built():
     for name, ((M, N, K), cfg) in CASES.items():
         k = w4a16.build(M, N, K, 128, cfg)  # the suite's entry point routes inst="dec" here
         out[name] = ((M, N, K), cfg, k.get_kernel_source(), launch_info(k))
+        (_, func), *_ = list(k.artifact.device_mod.functions.items())
+        CLUSTER[name] = str(func.attrs["cluster_dims"]) if "cluster_dims" in func.attrs else None
     return out
+
+
+#: the launch's cluster shape, as the device function's attributes give it
+CLUSTER: dict = {}
 
 
 def _nt(M):
@@ -90,6 +96,8 @@ def test_split_blocks_form_a_cluster_and_block_zero_sums_and_stores(built):
     for name, ((M, N, K), cfg, src, _) in built.items():
         body = src[src.index("main_kernel("):]
         if cfg["split"] > 1:
+            # the split blocks of one weight tile are launched as one cluster, next to each other in x
+            assert CLUSTER[name] == f"({cfg['split']}, 1, 1)", (name, CLUSTER[name])
             assert body.count("tl::cluster_sync()") == 2, name
             csum = body.index(f"w4d::cluster_add<{cfg['split']}, {cfg['rows'] * (8 * _nt(M) + 1)}>")
             assert body.index("tl::cluster_sync()") < csum < body.index("C[") < body.rindex("tl::cluster_sync()"), name

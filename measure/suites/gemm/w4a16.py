@@ -37,9 +37,10 @@ TARGETS = {1: 2.5, 16: 2.5, 64: 2.0, 128: 1.3, 4096: 0.9}
 CANDIDATES: dict[str, list[dict[str, Any]]] = {
     "decode": [_c(16, 512, 4, inst="mma"), _c(16, 512, 4), _c(16, 512, 4, inst="mma", chunk=128),
                # the decode kernel (kernels.gemm.w4a16_dec): weights loaded into registers `depth` groups
-               # ahead, split K over a cluster of `split` blocks of `rows` weight rows (2-4 blocks per SM)
+               # ahead, split K over a cluster of `split` blocks of `rows` weight rows (1-4 blocks per SM)
                _d(128, 1, 4, 4), _d(128, 1, 4, 2), _d(128, 1, 4, 6), _d(128, 1, 4, 8), _d(64, 1, 4, 4),
-               _d(64, 1, 4, 8), _d(64, 2, 4, 4), _d(128, 1, 8, 4), _d(128, 1, 8, 8), _d(64, 1, 8, 4)],
+               _d(64, 1, 4, 8), _d(64, 2, 4, 4), _d(128, 1, 8, 4), _d(128, 1, 8, 8), _d(64, 1, 8, 4),
+               _d(256, 1, 4, 4), _d(256, 1, 4, 8)],
     "m64": [_c(64, 256, 4), _c(64, 128, 6, stages_w=8), _c(64, 256, 4, chunk=64), _c(64, 256, 4, chunk=128),
             _c(64, 512, 2, chunk=128)],
     "m128": [_c(128, 64, 8, cluster=2), _c(128, 128, 4, cluster=2, chunk=64), _c(128, 256, 2, cluster=2, chunk=64),
