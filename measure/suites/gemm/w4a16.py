@@ -1,5 +1,7 @@
-"""Suite ``gemm.w4a16``: the swap-AB W4A16 kernel (:mod:`kernels.gemm.w4a16`) against cuBLAS on the
-fp16 weights, at four decode batches on 8192 x 8192 weights and one square product.
+"""Suite ``gemm.w4a16``: the swap-AB W4A16 kernel (:mod:`kernels.gemm.w4a16`) and, for M <= 16, the
+decode kernel (:mod:`kernels.gemm.w4a16_dec`: packed weights straight into registers, split K
+summed in a cluster) against cuBLAS on the fp16 weights, at four decode batches on 8192 x 8192
+weights and one square product.
 
 Per shape: every candidate of its regime is compiled in parallel, checked (fp32 reference on
 fresh inputs, poisoned output, then 50 more launches so a race shows before timing), searched
