@@ -105,7 +105,8 @@ __device__ __forceinline__ void prefetch(unsigned* wb, unsigned short* sb, const
 #pragma unroll
   for (int p = 0; p < D && p < NG; ++p) load_group<KP, G>(wb, sb, p, wbase, sbase, p);
 }
-template <int D, int NG, int KP, int G, int NT, int LDA, int LDP>
+// PROBE = 1: a timing probe, the register loads alone (no expansion, no mma; wrong results)
+template <int D, int NG, int KP, int G, int NT, int LDA, int LDP, int PROBE = 0>
 __device__ __forceinline__ void main_loop(unsigned* wb, unsigned short* sb, const void* wbase, const void* sbase,
                                           const void* abase, float* pw) {
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
@@ -123,6 +124,13 @@ __device__ __forceinline__ void main_loop(unsigned* wb, unsigned short* sb, cons
     for (int i = 0; i < 4; ++i) { w0[i] = wb[sl * 8 + i]; w1[i] = wb[sl * 8 + 4 + i]; }
     const float s0 = h2f(sb[sl * 2]), s1 = h2f(sb[sl * 2 + 1]);
     if (gi + D < NG) load_group<KP, G>(wb, sb, sl, wbase, sbase, gi + D);
+    if constexpr (PROBE == 1) {  // keep every loaded word alive, do nothing else with it
+      unsigned x = __float_as_uint(s0) ^ __float_as_uint(s1);
+#pragma unroll
+      for (int i = 0; i < 4; ++i) x ^= w0[i] ^ w1[i];
+      acc[0][0] += (float)(x & 1u);
+      continue;
+    }
     float tmp[NT][4];
 #pragma unroll
     for (int j = 0; j < NT; ++j)
@@ -256,8 +264,15 @@ def check_config(M: int, N: int, K: int, *, group: int, rows: int, wk: int, spli
     require(sm <= SMEM_LIMIT, f"{sm} bytes of shared memory exceed the {SMEM_LIMIT} a block may use")
 
 
-def _program(M: int, N: int, K: int, *, group: int, rows: int, wk: int, split: int, depth: int, nt: int):
+#: Timing probes: ``loadonly`` = the same kernel whose main loop only loads the weights and scales
+#: into registers (no expansion, no activation reads, no mma; wrong results): the memory pipeline alone.
+PROBES = ("", "loadonly")
+
+
+def _program(M: int, N: int, K: int, *, group: int, rows: int, wk: int, split: int, depth: int, nt: int,
+             probe: str = ""):
     check_config(M, N, K, group=group, rows=rows, wk=wk, split=split, depth=depth, nt=nt)
+    require(probe in PROBES, f"probe must be one of {PROBES}, got {probe!r}")
     KP, G = K // 2, K // group
     BM = 8 * nt
     KS = K // split  # K of one block
@@ -269,7 +284,7 @@ def _program(M: int, N: int, K: int, *, group: int, rows: int, wk: int, split: i
     nthr = threads(rows, wk)
     gs, gn = grid(N, rows=rows, split=split)
     prefetch = f"w4d::prefetch<{depth}, {NG}, {KP}, {G}>"
-    loop = f"w4d::main_loop<{depth}, {NG}, {KP}, {G}, {nt}, {LDA}, {LDP}>"
+    loop = f"w4d::main_loop<{depth}, {NG}, {KP}, {G}, {nt}, {LDA}, {LDP}" + (", 1>" if probe else ">")
     pairs = f"w4d::pair_up<{BM}, {KS}, {LDA}, {nthr}>"
     csum = f"w4d::cluster_add<{split}, {rows * LDP}>"
 
@@ -334,9 +349,9 @@ def _program(M: int, N: int, K: int, *, group: int, rows: int, wk: int, split: i
 
 @tilelang.jit(target=TARGET, pass_configs=DEC_PASS_CONFIGS)
 def w4a16_dec(M: int, N: int, K: int, group: int = GROUP, rows: int = 128, wk: int = 1, split: int = 4,
-              depth: int = 4, nt: int = 2):
-    """W4A16 for M <= 16 (see the module docstring)."""
-    return _program(M, N, K, group=group, rows=rows, wk=wk, split=split, depth=depth, nt=nt)
+              depth: int = 4, nt: int = 2, probe: str = ""):
+    """W4A16 for M <= 16 (see the module docstring); ``probe="loadonly"``: the timing probe."""
+    return _program(M, N, K, group=group, rows=rows, wk=wk, split=split, depth=depth, nt=nt, probe=probe)
 
 
 def config(rows: int, wk: int, split: int, depth: int, nt: int = 0) -> dict[str, Any]:
@@ -357,9 +372,12 @@ def auto_nt(M: int) -> int:
     return 1 if M <= 8 else 2
 
 
-def build(M: int, N: int, K: int, group: int, cfg: dict[str, Any]) -> Any:
+def build(M: int, N: int, K: int, group: int, cfg: dict[str, Any], probe: str = "") -> Any:
     """Compile one configuration (checked first: a ValueError names the constraint)."""
     kw = {k: v for k, v in cfg.items() if k != "inst"}
     kw["nt"] = kw.get("nt") or auto_nt(M)
     check_config(M, N, K, group=group, **kw)
+    require(probe in PROBES, f"the decode kernel's timing probes are {PROBES[1:]}, got {probe!r}")
+    if probe:
+        kw["probe"] = probe
     return w4a16_dec(M, N, K, group, **kw)

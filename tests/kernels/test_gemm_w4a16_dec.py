@@ -24,6 +24,8 @@ CASES = {
     "m16_wk2": ((16, 8192, 8192), dec.config(64, 2, 4, 4)),
     "ragged_nosplit": ((3, 512, 1024), dec.config(64, 1, 1, 4)),
 }
+#: the timing probe: the same kernel, its main loop reduced to the register loads
+PROBE = ((1, 8192, 8192), dec.config(128, 1, 4, 4))
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -168,7 +170,7 @@ def test_configuration_errors_name_the_constraint():
     # the suite's entry point checks before it compiles, and M is chosen per call (nt = 0: automatic)
     with pytest.raises(ValueError, match="M=20 exceeds"):
         w4a16.build(20, 8192, 8192, 128, dec.config(128, 1, 4, 4))
-    with pytest.raises(ValueError, match="no timing probe"):
+    with pytest.raises(ValueError, match="timing probes are"):
         w4a16.build(16, 8192, 8192, 128, dec.config(128, 1, 4, 4), probe="nomma")
 
 
@@ -185,3 +187,16 @@ def test_labels_are_distinct_and_name_the_knobs():
             for M in (1, 16):
                 kw = {k: v for k, v in cfg.items() if k != "inst"}
                 dec.check_config(M, 8192, 8192, group=128, **{**kw, "nt": dec.auto_nt(M)})
+
+
+@pytest.mark.slow
+def test_loadonly_probe_is_the_same_launch_with_only_the_loads(built):
+    (M, N, K), cfg = PROBE
+    k = w4a16.build(M, N, K, 128, cfg, probe="loadonly")
+    src, info = k.get_kernel_source(), launch_info(k)
+    full_src, full_info = built["m1"][2], built["m1"][3]
+    assert (info.grid, info.block, info.dyn_smem_bytes) == (full_info.grid, full_info.block, full_info.dyn_smem_bytes)
+    call = re.search(r"w4d::main_loop<([^>]*)>", src[src.index("main_kernel("):]).group(1)
+    full = re.search(r"w4d::main_loop<([^>]*)>", full_src[full_src.index("main_kernel("):]).group(1)
+    assert call == full + ", 1"  # PROBE = 1; every other template argument the same
+    assert "if constexpr (PROBE == 1)" in src

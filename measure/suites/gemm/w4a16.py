@@ -69,12 +69,15 @@ RAGGED: list[tuple[tuple[int, int, int], dict[str, Any]]] = [
 
 #: Timing probes (the same pipeline with one part left out, wrong results): ``noexpand`` skips
 #: the weight expansion, ``nomma`` the tensor-core work; for the recorded decode winner and for
-#: its form in pieces.
+#: its form in pieces.  ``loadonly``: the decode kernel with only its register loads.
 PROBES: list[tuple[tuple[int, int, int], dict[str, Any], str]] = [
     ((16, 8192, 8192), _c(16, 512, 4), "nomma"),
     ((16, 8192, 8192), _c(16, 512, 4), "noexpand"),
     ((16, 8192, 8192), _c(16, 512, 4, chunk=128), "nomma"),
     ((16, 8192, 8192), _c(16, 512, 4, chunk=128), "noexpand"),
+    # the decode kernel's memory pipeline alone (register loads, nothing else), at M = 1
+    ((1, 8192, 8192), _d(128, 1, 4, 4), "loadonly"),
+    ((1, 8192, 8192), _d(128, 1, 4, 8), "loadonly"),
 ]
 
 
