@@ -45,6 +45,10 @@ __all__ = [
     "compute_bound_from",
     "fp16_compute_bound_from",
     "smem_bytes",
+    "dec_smem_bytes",
+    "dec_onchip_bytes",
+    "dec_plan",
+    "DEC_DESIGN",
     "DECODE_SHAPES",
     "SQUARE_SHAPE",
     "figures",
@@ -145,6 +149,59 @@ def smem_bytes(k: int, *, group: int, block_m: int, block_k: int, stages: int, r
     return int(ring + scales + c_stage + reduce)
 
 
+def dec_smem_bytes(k: int, *, nt: int, rows: int, wk: int, split: int, pad: int = 32) -> int:
+    """Shared memory of one block of the decode kernel (:mod:`kernels.gemm.w4a16_dec`): the block's
+    activation slice (``8*nt`` rows of ``k/split`` fp16, each row padded by ``pad`` halves) and the
+    fp32 partial tile of each of its ``wk`` K warps (``rows x (8*nt + 1)``, one float of padding)."""
+    for name, v in (("k", k), ("nt", nt), ("rows", rows), ("wk", wk), ("split", split)):
+        check_size(name, v)
+    fp16, fp32 = dtype_bytes("fp16"), dtype_bytes("fp32")
+    bm = 8 * nt
+    return int(bm * (k // split + pad) * fp16 + wk * rows * (bm + 1) * fp32)
+
+
+def dec_onchip_bytes(m: int, n: int, k: int, *, rows: int, split: int) -> dict[str, int]:
+    """Bytes the decode kernel moves on chip besides its DRAM floor (:func:`w4a16_cost` counts each
+    operand once): ``activations_l2``: every one of the ``n/rows`` weight tiles reads the whole
+    ``m x k`` activation matrix from L2 (after the first, L2 hits); ``partials_dsmem``: ``split - 1``
+    blocks of each tile hand their fp32 ``m x rows`` partial to block 0 through distributed shared
+    memory (no DRAM traffic).  Neither is in the roofline: both stay off DRAM."""
+    for name, v in (("m", m), ("n", n), ("k", k), ("rows", rows), ("split", split)):
+        check_size(name, v)
+    fp16, fp32 = dtype_bytes("fp16"), dtype_bytes("fp32")
+    tiles = -(-n // rows)
+    return {"activations_l2": int(tiles * m * k * fp16), "partials_dsmem": int(tiles * (split - 1) * m * rows * fp32)}
+
+
+#: The decode kernel's design point the course reasons with (M = 16 on 8192 x 8192 weights):
+#: 128 weight rows a block (8 warps of 16), K split over a cluster of 4 blocks, 4 groups of 128 k
+#: in flight per warp, 128 registers a thread.  (The search on the GPU may pick another point.)
+DEC_DESIGN = dict(m=16, n=8192, k=8192, rows=128, wk=1, split=4, depth=4, regs=128)
+
+
+def dec_plan(m: int, n: int, k: int, *, rows: int, wk: int, split: int, depth: int, regs: int = 128,
+             group: int = 128, machine: "Machine | str | None" = None) -> dict[str, float]:
+    """Little's law for the decode kernel: how many bytes it keeps in flight and what latency they cover.
+
+    ``n/rows * split`` blocks of ``rows/16 * wk`` warps; the register file (``regs_per_sm``) holds
+    ``regs_per_sm // (threads * regs)`` blocks per SM.  Each warp keeps ``depth`` groups in flight:
+    16 rows x ``group/2`` packed bytes each.  ``latency_covered_s`` = bytes in flight on all SMs /
+    bandwidth: the DRAM latency up to which the loads alone can keep the bandwidth busy."""
+    for name, v in (("m", m), ("n", n), ("k", k), ("rows", rows), ("wk", wk), ("split", split), ("depth", depth),
+                    ("regs", regs), ("group", group)):
+        check_size(name, v)
+    mach = get_machine(machine)
+    sms = int(mach.resource("sms"))
+    threads = 32 * (rows // 16) * wk
+    blocks = (n // rows) * split
+    resident = max(1, int(mach.resource("regs_per_sm")) // (threads * regs))
+    per_sm = min(resident, math.ceil(blocks / sms))
+    warps = per_sm * threads // 32
+    inflight = warps * depth * 16 * (group // 2)
+    return {"blocks": blocks, "blocks_per_sm": per_sm, "warps_per_sm": warps, "inflight_bytes_per_sm": inflight,
+            "latency_covered_s": inflight * sms / mach.memory_rate(None), "sms": sms}
+
+
 # --- figures ------------------------------------------------------------------------
 
 
@@ -171,6 +228,28 @@ def figures() -> list[Figure]:
             fig(f"gemm.w4a16.{tag}.gain_bound", gain_bound(m, n, k, machine=mach), "x", digits=2,
                 source="ledger.w4a16.gain_bound", conditions=cond),
         ]
+    d = DEC_DESIGN
+    plan = dec_plan(d["m"], d["n"], d["k"], rows=d["rows"], wk=d["wk"], split=d["split"], depth=d["depth"],
+                    regs=d["regs"], machine=mach)
+    onchip = dec_onchip_bytes(d["m"], d["n"], d["k"], rows=d["rows"], split=d["split"])
+    cd = (f"decode kernel design point: M={d['m']}, {d['n']}x{d['k']} weights, {d['rows']} rows a block, "
+          f"split {d['split']}, depth {d['depth']}, {d['regs']} registers, {mach.name}")
+    out += [
+        fig("gemm.w4a16.dec.blocks", plan["blocks"], "blocks", digits=0, source="ledger.w4a16.dec_plan",
+            conditions=cd),
+        fig("gemm.w4a16.dec.blocks_per_sm", plan["blocks_per_sm"], "blocks", digits=0,
+            source="ledger.w4a16.dec_plan", conditions=cd),
+        fig("gemm.w4a16.dec.warps_per_sm", plan["warps_per_sm"], "warps", digits=0, source="ledger.w4a16.dec_plan",
+            conditions=cd),
+        fig("gemm.w4a16.dec.inflight_kb_per_sm", plan["inflight_bytes_per_sm"] / 1024, "KiB", digits=0,
+            source="ledger.w4a16.dec_plan", conditions=cd),
+        fig("gemm.w4a16.dec.latency_covered_us", plan["latency_covered_s"] * 1e6, "us", digits=1,
+            source="ledger.w4a16.dec_plan", conditions=cd),
+        fig("gemm.w4a16.dec.act_l2_mb", onchip["activations_l2"] / 1e6, "MB", digits=1,
+            source="ledger.w4a16.dec_onchip_bytes", conditions=cd),
+        fig("gemm.w4a16.dec.partials_mb", onchip["partials_dsmem"] / 1e6, "MB", digits=1,
+            source="ledger.w4a16.dec_onchip_bytes", conditions=cd),
+    ]
     c8 = f"8192x8192 weights, group 128, {mach.name}"
     out += [
         fig("gemm.w4a16.w4_compute_bound_from_m", compute_bound_from(8192, 8192, machine=mach), "rows", digits=0,

@@ -533,6 +533,10 @@ def config(block_M: int, block_K: int, stages: int, split: str = "k", cluster: i
 
 def label(cfg: dict[str, Any]) -> str:
     """Short printable name of a configuration (the record's ``label``)."""
+    if cfg.get("inst") == "dec":
+        from kernels.gemm import w4a16_dec
+
+        return w4a16_dec.label(cfg)
     return (f"m{cfg['block_M']}_k{cfg['block_K']}_s{cfg['stages']}"
             + (f"_w{cfg['stages_w']}" if cfg.get("stages_w") else "") + f"_{cfg['split']}"
             + (f"_c{cfg['cluster']}" if cfg.get("cluster", 1) > 1 else "") + ("_kp" if cfg.get("kpair") else "")
@@ -540,7 +544,12 @@ def label(cfg: dict[str, Any]) -> str:
 
 
 def build(M: int, N: int, K: int, group: int, cfg: dict[str, Any], probe: str = "") -> Any:
-    """Compile one configuration (``cfg["inst"]`` picks wgmma or mma.sync)."""
+    """Compile one configuration (``cfg["inst"]`` picks wgmma, mma.sync or the decode kernel
+    :mod:`kernels.gemm.w4a16_dec`, whose one timing probe is ``loadonly``)."""
+    if cfg.get("inst") == "dec":
+        from kernels.gemm import w4a16_dec
+
+        return w4a16_dec.build(M, N, K, group, cfg, probe=probe)
     kw = {k: v for k, v in cfg.items() if k != "inst"}
     if probe:
         kw["probe"] = probe
@@ -593,8 +602,9 @@ def run_w4a16(a: Any, packed: Any, scales: Any, group: int = 128, out: Any = Non
     import torch
 
     M, N, K = check_w4a16_inputs(a, packed, scales, group)
-    cfg = {**pick_config(M), **cfg}
-    check_config(M, N, K, group=group, **{k: v for k, v in cfg.items() if k != "inst"})
+    cfg = cfg if cfg.get("inst") == "dec" else {**pick_config(M), **cfg}
+    if cfg.get("inst") != "dec":  # the decode kernel's build checks its own configuration
+        check_config(M, N, K, group=group, **{k: v for k, v in cfg.items() if k != "inst"})
     if out is None:
         out = torch.empty((M, N), dtype=torch.float16, device=a.device)
     check_matrix(out, "out", (M, N), torch.float16)

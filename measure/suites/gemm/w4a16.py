@@ -1,5 +1,7 @@
-"""Suite ``gemm.w4a16``: the swap-AB W4A16 kernel (:mod:`kernels.gemm.w4a16`) against cuBLAS on the
-fp16 weights, at four decode batches on 8192 x 8192 weights and one square product.
+"""Suite ``gemm.w4a16``: the swap-AB W4A16 kernel (:mod:`kernels.gemm.w4a16`) and, for M <= 16, the
+decode kernel (:mod:`kernels.gemm.w4a16_dec`: packed weights straight into registers, split K
+summed in a cluster) against cuBLAS on the fp16 weights, at four decode batches on 8192 x 8192
+weights and one square product.
 
 Per shape: every candidate of its regime is compiled in parallel, checked (fp32 reference on
 fresh inputs, poisoned output, then 50 more launches so a race shows before timing), searched
@@ -13,6 +15,7 @@ from typing import Any
 
 from kernels.gemm.lowp import dequant_weight, pack_int4
 from kernels.gemm.w4a16 import build, config as _c, label
+from kernels.gemm.w4a16_dec import config as _d
 from ledger.w4a16 import DECODE_SHAPES, SQUARE_SHAPE, fp16_cost, gain_bound, roofline, w4a16_cost
 from measure.cost import source_of
 from measure.search import par_build
@@ -34,9 +37,12 @@ TARGETS = {1: 2.5, 16: 2.5, 64: 2.0, 128: 1.3, 4096: 0.9}
 #: both on the critical path), which also lets a stage grow to 1024 of K (longer runs of each
 #: weight row per TMA copy) without more registers; and deeper rings (more weight bytes in flight).
 CANDIDATES: dict[str, list[dict[str, Any]]] = {
-    "decode": [_c(16, 512, 4), _c(16, 512, 4, inst="mma"), _c(16, 512, 4, chunk=128), _c(16, 512, 4, chunk=256),
-               _c(16, 512, 4, inst="mma", chunk=128), _c(16, 512, 6), _c(16, 512, 6, chunk=128),
-               _c(16, 1024, 2, chunk=256)],
+    "decode": [_c(16, 512, 4, inst="mma"), _c(16, 512, 4), _c(16, 512, 4, inst="mma", chunk=128),
+               # the decode kernel (kernels.gemm.w4a16_dec): weights loaded into registers `depth` groups
+               # ahead, split K over a cluster of `split` blocks of `rows` weight rows (1-4 blocks per SM)
+               _d(128, 1, 4, 4), _d(128, 1, 4, 2), _d(128, 1, 4, 6), _d(128, 1, 4, 8), _d(64, 1, 4, 4),
+               _d(64, 1, 4, 8), _d(64, 2, 4, 4), _d(128, 1, 8, 4), _d(128, 1, 8, 8), _d(64, 1, 8, 4),
+               _d(256, 1, 4, 4), _d(256, 1, 4, 8)],
     "m64": [_c(64, 256, 4), _c(64, 128, 6, stages_w=8), _c(64, 256, 4, chunk=64), _c(64, 256, 4, chunk=128),
             _c(64, 512, 2, chunk=128)],
     "m128": [_c(128, 64, 8, cluster=2), _c(128, 128, 4, cluster=2, chunk=64), _c(128, 256, 2, cluster=2, chunk=64),
@@ -56,16 +62,22 @@ RAGGED: list[tuple[tuple[int, int, int], dict[str, Any]]] = [
     ((5, 1024, 2048), _c(16, 512, 4, inst="mma", chunk=128)),
     ((100, 2048, 1024), _c(64, 256, 4, chunk=64)),
     ((300, 1024, 2048), _c(256, 64, 4, "n", chunk=32)),
+    ((5, 1024, 2048), _d(128, 1, 4, 4)),
+    ((13, 1024, 2048), _d(64, 2, 4, 2)),
+    ((3, 512, 1024), _d(64, 1, 1, 4)),
 ]
 
 #: Timing probes (the same pipeline with one part left out, wrong results): ``noexpand`` skips
 #: the weight expansion, ``nomma`` the tensor-core work; for the recorded decode winner and for
-#: its form in pieces.
+#: its form in pieces.  ``loadonly``: the decode kernel with only its register loads.
 PROBES: list[tuple[tuple[int, int, int], dict[str, Any], str]] = [
     ((16, 8192, 8192), _c(16, 512, 4), "nomma"),
     ((16, 8192, 8192), _c(16, 512, 4), "noexpand"),
     ((16, 8192, 8192), _c(16, 512, 4, chunk=128), "nomma"),
     ((16, 8192, 8192), _c(16, 512, 4, chunk=128), "noexpand"),
+    # the decode kernel's memory pipeline alone (register loads, nothing else), at M = 1
+    ((1, 8192, 8192), _d(128, 1, 4, 4), "loadonly"),
+    ((1, 8192, 8192), _d(128, 1, 4, 8), "loadonly"),
 ]
 
 
@@ -85,16 +97,10 @@ def make_inputs(h: Any, M: int, N: int, K: int, group: int = 128) -> tuple[Any, 
     return a, packed, scales, w16
 
 
-def gpu_suite(h: Any, skip: tuple[str, ...] = ()) -> None:
-    """W4A16 (swap AB) vs cuBLAS on the fp16 weights: search, check, alternating-round bench,
-    fraction of the ledger's floor; ragged checks; timing probes.  ``skip`` (and the
-    ``W4A16_SKIP`` environment variable, comma-separated): labels not to build (a driver that
-    saw them hang or fault)."""
-    import torch
-
-    group = 128
-    skip = tuple(skip) + tuple(x for x in os.environ.get("W4A16_SKIP", "").split(",") if x)
-    shapes = [(16, 1024, 1024), (128, 1024, 2048)] if h.quick else SHAPES
+def build_thunks(shapes: list[tuple[int, int, int]], skip: tuple[str, ...] = (), group: int = 128) -> dict[str, Any]:
+    """Label -> zero-argument compile of every kernel the suite builds for ``shapes``: the
+    candidates of each shape's regime, the ragged checks, the probes.  A driver prebuilds the
+    tilelang cache on a CPU machine from the same list (``.gpuwork/prebuild.py``)."""
     thunks: dict[str, Any] = {}
     for (M, N, K) in shapes:
         for cfg in CANDIDATES[regime(M)]:
@@ -107,6 +113,20 @@ def gpu_suite(h: Any, skip: tuple[str, ...] = ()) -> None:
         if (M, N, K) in shapes and f"{probe}:{label(cfg)}" not in skip:
             thunks[f"{probe} {label(cfg)}@{M}x{N}x{K}"] = (
                 lambda m=M, n=N, k=K, c=cfg, p=probe: build(m, n, k, group, c, probe=p))
+    return thunks
+
+
+def gpu_suite(h: Any, skip: tuple[str, ...] = ()) -> None:
+    """W4A16 (swap AB) vs cuBLAS on the fp16 weights: search, check, alternating-round bench,
+    fraction of the ledger's floor; ragged checks; timing probes.  ``skip`` (and the
+    ``W4A16_SKIP`` environment variable, comma-separated): labels not to build (a driver that
+    saw them hang or fault)."""
+    import torch
+
+    group = 128
+    skip = tuple(skip) + tuple(x for x in os.environ.get("W4A16_SKIP", "").split(",") if x)
+    shapes = [(16, 1024, 1024), (128, 1024, 2048)] if h.quick else SHAPES
+    thunks = build_thunks(shapes, skip, group)
     built = par_build(thunks)
     h.note("w4a16 compile", f"{len(thunks)} kernels", compile_s={k: round(v["compile_s"], 2) for k, v in built.items()},
            errors={k: v["error"] for k, v in built.items() if v["error"]}, skipped=list(skip))
