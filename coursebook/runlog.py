@@ -63,6 +63,14 @@ TOKENS: tuple[tuple[str, str], ...] = (
     (r"kp", "簇里两个线程块沿 K 分摊同一组 128 行权重，部分和经 SM 之间的拷贝相加"),
     (r"mma", "张量核指令用 warp 级的 mma.sync（m16n8k16），不用 wgmma"),
     (r"x(\d+)", "每级流水按 {0} 个 K 分段展开进两块轮用的寄存器缓冲，一段的张量核乘法与下一段的展开重叠"),
+    # the decode-shaped W4A16 kernel (kernels.gemm.w4a16_dec.label)
+    (r"dec", "解码形状（M ≤ 16）的 W4A16 写法：权重以 128 位访存直接读进寄存器，不经共享内存，张量核用 mma.sync"),
+    (r"r(\d+)", "每个线程块算 {0} 行权重"),
+    (r"kw(\d+)", "同一组权重行沿 K 由 {0} 个 warp 分担（多于一个时，部分和在共享内存里相加）"),
+    (r"sk(\d+)", "K 分给 {0} 个线程块，组成一个簇，部分和经分布式共享内存相加，不写回显存"),
+    (r"d(\d+)", "每个 warp 提前发出 {0} 组（每组 128 个 k）权重的读取"),
+    (r"nt(\d+)", "激活按 {0} 个 8 行的分块参与 mma"),
+    (r"loadonly", "计时探针：只剩把权重读进寄存器（结果不对，只计时）"),
     (r"full", "完整的 kernel（计时探针的对照）"),
     (r"nomma", "计时探针：去掉张量核乘法，只剩搬运与 int4 展开（结果不对，只计时）"),
     (r"noexpand", "计时探针：跳过 int4 展开，只剩搬运与张量核乘法（结果不对，只计时）"),
@@ -117,7 +125,8 @@ def legend_markdown() -> str:
         r"rpb=(\d+)": "rpb=4", r"tpr=(\d+)": "tpr=128", r"seg=(\d+)": "seg=8", r"stages=(\d+)": "stages=2",
         r"square|row|col": "square / row / col", r"vecp?": "vec / vecp",
         r"(\d+)x(\d+)": "128x256", r"st(\d+)": "st4", r"s=(\d+)": "s=4", r"m(\d+)": "m16", r"n(\d+)": "n256",
-        r"k(\d+)": "k512", r"w(\d+)": "w8", r"x(\d+)": "x128",
+        r"k(\d+)": "k512", r"w(\d+)": "w8", r"x(\d+)": "x128", r"r(\d+)": "r128", r"kw(\d+)": "kw1",
+        r"sk(\d+)": "sk4", r"d(\d+)": "d4", r"nt(\d+)": "nt2",
     }
     lines = ["| 标签片段 | 含义 |", "|---|---|"]
     for pat, text in TOKENS:
