@@ -16,6 +16,14 @@ launches exactly ``sms`` persistent blocks:
 
 The schedule is computed on the host (:func:`schedule`) and baked into the kernel.
 Convention: ``C[M, N] = A[M, K] @ B[N, K]^T``, fp16 in/out, fp32 accumulate.
+
+:func:`streamk_ws` is the same idea on the hand-written warp-specialised pipeline of
+:mod:`kernels.gemm.ws` (TMA producer warpgroup, two wgmma consumer warpgroups, ``setmaxnreg``,
+the producer's ring running on across work items): ``dp_waves`` full waves of whole tiles
+(fp16 to C), then the remaining tiles' K steps dealt out evenly (``dp_waves=0``: every tile,
+pure stream-K); each tail piece's fp32 partial goes by TMA store to its own workspace slot (no
+atomics, a deterministic sum) and :func:`streamk_ws_fixup` adds the pieces of every tail tile
+in worker order (see :class:`WsSchedule`).
 """
 
 import math
