@@ -242,8 +242,8 @@ def _f(x: Any, spec: str) -> str:
 def variant_rows(results: dict[str, Any] | None) -> list[dict[str, str]]:
     """Split-K, stream-K, grouped and batched rows with their baselines and wave predictions."""
     rows = []
-    for suite in ("gemm.splitk", "gemm.splitk_ws", "gemm.streamk", "gemm.grouped", "gemm.grouped_ws", "gemm.batched",
-                  "gemm.batched_ws"):
+    for suite in ("gemm.splitk", "gemm.splitk_ws", "gemm.streamk", "gemm.streamk_ws", "gemm.grouped", "gemm.grouped_ws",
+                  "gemm.batched", "gemm.batched_ws"):
         for r in records(results, suite, kind="bench"):
             sp = r.get("speedup") or {}
             pred = r.get("predicted_speedup_vs_no_split", r.get("predicted_speedup_vs_dp"))
