@@ -750,13 +750,14 @@ def streamk_ws_claims(results: dict | None) -> list:
     """Comparative sentences about stream-K on the hand-written pipeline, chosen by its records
     (``claim.gemm.skws.*``; :data:`coursebook.claims.UNKNOWN` until the suite is recorded)."""
     from coursebook import claims as C
+    from measure.suites.gemm import streamk_ws as S
 
     def sp(key: str, base: str) -> float | None:
         return ((bench(results, SKWS[key], "gemm.streamk_ws") or {}).get("speedup") or {}).get(base)
 
     return [
-        C.threshold("claim.gemm.skws.awk.cublas", sp("awk", "cuBLAS"), 0.9,
-                    above="达到了事先定下的 0.9 倍", below="还没有达到事先定下的 0.9 倍"),
+        C.threshold("claim.gemm.skws.awk.cublas", sp("awk", "cuBLAS"), S.TARGETS[S.SHAPES[0]]["speedup:cuBLAS"],
+                    above="达到了事先定下的 {limit} 倍", below="还没有达到事先定下的 {limit} 倍"),
         C.threshold("claim.gemm.skws.awk.dp", sp("awk", "data-parallel"), 1.0,
                     above="比同一条流水的数据并行切法快", below="反而比同一条流水的数据并行切法慢"),
         C.threshold("claim.gemm.skws.skinny.cublas", sp("skinny", "cuBLAS"), 1.0,
