@@ -415,8 +415,8 @@ def audit_rows(results: dict[str, Any] | None = None) -> list[dict[str, str]]:
     return rows
 
 
-SUITES = ("gemm.ladder", "gemm.bf16", "gemm.splitk", "gemm.splitk_ws", "gemm.streamk", "gemm.grouped", "gemm.grouped_ws",
-          "gemm.batched", "gemm.batched_ws", "gemm.lowp", "gemm.w4a16", "gemm.support")
+SUITES = ("gemm.ladder", "gemm.bf16", "gemm.splitk", "gemm.splitk_ws", "gemm.streamk", "gemm.streamk_ws", "gemm.grouped",
+          "gemm.grouped_ws", "gemm.batched", "gemm.batched_ws", "gemm.lowp", "gemm.w4a16", "gemm.support")
 
 
 def targets(results: dict[str, Any] | None) -> list[dict[str, str]]:

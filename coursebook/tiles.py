@@ -242,8 +242,8 @@ def _f(x: Any, spec: str) -> str:
 def variant_rows(results: dict[str, Any] | None) -> list[dict[str, str]]:
     """Split-K, stream-K, grouped and batched rows with their baselines and wave predictions."""
     rows = []
-    for suite in ("gemm.splitk", "gemm.splitk_ws", "gemm.streamk", "gemm.grouped", "gemm.grouped_ws", "gemm.batched",
-                  "gemm.batched_ws"):
+    for suite in ("gemm.splitk", "gemm.splitk_ws", "gemm.streamk", "gemm.streamk_ws", "gemm.grouped", "gemm.grouped_ws",
+                  "gemm.batched", "gemm.batched_ws"):
         for r in records(results, suite, kind="bench"):
             sp = r.get("speedup") or {}
             pred = r.get("predicted_speedup_vs_no_split", r.get("predicted_speedup_vs_dp"))
@@ -645,7 +645,8 @@ def wave_rows(results: dict | None) -> list[dict]:
     """Every split-K and stream-K record that carries a wave prediction: the prediction against its
     own baseline (the same kernel unsplit, or the data-parallel tiling), the measurement, and cuBLAS."""
     rows = []
-    for suite, base in (("gemm.splitk", "no-split"), ("gemm.splitk_ws", "no-split"), ("gemm.streamk", "data-parallel")):
+    for suite, base in (("gemm.splitk", "no-split"), ("gemm.splitk_ws", "no-split"), ("gemm.streamk", "data-parallel"),
+                        ("gemm.streamk_ws", "data-parallel")):
         for r in records(results, suite, kind="bench"):
             pred = r.get("predicted_speedup_vs_no_split", r.get("predicted_speedup_vs_dp"))
             meas = (r.get("speedup") or {}).get(base)
@@ -657,6 +658,9 @@ def wave_rows(results: dict | None) -> list[dict]:
             if suite == "gemm.streamk":
                 kind, tile, split = "stream-K", f"{cfg.get('block_M', 128)}×{cfg.get('block_N', 128)}", "—"
                 grid, waves = w.get("tiles"), f"{w.get('waves')} → 1"
+            elif suite == "gemm.streamk_ws":
+                kind, tile, split = "stream-K，手写流水", f"128×{cfg.get('block_N', 256)}", "—"
+                grid, waves = w.get("tiles"), f"{w.get('waves_data_parallel')} → {w.get('ideal_waves', 0):.2f}"
             else:
                 ws = suite == "gemm.splitk_ws"
                 kind = "split-K，手写流水" if ws else ("split-K，整块原子加" if r.get("form") == "tile" else "split-K，逐元素原子加")
@@ -666,7 +670,8 @@ def wave_rows(results: dict | None) -> list[dict]:
                 if split == "1":
                     continue
             rows.append(dict(kind=kind, shape="×".join(m.groups()) if m else r["name"], tile=tile, split=split,
-                             grid=grid, waves=waves, fill=w.get("last_wave_fill"), pred=pred, meas=meas,
+                             grid=grid, waves=waves, fill=w.get("last_wave_fill", w.get("last_wave_fill_data_parallel")),
+                             pred=pred, meas=meas,
                              cub=(r.get("speedup") or {}).get("cuBLAS"),
                              holds_dir=(pred > 1.05) == (meas > 1.0), holds_size=abs(meas / pred - 1) <= WAVE_TOL))
     return rows
@@ -702,4 +707,63 @@ def wave_claims(results: dict | None) -> list:
         C.every("claim.gemm.waves.size", [r["holds_size"] for r in rows],
                 all_="全部 {n} 条都在预测的 {tol}% 以内", some="只有 {k} 条在预测的 {tol}% 以内",
                 none="没有一条在预测的 {tol}% 以内", tol=f"{100 * WAVE_TOL:.0f}"),
+    ]
+
+
+# ------------------------------------------------------------------ stream-K on the hand-written pipeline
+#: bench names of suite gemm.streamk_ws by shape key
+SKWS = {"awk": "stream-K ws 1536x1536x8192", "skinny": "stream-K ws 1024x1024x16384", "full": "stream-K ws 2048x2048x8192"}
+
+
+def streamk_ws_values(results: dict | None) -> dict[str, str]:
+    """Stream-K on the hand-written pipeline: the wave count of each shape and the model's
+    prediction (analytic, ``calc.gemm.skws.*``), and from the records the ratios to cuBLAS, to
+    the data-parallel tiling and (skinny shape) to split-K (``derived.gemm.skws.*``; ``—`` when
+    the suite has not been recorded)."""
+    from kernels.common import SMS
+    from measure.suites.gemm import streamk_ws as S
+
+    v: dict[str, str] = {}
+    sk = S.SPLITK_BEST  # split-K's K blocks per work item at the skinny shape
+    v["calc.gemm.skws.skinny.split_steps"] = str(S.SHAPES[1][2] // sk["block_K"] // sk["splits"])
+    for key, shape in (("awk", S.SHAPES[0]), ("skinny", S.SHAPES[1]), ("full", S.SHAPES[2])):
+        pred, w = S.predicted_speedup(*shape, S.candidates(shape)[0], SMS)
+        v[f"calc.gemm.skws.{key}.tiles"] = str(w["tiles"])
+        v[f"calc.gemm.skws.{key}.fill_pct"] = f"{100 * w['last_wave_fill_data_parallel']:.0f}"
+        v[f"calc.gemm.skws.{key}.pred"] = f"{pred:.2f}"
+        sched = S.ws_schedule(*shape, S.candidates(shape)[0]["block_N"], 64, SMS, S.candidates(shape)[0]["dp_waves"])
+        v[f"calc.gemm.skws.{key}.steps"] = str(sched.dp_rounds * sched.iters_per_tile + sched.iters_per_worker
+                                               + (1 if sched.extra else 0))
+        r = bench(results, SKWS[key], "gemm.streamk_ws") or {}
+        sp = r.get("speedup") or {}
+        for base, tag in (("cuBLAS", "cublas"), ("data-parallel", "dp"), ("split-K ws", "splitk")):
+            v[f"derived.gemm.skws.{key}.{tag}"] = f"{sp[base]:.2f}" if sp.get(base) else DASH
+        v[f"derived.gemm.skws.{key}.tflops"] = f"{r['tflops']:.0f}" if r.get("tflops") else DASH
+        cfg = r.get("config") or {}
+        v[f"derived.gemm.skws.{key}.form"] = (DASH if not cfg else
+                                              ("整网格流式切分" if cfg.get("dp_waves") == 0 else "整波之后只切尾部")
+                                              + f"，128×{cfg['block_N']} 的块")
+    return v
+
+
+def streamk_ws_claims(results: dict | None) -> list:
+    """Comparative sentences about stream-K on the hand-written pipeline, chosen by its records
+    (``claim.gemm.skws.*``; :data:`coursebook.claims.UNKNOWN` until the suite is recorded)."""
+    from coursebook import claims as C
+    from measure.suites.gemm import streamk_ws as S
+
+    def sp(key: str, base: str) -> float | None:
+        return ((bench(results, SKWS[key], "gemm.streamk_ws") or {}).get("speedup") or {}).get(base)
+
+    return [
+        C.threshold("claim.gemm.skws.awk.cublas", sp("awk", "cuBLAS"), S.TARGETS[S.SHAPES[0]]["speedup:cuBLAS"],
+                    above="达到了事先定下的 {limit} 倍", below="还没有达到事先定下的 {limit} 倍"),
+        C.threshold("claim.gemm.skws.awk.dp", sp("awk", "data-parallel"), 1.0,
+                    above="比同一条流水的数据并行切法快", below="反而比同一条流水的数据并行切法慢"),
+        C.threshold("claim.gemm.skws.skinny.cublas", sp("skinny", "cuBLAS"), 1.0,
+                    above="追上了 cuBLAS", below="仍落后于 cuBLAS"),
+        C.threshold("claim.gemm.skws.skinny.splitk", sp("skinny", "split-K ws"), 1.0,
+                    above="不比同一次运行里的 split-K 慢", below="比同一次运行里的 split-K 慢"),
+        C.threshold("claim.gemm.skws.full.dp", sp("full", "data-parallel"), 1.0,
+                    above="也没有因此变慢", below="比数据并行慢：修正步骤在这里是纯开销"),
     ]

@@ -58,6 +58,7 @@ MODULES = {
     "gemm.batched_ws.tables": "measure.suites.gemm.batched_ws",
     "gemm.bf16.tables": "measure.suites.gemm.bf16",
     "gemm.splitk_ws.tables": "measure.suites.gemm.splitk_ws",
+    "gemm.streamk_ws.tables": "measure.suites.gemm.streamk_ws",
     "gemm.grouped_ws.tables": "measure.suites.gemm.grouped_ws",
     "gemm.w4a16": "kernels.gemm.w4a16",
     "gemm.w4a16.tables": "measure.suites.gemm.w4a16",
@@ -446,6 +447,21 @@ def _gemm_variants_ws() -> Iterator[Job]:
             yield "gemm.variants_ws", impl, a, kw
 
 
+def _gemm_streamk_ws() -> Iterator[Job]:
+    """Stream-K on the hand-written pipeline: every candidate at every shape, its fix-up, the
+    data-parallel and split-K baselines of the suite."""
+    K, S, L, KT = M("gemm.streamk"), M("gemm.splitk"), M("gemm.ladder"), M("gemm.streamk_ws.tables")
+    builders = []
+    for (m, n, k) in KT.SHAPES:
+        for cfg in KT.candidates((m, n, k)):
+            builders.append(lambda m=m, n=n, k=k, c=cfg: K.build_ws(m, n, k, c, SMS))
+        builders.append(lambda m=m, n=n, k=k: L.build_tuned(m, n, k, KT.NO_SPLIT, SMS))
+    builders.append(lambda: S.build_ws(1024, 1024, 16384, KT.SPLITK_BEST, SMS))
+    for b in builders:
+        for impl, a, kw in calls(b):
+            yield "gemm.streamk_ws", impl, a, kw
+
+
 def _gemm_support() -> Iterator[Job]:
     P = M("gemm.support")
     for name, fn in P.PROBES.items():
@@ -458,6 +474,7 @@ FAMILIES: dict[str, Callable[[], Iterator[Job]]] = {
     "pytorch": _pytorch, "case_study": _case_study, "carver": _carver, "gemm.ladder": _gemm_ladder,
     "gemm.ws": _gemm_ws, "gemm.lowp": _gemm_lowp, "gemm.variants": _gemm_variants, "gemm.support": _gemm_support,
     "gemm.w4a16": _gemm_w4a16, "gemm.ws_forms": _gemm_ws_forms, "gemm.variants_ws": _gemm_variants_ws,
+    "gemm.streamk_ws": _gemm_streamk_ws,
 }
 
 

@@ -123,16 +123,25 @@ def splitk_reduce(splits: int, M: int, N: int, block_M: int = 16, block_N: int =
     return main
 
 
+#: Rows of a tile per block of :func:`splitk_reduce` unless a configuration names others.
+REDUCE_ROWS = 16
+
+
 def ws_splitk_config(splits: int, block_N: int = 256, stages: int = 4, cluster: int = 1, epi_cols: int = 64,
-                     panel: int = 8, inflight: int = 0) -> dict[str, Any]:
-    """One configuration of :func:`build_ws` (K blocks of 64)."""
-    return dict(splits=splits, block_N=block_N, block_K=64, stages=stages, cluster=cluster, epi_cols=epi_cols,
-                panel=panel, inflight=inflight)
+                     panel: int = 8, inflight: int = 0, reduce_rows: int = REDUCE_ROWS) -> dict[str, Any]:
+    """One configuration of :func:`build_ws` (K blocks of 64); ``reduce_rows`` -- the reduction's
+    rows per block -- is kept only when it is not the default (earlier configurations unchanged)."""
+    cfg = dict(splits=splits, block_N=block_N, block_K=64, stages=stages, cluster=cluster, epi_cols=epi_cols,
+               panel=panel, inflight=inflight)
+    if reduce_rows != REDUCE_ROWS:
+        cfg["reduce_rows"] = reduce_rows
+    return cfg
 
 
 def ws_splitk_label(cfg: dict[str, Any]) -> str:
     return (f"ws s={cfg['splits']} 128x{cfg['block_N']} st{cfg['stages']} e{cfg['epi_cols']}"
-            + (f" c{cfg['cluster']}" if cfg["cluster"] > 1 else "") + (f" if{cfg['inflight']}" if cfg["inflight"] else ""))
+            + (f" c{cfg['cluster']}" if cfg["cluster"] > 1 else "") + (f" if{cfg['inflight']}" if cfg["inflight"] else "")
+            + (f" r{cfg['reduce_rows']}" if cfg.get("reduce_rows", REDUCE_ROWS) != REDUCE_ROWS else ""))
 
 
 def build_ws(M: int, N: int, K: int, cfg: dict[str, Any], workers: int = SMS) -> tuple[Any, Any]:
@@ -140,16 +149,18 @@ def build_ws(M: int, N: int, K: int, cfg: dict[str, Any], workers: int = SMS) ->
     from kernels.gemm.ws import splitk_ws
 
     kw = {k: cfg[k] for k in ("block_N", "block_K", "stages", "cluster", "epi_cols", "panel", "inflight")}
+    rows = cfg.get("reduce_rows", REDUCE_ROWS)
     return splitk_ws(M, N, K, cfg["splits"], workers=workers - workers % cfg["cluster"], **kw), \
-        splitk_reduce(cfg["splits"], M, N)
+        (splitk_reduce(cfg["splits"], M, N) if rows == REDUCE_ROWS else splitk_reduce(cfg["splits"], M, N, block_M=rows))
 
 
 def check_ws_inputs(a: Any, b: Any, cfg: dict[str, Any]) -> tuple[int, int, int]:
-    """Operands of the hand-written split-K: fp16 ``[M, K]`` and ``[N, K]``; M a multiple of 16 (the
-    reduction's rows), N of 256 (its columns), K of ``splits * 64``; one CUDA device."""
+    """Operands of the hand-written split-K: fp16 ``[M, K]`` and ``[N, K]``; M a multiple of the
+    reduction's rows (16 unless the configuration names others), N of 256 (its columns), K of
+    ``splits * 64``; one CUDA device."""
     import torch
 
-    M, N, K = check_operands(a, b, torch.float16, tiles={"M": 16, "N": 256}, cuda=False)
+    M, N, K = check_operands(a, b, torch.float16, tiles={"M": cfg.get("reduce_rows", REDUCE_ROWS), "N": 256}, cuda=False)
     require(K % (cfg["splits"] * cfg["block_K"]) == 0,
             f"K={K} must be a multiple of splits*block_K = {cfg['splits']}*{cfg['block_K']}")
     return check_operands(a, b, torch.float16, block_N=cfg["block_N"])

@@ -16,6 +16,14 @@ launches exactly ``sms`` persistent blocks:
 
 The schedule is computed on the host (:func:`schedule`) and baked into the kernel.
 Convention: ``C[M, N] = A[M, K] @ B[N, K]^T``, fp16 in/out, fp32 accumulate.
+
+:func:`streamk_ws` is the same idea on the hand-written warp-specialised pipeline of
+:mod:`kernels.gemm.ws` (TMA producer warpgroup, two wgmma consumer warpgroups, ``setmaxnreg``,
+the producer's ring running on across work items): ``dp_waves`` full waves of whole tiles
+(fp16 to C), then the remaining tiles' K steps dealt out evenly (``dp_waves=0``: every tile,
+pure stream-K); each tail piece's fp32 partial goes by TMA store to its own workspace slot (no
+atomics, a deterministic sum) and :func:`streamk_ws_fixup` adds the pieces of every tail tile
+in worker order (see :class:`WsSchedule`).
 """
 
 import math
@@ -25,8 +33,16 @@ from typing import Any
 import tilelang
 import tilelang.language as T
 
+from tilelang.layout import make_swizzled_layout
+
 from kernels.common import SMS
-from kernels.gemm.common import TARGET, check_inputs as check_operands
+from kernels.gemm.common import TARGET, check_inputs as check_operands, check_wgmma_n, require
+
+
+def _ws_pass_configs() -> dict:
+    from kernels.gemm.ws import WS_PASS_CONFIGS
+
+    return WS_PASS_CONFIGS
 
 
 @dataclass(frozen=True)
@@ -185,5 +201,363 @@ def make_runner(a: Any, b: Any, sms: int = SMS, **cfg: Any):
         if s.sk_tiles:
             fix(dst, w)
         return dst
+
+    return fn
+
+
+# ---------------------------------------------------------------- stream-K on the hand-written pipeline
+@dataclass(frozen=True)
+class WsSchedule:
+    """Host-side plan of :func:`streamk_ws` (128-row tiles, ``workers`` persistent blocks).
+
+    Tiles ``[0, dp_tiles)`` are computed whole in ``dp_rounds`` full waves and stored in fp16;
+    the ``sk_iters`` K steps of the remaining ``sk_tiles`` tiles are dealt out evenly, worker
+    ``w`` taking the contiguous range ``[begin(w), end(w))`` of the tail's step sequence (tile by
+    tile, K step by K step); each piece of a tile a worker touches is one fp32 partial, stored in
+    workspace slot ``w * max_segments + piece``; a fix-up adds the pieces of a tile and casts it.
+    """
+
+    tiles: int  # output tiles
+    grid_n: int  # tiles along N
+    grid_m: int  # tiles along M
+    iters_per_tile: int  # K steps per tile
+    workers: int
+    dp_tiles: int
+    dp_rounds: int
+    sk_tiles: int
+    sk_iters: int
+    iters_per_worker: int  # floor share of the tail steps
+    extra: int  # workers 0 .. extra-1 take one more step
+    max_segments: int  # most tile pieces one worker may touch
+    max_contrib: int  # most workers that may touch one tail tile
+
+    @property
+    def slots(self) -> int:
+        return self.workers * self.max_segments if self.sk_tiles else 0
+
+    def begin(self, w: int) -> int:
+        return w * self.iters_per_worker + min(w, self.extra)
+
+    def end(self, w: int) -> int:
+        return self.begin(w) + self.iters_per_worker + (1 if w < self.extra else 0)
+
+    def owner(self, i: int) -> int:
+        """The worker whose range holds tail step ``i``."""
+        return sk_owner(i, self.iters_per_worker, self.extra)
+
+    def pieces(self) -> list[list[tuple[int, int, int, int]]]:
+        """Per worker, its tail pieces as (workspace slot, tail tile, first K step, K steps): the
+        host mirror of the kernel's loops (the tests check that every K step of every tail tile
+        is covered once and that the fix-up's slot arithmetic finds exactly these pieces)."""
+        out = []
+        ipt = self.iters_per_tile
+        for w in range(self.workers):
+            b, e = self.begin(w), self.end(w)
+            mine = []
+            for seg in range(self.max_segments):
+                lt = b // ipt + seg
+                it0, it1 = max(b, lt * ipt), min(e, (lt + 1) * ipt)
+                if it0 < it1:
+                    mine.append((w * self.max_segments + seg, lt, it0 - lt * ipt, it1 - it0))
+            out.append(mine)
+        return out
+
+
+def ws_schedule(M: int, N: int, K: int, block_N: int, block_K: int = 64, workers: int = SMS,
+                dp_waves: int = -1) -> WsSchedule:
+    """Plan for :func:`streamk_ws`: ``dp_waves`` full waves computed whole (-1: every full wave,
+    the tail being the last partial wave; 0: every tile streamed, pure stream-K; k: ``k`` full
+    waves, the rest -- at least one full wave plus the partial one for k = full waves - 1, the
+    "two-tile" hybrid -- streamed)."""
+    from kernels.gemm.ws import WS_BLOCK_M
+
+    require(workers >= 1, f"workers must be >= 1, got {workers}")
+    grid_m, grid_n = -(-M // WS_BLOCK_M), -(-N // block_N)
+    tiles = grid_m * grid_n
+    ipt = -(-K // block_K)
+    full = tiles // workers
+    require(dp_waves >= -1 and dp_waves <= full, f"dp_waves={dp_waves}: {tiles} tiles on {workers} workers have {full} full waves")
+    dp_rounds = full if dp_waves == -1 else dp_waves
+    dp_tiles = dp_rounds * workers
+    sk_tiles = tiles - dp_tiles
+    sk_iters = sk_tiles * ipt
+    q, r = divmod(sk_iters, workers)
+    share = q + (1 if r else 0)
+    max_segments = 0 if share == 0 else min(sk_tiles, (share + ipt - 2) // ipt + 1)
+    # a tile's ipt steps span at most ceil(ipt / q) + 1 worker ranges (each range has >= q steps)
+    max_contrib = 0 if sk_tiles == 0 else min(workers, ipt if q == 0 else -(-ipt // q) + 1)
+    return WsSchedule(tiles, grid_n, grid_m, ipt, workers, dp_tiles, dp_rounds, sk_tiles, sk_iters, q, r,
+                      max_segments, max_contrib)
+
+
+def raster(ct: Any, panel: int, grid_m: int, grid_n: int, tmin: Any = min) -> tuple[Any, Any]:
+    """Tile index -> (M block, N block): panels of ``panel`` tile rows walked column by column
+    (the rasterization of :func:`kernels.gemm.ws.rung4_ws`, cluster 1); ``tmin`` is ``T.min`` in a kernel."""
+    if panel <= 0:
+        return ct // grid_n, ct % grid_n
+    width = panel * grid_n
+    first = ct // width * panel
+    rows = tmin(panel, grid_m - first)
+    return first + ct % width % rows, ct % width // rows
+
+
+def _swizzled(*bufs: Any) -> dict:
+    """The swizzled layout for every shared buffer given (``None`` skipped)."""
+    return {b: make_swizzled_layout(b) for b in bufs if b is not None}
+
+
+def _py_select(cond: Any, a: Any, b: Any) -> Any:
+    return a if cond else b
+
+
+def sk_owner(i: Any, q: int, r: int, select: Any = _py_select) -> Any:
+    """The worker whose range holds tail step ``i`` (``q`` steps each, the first ``r`` workers one
+    more); ``select`` is ``T.if_then_else`` in a kernel, so the fix-up and the tests share it."""
+    if q == 0:
+        return i
+    return select(i < r * (q + 1), i // (q + 1), r + (i - r * (q + 1)) // q)
+
+
+def sk_slot(wk: Any, lt: Any, q: int, r: int, ipt: int, max_segments: int, tmin: Any = min) -> Any:
+    """Workspace slot of worker ``wk``'s piece of tail tile ``lt``: its pieces are numbered from the
+    tile holding its first step (``begin(wk) // ipt``), as the kernel's ``seg`` loop numbers them."""
+    return wk * max_segments + lt - (wk * q + tmin(wk, r)) // ipt
+
+
+def _streamk_ws_program(M: int, N: int, K: int, *, block_N: int, block_K: int, stages: int, panel: int,
+                        inflight: int, epi_cols: int, workers: int, dp_waves: int):
+    """Stream-K on the hand-written warp-specialised pipeline of :mod:`kernels.gemm.ws` (one
+    TMA producer warpgroup, two wgmma consumer warpgroups of 64 rows, ``setmaxnreg``, full/empty
+    barriers per stage, the producer's ring running on across work items): full tiles first,
+    then this worker's tail pieces; whole tiles go to C in fp16, tail pieces to the fp32
+    workspace ``W`` by TMA store (see :class:`WsSchedule`)."""
+    from kernels.gemm.ws import (_EPILOGUE_BARRIER, CONSUMER_REGS, PRODUCER_REGS, WS_BLOCK_M, WS_THREADS,
+                                 empty_arrivals, stages_ahead)
+
+    require(inflight in (0, 1), f"inflight must be 0 or 1, got {inflight}")
+    require(stages_ahead(stages, inflight) >= 1, f"stages={stages}: need at least {2 + inflight} with inflight={inflight}")
+    check_wgmma_n(block_N)
+    epi_cols = epi_cols or block_N
+    require(block_N % epi_cols == 0, f"epi_cols={epi_cols} must divide block_N={block_N}")
+    s = ws_schedule(M, N, K, block_N, block_K, workers, dp_waves)
+    half = WS_BLOCK_M // 2
+    ipt, q, r = s.iters_per_tile, s.iters_per_worker, s.extra
+    acc_regs = half * block_N // 128
+    w_rows = max(s.slots, 1) * WS_BLOCK_M
+    has_dp, has_sk = s.dp_rounds > 0, s.sk_tiles > 0
+
+    @T.macro
+    def produce(A, B, A0_s, A1_s, B_s, full, empty, mb, nb, k_first, n_steps, g0):
+        m0 = mb * WS_BLOCK_M
+        n0 = nb * block_N
+        for ko in T.serial(n_steps):
+            g = g0 + ko
+            st = g % stages
+            T.barrier_wait(empty[st], g // stages % 2 ^ 1)
+            k0 = (k_first + ko) * block_K
+            T.tma_copy(A[m0:m0 + half, k0:k0 + block_K], A0_s[st, :, :], barrier=full[st])
+            T.tma_copy(A[m0 + half:m0 + WS_BLOCK_M, k0:k0 + block_K], A1_s[st, :, :], barrier=full[st])
+            T.tma_copy(B[n0:n0 + block_N, k0:k0 + block_K], B_s[st, :, :], barrier=full[st])
+            T.barrier_arrive(full[st])
+
+    @T.macro
+    def mainloop(A_s, B_s, acc, full, empty, n_steps, g0, lane):
+        for ko in T.serial(n_steps):
+            st = (g0 + ko) % stages
+            T.barrier_wait(full[st], (g0 + ko) // stages % 2)
+            T.wgmma_gemm(A_s[st, :, :], B_s[st, :, :], acc, transpose_B=True,
+                         policy=T.GemmWarpPolicy.FullRow, clear_accum=ko == 0)
+            T.wait_wgmma(inflight)
+            if ko >= inflight and lane == 0:
+                T.mbarrier_arrive(empty[(g0 + ko - inflight) % stages])
+        T.wait_wgmma(0)
+        if inflight > 0 and lane == 0:
+            T.mbarrier_arrive(empty[(g0 + n_steps - 1) % stages])
+
+    @T.macro
+    def store(acc, S, D, r0, c_first, wg):
+        T.warpgroup_fence_operand(acc, num_regs=acc_regs)
+        for h in T.unroll(block_N // epi_cols):
+            # the previous store from S has been read (its issuing thread waited)
+            T.sync_threads(barrier_id=_EPILOGUE_BARRIER[wg], arrive_count=128)
+            T.copy(acc[:, h * epi_cols:(h + 1) * epi_cols], S)
+            T.fence_proxy_async()
+            T.sync_threads(barrier_id=_EPILOGUE_BARRIER[wg], arrive_count=128)
+            c0 = c_first + h * epi_cols
+            T.copy(S, D[r0:r0 + half, c0:c0 + epi_cols])
+
+    @T.macro
+    def consume(A_s, B_s, acc, H_s, F_s, C, W, full, empty, w, begin, end, lane, wg):
+        """One consumer warpgroup (rows ``wg * 64`` of every tile): whole tiles, then tail pieces."""
+        if has_dp:
+            for t in T.serial(s.dp_rounds):
+                mb, nb = raster(t * workers + w, panel, s.grid_m, s.grid_n, T.min)
+                mainloop(A_s, B_s, acc, full, empty, ipt, t * ipt, lane)
+                store(acc, H_s, C, mb * WS_BLOCK_M + wg * half, nb * block_N, wg)
+        if has_sk:
+            for seg in T.serial(s.max_segments):
+                lt = begin // ipt + seg
+                it0 = T.max(begin, lt * ipt)
+                it1 = T.min(end, (lt + 1) * ipt)
+                if it0 < it1:
+                    mainloop(A_s, B_s, acc, full, empty, it1 - it0, s.dp_rounds * ipt + it0 - begin, lane)
+                    store(acc, F_s, W, (w * s.max_segments + seg) * WS_BLOCK_M + wg * half, 0, wg)
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), T.float16), B: T.Tensor((N, K), T.float16), C: T.Tensor((M, N), T.float16),
+             W: T.Tensor((w_rows, block_N), T.float32)):
+        with T.Kernel(workers, threads=WS_THREADS) as w:
+            A0_s = T.alloc_shared((stages, half, block_K), T.float16)
+            A1_s = T.alloc_shared((stages, half, block_K), T.float16)
+            B_s = T.alloc_shared((stages, block_N, block_K), T.float16)
+            C0_l = T.alloc_fragment((half, block_N), T.float32)
+            C1_l = T.alloc_fragment((half, block_N), T.float32)
+            if has_dp:  # fp16 staging of whole tiles
+                H0_s = T.alloc_shared((half, epi_cols), T.float16)
+                H1_s = T.alloc_shared((half, epi_cols), T.float16)
+            else:
+                H0_s = H1_s = None
+            if has_sk:  # fp32 staging of tail pieces
+                F0_s = T.alloc_shared((half, epi_cols), T.float32)
+                F1_s = T.alloc_shared((half, epi_cols), T.float32)
+            else:
+                F0_s = F1_s = None
+            T.annotate_layout(_swizzled(A0_s, A1_s, B_s, H0_s, H1_s, F0_s, F1_s))
+            full = T.alloc_barrier([128] * stages)
+            empty = T.alloc_barrier([empty_arrivals(1)] * stages)
+            tx = T.get_thread_binding()
+            lane = tx % 32  # noqa: F841 (used by the consumers)
+            begin = w * q + T.min(w, r)
+            end = begin + q + T.if_then_else(w < r, 1, 0)
+            if tx < 128:
+                T.dec_max_nreg(PRODUCER_REGS)
+                if has_dp:
+                    for t in T.serial(s.dp_rounds):
+                        mb, nb = raster(t * workers + w, panel, s.grid_m, s.grid_n, T.min)
+                        produce(A, B, A0_s, A1_s, B_s, full, empty, mb, nb, 0, ipt, t * ipt)
+                if has_sk:
+                    for seg in T.serial(s.max_segments):
+                        lt = begin // ipt + seg
+                        it0 = T.max(begin, lt * ipt)
+                        it1 = T.min(end, (lt + 1) * ipt)
+                        if it0 < it1:
+                            mb, nb = raster(s.dp_tiles + lt, panel, s.grid_m, s.grid_n, T.min)
+                            produce(A, B, A0_s, A1_s, B_s, full, empty, mb, nb, it0 - lt * ipt, it1 - it0,
+                                    s.dp_rounds * ipt + it0 - begin)
+            elif tx < 256:
+                T.inc_max_nreg(CONSUMER_REGS)
+                consume(A0_s, B_s, C0_l, H0_s, F0_s, C, W, full, empty, w, begin, end, lane, 0)
+            else:
+                T.inc_max_nreg(CONSUMER_REGS)
+                consume(A1_s, B_s, C1_l, H1_s, F1_s, C, W, full, empty, w, begin, end, lane, 1)
+
+    return main
+
+
+@tilelang.jit(target=TARGET, pass_configs=_ws_pass_configs())
+def streamk_ws(
+    M: int,
+    N: int,
+    K: int,
+    block_N: int = 256,
+    block_K: int = 64,
+    stages: int = 3,
+    panel: int = 8,
+    inflight: int = 0,
+    epi_cols: int = 64,
+    workers: int = SMS,
+    dp_waves: int = -1,
+):
+    """Stream-K (``dp_waves=0``), or full waves + stream-K tail (``dp_waves=-1``: the last partial
+    wave streamed; ``k``: the tiles after ``k`` full waves streamed), on the hand-written pipeline:
+    ``workers`` persistent blocks of 384 threads, 128 x ``block_N`` tiles; whole tiles stored to C
+    (fp16), tail pieces to the fp32 workspace (see :class:`WsSchedule`); :func:`streamk_ws_fixup`
+    finishes the tail tiles."""
+    return _streamk_ws_program(M, N, K, block_N=block_N, block_K=block_K, stages=stages, panel=panel,
+                               inflight=inflight, epi_cols=epi_cols, workers=workers, dp_waves=dp_waves)
+
+
+@tilelang.jit(target=TARGET)
+def streamk_ws_fixup(M: int, N: int, K: int, block_N: int = 256, block_K: int = 64, panel: int = 8,
+                     workers: int = SMS, dp_waves: int = -1, rows: int = 16, threads: int = 256):
+    """Fix-up of :func:`streamk_ws`: every tail tile's pieces (workers ``owner(first step)`` to
+    ``owner(last step)``) added in fp32 in worker order and cast to fp16 once, ``rows`` rows of a tile per block."""
+    from kernels.gemm.ws import WS_BLOCK_M
+
+    s = ws_schedule(M, N, K, block_N, block_K, workers, dp_waves)
+    require(s.sk_tiles > 0, "no tail tiles: the schedule is purely data-parallel, there is nothing to fix up")
+    require(WS_BLOCK_M % rows == 0, f"rows={rows} must divide {WS_BLOCK_M}")
+    ipt, q, r = s.iters_per_tile, s.iters_per_worker, s.extra
+    w_rows = s.slots * WS_BLOCK_M
+
+    @T.prim_func
+    def main(W: T.Tensor((w_rows, block_N), T.float32), C: T.Tensor((M, N), T.float16)):
+        with T.Kernel(WS_BLOCK_M // rows, s.sk_tiles, threads=threads) as (bx, lt):
+            acc = T.alloc_fragment((rows, block_N), T.float32)
+            T.clear(acc)
+            w_lo = sk_owner(lt * ipt, q, r, T.if_then_else)
+            w_hi = sk_owner((lt + 1) * ipt - 1, q, r, T.if_then_else)
+            for c in T.serial(s.max_contrib):
+                wk = w_lo + c
+                if wk <= w_hi:
+                    slot = sk_slot(wk, lt, q, r, ipt, s.max_segments, T.min)
+                    for i, j in T.Parallel(rows, block_N):
+                        acc[i, j] += W[slot * WS_BLOCK_M + bx * rows + i, j]
+            mb, nb = raster(s.dp_tiles + lt, panel, s.grid_m, s.grid_n, T.min)
+            for i, j in T.Parallel(rows, block_N):
+                C[mb * WS_BLOCK_M + bx * rows + i, nb * block_N + j] = T.cast(acc[i, j], T.float16)
+
+    return main
+
+
+def ws_config(block_N: int = 256, stages: int = 3, epi_cols: int = 64, dp_waves: int = -1, inflight: int = 0,
+              panel: int = 8) -> dict[str, Any]:
+    """One configuration of :func:`build_ws` (K blocks of 64)."""
+    return dict(block_N=block_N, block_K=64, stages=stages, epi_cols=epi_cols, dp_waves=dp_waves, inflight=inflight,
+                panel=panel)
+
+
+def ws_label(cfg: dict[str, Any]) -> str:
+    """Short printable name: ``sk`` = pure stream-K, ``dp+sk`` = full waves + streamed tail, ``dpK+sk``."""
+    d = cfg["dp_waves"]
+    kind = "sk" if d == 0 else ("dp+sk" if d == -1 else f"dp{d}+sk")
+    return (f"{kind} 128x{cfg['block_N']} st{cfg['stages']} e{cfg['epi_cols']}"
+            + (f" if{cfg['inflight']}" if cfg["inflight"] else "") + (f" p{cfg['panel']}" if cfg["panel"] != 8 else ""))
+
+
+def build_ws(M: int, N: int, K: int, cfg: dict[str, Any], workers: int = SMS) -> tuple[Any, Any]:
+    """(stream-K kernel, fix-up kernel or None when nothing is streamed) of one configuration."""
+    kw = {k: cfg[k] for k in ("block_N", "block_K", "stages", "panel", "inflight", "epi_cols", "dp_waves")}
+    s = ws_schedule(M, N, K, cfg["block_N"], cfg["block_K"], workers, cfg["dp_waves"])
+    fix = None
+    if s.sk_tiles:
+        fix = streamk_ws_fixup(M, N, K, cfg["block_N"], cfg["block_K"], cfg["panel"], workers, cfg["dp_waves"])
+    return streamk_ws(M, N, K, workers=workers, **kw), fix
+
+
+def check_ws_inputs(a: Any, b: Any, cfg: dict[str, Any]) -> tuple[int, int, int]:
+    """Operands of :func:`build_ws`: fp16 ``[M, K]`` and ``[N, K]`` on one CUDA device, M a multiple
+    of 128 and N of ``block_N`` (the fix-up writes whole tiles), K of 64."""
+    import torch
+
+    return check_operands(a, b, torch.float16, tiles={"M": 128, "N": cfg["block_N"], "K": cfg["block_K"]},
+                          block_N=cfg["block_N"])
+
+
+def make_ws_runner(a: Any, b: Any, cfg: dict[str, Any], workers: int = SMS):
+    """``fn(c)``: the stream-K kernel (whole tiles into ``c``, pieces into an fp32 workspace), then
+    the fix-up of the tail tiles."""
+    import torch
+
+    M, N, K = check_ws_inputs(a, b, cfg)
+    gemm, fix = build_ws(M, N, K, cfg, workers)
+    s = ws_schedule(M, N, K, cfg["block_N"], cfg["block_K"], workers, cfg["dp_waves"])
+    w = torch.empty((max(s.slots, 1) * 128, cfg["block_N"]), dtype=torch.float32, device=a.device)
+
+    def fn(c: Any) -> Any:
+        gemm(a, b, c, w)
+        if fix is not None:
+            fix(w, c)
+        return c
 
     return fn

@@ -61,12 +61,14 @@ def _page_values(results):
     from coursebook import gemm_ladder, ncu, tiles
 
     return {**tiles.exercise_values(), **tiles.splitk_values(results), **tiles.streamk_values(results),
-            **tiles.variant_values(results), **tiles.library_values(results), **gemm_ladder.pipeline_values(),
+            **tiles.variant_values(results), **tiles.library_values(results), **tiles.streamk_ws_values(results),
+            **gemm_ladder.pipeline_values(),
             **gemm_ladder.tuned_values(results), **gemm_ladder.replicate_values(results),
             **gemm_ladder.fp8_values(results), **ncu.gemm_values(),
             **C.claim_values(gemm_ladder.ladder_claims(results), gemm_ladder.ws_claims(results),
                              gemm_ladder.fp8_claims(results), gemm_ladder.lowp_claims(results),
-                             tiles.variant_claims(results), tiles.library_claims(results), tiles.wave_claims(results))}
+                             tiles.variant_claims(results), tiles.library_claims(results), tiles.wave_claims(results),
+                             tiles.streamk_ws_claims(results))}
 
 
 def test_the_chapter_is_split_into_pages():
@@ -94,6 +96,8 @@ _PROVIDERS = {
     "gemm.": "glue_figures(", "perfmodel.": "glue_figures(", "machines.": "glue_figures(", "rec.": "glue_measured(",
     "calc.gemm.ex.ws_": "gemm_ladder.pipeline_values(", "calc.gemm.ex.": "tiles.exercise_values(",
     "calc.gemm.splitk.": "tiles.splitk_values(", "calc.gemm.streamk.": "tiles.streamk_values(",
+    "calc.gemm.skws.": "tiles.streamk_ws_values(", "derived.gemm.skws.": "tiles.streamk_ws_values(",
+    "claim.gemm.skws.": "tiles.streamk_ws_claims(",
     "calc.gemm.fp8.": "gemm_ladder.fp8_values(", "calc.gemm.ncu.": "ncu.gemm_values(",
     "calc.gemm.": "gemm_ladder.pipeline_values(",
     "derived.gemm.splitk.": "tiles.splitk_values(", "derived.gemm.streamk.": "tiles.streamk_values(",
@@ -401,7 +405,13 @@ def test_library_claims_follow_the_records():
 def test_the_recorded_claims(results):
     """With the recorded results every claim picks a variant (none reads 'no data')."""
     vals = _page_values(results)
-    unknown = [k for k, v in vals.items() if k.startswith("claim.") and v == claims.UNKNOWN]
+    # stream-K on the hand-written pipeline (suite gemm.streamk_ws) may still be unrecorded; once
+    # it is, its claims must pick a variant like every other
+    from coursebook.records import records as recorded
+
+    pending = "claim.gemm.skws." if not recorded(results, "gemm.streamk_ws") else None
+    unknown = [k for k, v in vals.items() if k.startswith("claim.") and v == claims.UNKNOWN
+               and not (pending and k.startswith(pending))]
     assert not unknown, unknown
 
 

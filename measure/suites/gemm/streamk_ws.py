@@ -1,0 +1,154 @@
+"""Suite ``gemm.streamk_ws``: stream-K on the persistent hand-written pipeline
+(:func:`kernels.gemm.streamk.build_ws`: whole tiles stored in fp16, the streamed tail's pieces as
+fp32 partials by TMA store, then a fix-up kernel that adds each tail tile's pieces and casts it)
+against cuBLAS fp16 and the same pipeline's data-parallel tiling, in alternating rounds, next to
+the ledger's wave-count prediction.
+
+Three shapes, chosen by the wave count (132 SMs, 128 x 256 tiles):
+
+* 1536 x 1536 x 8192 -- 72 tiles, one wave 55 % full (144 tiles of 128 x 128: a second wave 9 %
+  full): the model predicts stream-K near 1.8x the data-parallel tiling;
+* 1024 x 1024 x 16384 -- the split-K shape, 32 tiles: the model predicts about 4x, the same gain
+  as split-K; the best recorded split-K configuration runs in the same rounds;
+* 2048 x 2048 x 8192 -- 128 tiles, one wave 97 % full: the model predicts almost nothing, and the
+  fix-up is pure cost.
+
+Each stream-K time includes its fix-up.
+"""
+from typing import Any
+
+from kernels.gemm.ladder import build_tuned
+from kernels.gemm.splitk import make_ws_runner as make_splitk_runner, ws_splitk_config
+from kernels.gemm.streamk import build_ws, make_ws_runner, ws_config as _c, ws_label as label, ws_schedule
+from ledger.gemm import grid_waves
+from measure.search import par_build
+from measure.suites.common import sm_count
+from measure.suites.gemm.common import BENCH_ROUNDS, SEARCH_ROUNDS, gemm_cost, gemm_tolerance, rel_fro_err
+from measure.suites.gemm.splitk_ws import NO_SPLIT
+
+SHAPES = [(1536, 1536, 8192), (1024, 1024, 16384), (2048, 2048, 8192)]
+#: Targets of the issue by shape (vs cuBLAS; on the awkward shape also >= the data-parallel tiling).
+TARGETS: dict[tuple[int, int, int], dict[str, float]] = {
+    (1536, 1536, 8192): {"speedup:cuBLAS": 0.9, "speedup:data-parallel": 1.0},
+    (1024, 1024, 16384): {"speedup:cuBLAS": 1.0},
+}
+#: The recorded best split-K configuration at 1024 x 1024 x 16384 (suite gemm.splitk_ws), timed in
+#: the same rounds there.
+SPLITK_BEST = ws_splitk_config(4)
+
+#: Candidates by shape.  128 x 256 tiles streamed whole (pure stream-K; four stages fit beside the
+#: fp32 staging only without the fp16 one), with a wgmma batch in flight; 128 x 128 tiles as full
+#: waves + a streamed tail (the classic hybrid) or streamed whole.
+CANDIDATES: dict[tuple[int, int, int], list[dict[str, Any]]] = {
+    (1536, 1536, 8192): [_c(256, 4, 64, 0), _c(256, 3, 64, 0), _c(256, 4, 64, 0, inflight=1),
+                         _c(128, 5, 64, -1), _c(128, 5, 64, 0)],
+    (1024, 1024, 16384): [_c(256, 4, 64, 0), _c(256, 3, 64, 0)],
+    (2048, 2048, 8192): [_c(256, 4, 64, 0)],
+}
+QUICK_SHAPE = (256, 512, 4096)
+
+
+def candidates(shape: tuple[int, int, int]) -> list[dict[str, Any]]:
+    return CANDIDATES.get(shape, [_c(256, 4, 64, 0), _c(128, 5, 64, -1)])
+
+
+def predicted_speedup(M: int, N: int, K: int, cfg: dict[str, Any], sms: int) -> tuple[float, dict[str, Any]]:
+    """Wave-count prediction over the data-parallel tiling (128 x 256 tiles, the baseline's):
+    its waves (:func:`ledger.gemm.grid_waves`) over the ideal ``tiles / sms`` waves of a perfectly
+    balanced schedule, in 128 x 256-tile units -- the time of one tile taken as proportional to
+    its area.  The record also keeps the schedule's critical path (the most K steps one worker
+    runs), the figure a perfect stream-K would reach."""
+    g_dp, w_dp, f_dp = grid_waves(M, N, 128, NO_SPLIT["block_N"], sms=sms)
+    g_sk, w_sk, f_sk = grid_waves(M, N, 128, cfg["block_N"], sms=sms)
+    area = cfg["block_N"] / NO_SPLIT["block_N"]
+    s = ws_schedule(M, N, K, cfg["block_N"], cfg["block_K"], sms, cfg["dp_waves"])
+    steps = s.dp_rounds * s.iters_per_tile + s.iters_per_worker + (1 if s.extra else 0)
+    return w_dp / (g_sk * area / sms), dict(
+        tiles=g_sk, waves_data_parallel=w_dp, last_wave_fill_data_parallel=f_dp, ideal_waves=g_sk * area / sms,
+        critical_path_tiles=steps / s.iters_per_tile * area, dp_tiles=s.dp_tiles, sk_tiles=s.sk_tiles,
+        pieces_max=s.max_segments, contributors_max=s.max_contrib)
+
+
+def gpu_suite(h: Any) -> None:
+    import torch
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    sms = sm_count(h)
+    shapes = [QUICK_SHAPE] if h.quick else SHAPES
+    thunks: dict[str, Any] = {}
+    for (M, N, K) in shapes:
+        for cfg in candidates((M, N, K)):
+            thunks[f"{label(cfg)}@{M}"] = (lambda c=cfg, m=M, n=N, k=K: build_ws(m, n, k, c, sms))
+        thunks[f"dp@{M}"] = (lambda m=M, n=N, k=K: build_tuned(m, n, k, NO_SPLIT, sms))
+    if (1024, 1024, 16384) in shapes:
+        from kernels.gemm.splitk import build_ws as build_splitk
+
+        thunks["splitk@1024"] = (lambda: build_splitk(1024, 1024, 16384, SPLITK_BEST, sms))
+    built = par_build(thunks)
+    h.note("streamk ws compile", f"{len(thunks)} kernels", compile_s={k: round(v["compile_s"], 2) for k, v in built.items()},
+           errors={k: v["error"] for k, v in built.items() if v["error"]})
+    for (M, N, K) in shapes:
+        shape = f"{M}x{N}x{K}"
+        a = h.rand((M, K), torch.float16)
+        b = h.rand((N, K), torch.float16)
+        ref = torch.matmul(a.float(), b.float().t())
+        tol = gemm_tolerance(K)
+        cands: dict[str, Any] = {}
+        rejected: dict[str, str] = {}
+        for cfg in candidates((M, N, K)):
+            rec = built[f"{label(cfg)}@{M}"]
+            if rec["kernel"] is None:
+                rejected[label(cfg)] = rec["error"]
+                continue
+            try:
+                fn = make_ws_runner(a, b, cfg, sms)
+            except ValueError as exc:
+                rejected[label(cfg)] = str(exc)
+                continue
+            c = h.poisoned((M, N), torch.float16)
+            fn(c)
+            e = rel_fro_err(c, ref)
+            if e < 1e-2:
+                fn(c)  # twice: the workspace is overwritten, never accumulated
+                e = rel_fro_err(c, ref)
+                if e < 1e-2:
+                    cands[label(cfg)] = (lambda f=fn, c=c: f(c))
+                    continue
+            rejected[label(cfg)] = f"rel_fro_err={e:.3g}"
+        h.note(f"stream-K ws {shape} candidates", f"{len(cands)} valid of {len(candidates((M, N, K)))}", rejected=rejected)
+        baselines: dict[str, Any] = {"cuBLAS": lambda: torch.matmul(a, b.t())}
+        dp = built[f"dp@{M}"]["kernel"]
+        c_dp = h.poisoned((M, N), torch.float16)
+        if dp is not None:
+            dp(a, b, c_dp)
+            h.check(f"data-parallel ws {shape}", c_dp, ref, rel_fro_err=rel_fro_err(c_dp, ref), **tol)
+            baselines["data-parallel"] = lambda: dp(a, b, c_dp)
+        if (M, N, K) == (1024, 1024, 16384) and built["splitk@1024"]["kernel"] is not None:
+            c_sp = h.poisoned((M, N), torch.float16)
+            sp = make_splitk_runner(a, b, SPLITK_BEST, sms)
+            sp(c_sp)
+            h.check(f"split-K ws {shape} (baseline)", c_sp, ref, rel_fro_err=rel_fro_err(c_sp, ref), **tol)
+            baselines["split-K ws"] = lambda: sp(c_sp)
+        if not cands:
+            h.error(f"stream-K ws {shape}", RuntimeError(f"no valid candidate: {rejected}"))
+            continue
+        best, _ = h.search(f"stream-K ws {shape}", cands, rounds=SEARCH_ROUNDS)
+        cfg = next(c for c in candidates((M, N, K)) if label(c) == best)
+        c = h.poisoned((M, N), torch.float16)
+        fn = make_ws_runner(a, b, cfg, sms)
+        fn(c)
+        err = rel_fro_err(c, ref)
+        h.check(f"stream-K ws {shape}", c, ref, rel_fro_err=err, config=cfg, **tol)
+        pred, waves = predicted_speedup(M, N, K, cfg, sms)
+        flops, nbytes, src = gemm_cost(M, N, K, "fp16")
+        s = ws_schedule(M, N, K, cfg["block_N"], cfg["block_K"], sms, cfg["dp_waves"])
+        rec = h.bench(f"stream-K ws {shape}", lambda: fn(c), flops=flops, bytes=nbytes, ledger_source=src,
+                      baselines=baselines, targets=TARGETS.get((M, N, K)), rounds=BENCH_ROUNDS, config=cfg, label=best,
+                      shape=[M, N, K], rel_fro_err=err, predicted_speedup_vs_dp=pred, waves=waves,
+                      schedule=dict(s.__dict__, slots=s.slots), sms=sms)
+        sp = rec["speedup"].get("data-parallel")
+        if sp is not None:
+            h.note(f"stream-K ws {shape} prediction", f"predicted {pred:.2f}x vs data-parallel, measured {sp:.2f}x",
+                   predicted=pred, measured=sp)
+        del a, b, ref, c, c_dp
+        torch.cuda.empty_cache()

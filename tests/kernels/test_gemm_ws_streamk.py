@@ -1,0 +1,160 @@
+"""CPU checks of stream-K on the hand-written pipeline (kernels/gemm/streamk.py, ``streamk_ws``):
+the schedule covers every tail K step once and the fix-up's slot arithmetic finds exactly the
+pieces the kernel stores; the generated CUDA keeps the pipeline's structure (producer and two
+consumer warpgroups, register budgets, TMA loads, fp32 partials by TMA store, fp16 whole tiles);
+the additive changes to split-K leave the recorded configurations' calls unchanged."""
+
+import itertools
+
+import pytest
+
+torch = pytest.importorskip("torch")
+tilelang = pytest.importorskip("tilelang")
+
+from kernels.gemm import splitk, streamk  # noqa: E402
+from kernels.gemm.lowered import instruction_path, launch_info, wgmma_shapes  # noqa: E402
+from measure.suites.gemm import streamk_ws as suite  # noqa: E402
+
+SMEM_LIMIT = 232448  # bytes of shared memory one block may use on the H100/H200
+
+PLANS = [  # (M, N, K, block_N, workers, dp_waves)
+    (1536, 1536, 8192, 256, 132, 0), (1536, 1536, 8192, 128, 132, -1), (1536, 1536, 8192, 128, 132, 0),
+    (1024, 1024, 16384, 256, 132, 0), (2048, 2048, 8192, 256, 132, -1), (4096, 4096, 512, 128, 132, -1),
+    (4096, 4096, 512, 128, 132, 6), (384, 768, 1024, 256, 8, -1), (1000, 520, 192, 128, 7, 0), (128, 256, 64, 256, 132, 0),
+]
+
+
+@pytest.mark.parametrize("plan", PLANS, ids=lambda p: "x".join(map(str, p)))
+def test_schedule_covers_each_tail_step_once_and_the_fixup_finds_every_piece(plan):
+    M, N, K, bn, workers, dp = plan
+    s = streamk.ws_schedule(M, N, K, bn, 64, workers, dp)
+    assert s.dp_tiles + s.sk_tiles == s.tiles and s.dp_tiles == s.dp_rounds * workers
+    assert s.dp_rounds == (s.tiles // workers if dp == -1 else dp)
+    ipt = s.iters_per_tile
+    covered: dict[tuple[int, int], int] = {}
+    slots: dict[int, set[int]] = {}
+    for w, pieces in enumerate(s.pieces()):
+        assert len(pieces) <= s.max_segments
+        assert sum(p[3] for p in pieces) == s.end(w) - s.begin(w)
+        for slot, lt, k0, n in pieces:
+            assert w * s.max_segments <= slot < (w + 1) * s.max_segments <= s.slots
+            slots.setdefault(lt, set()).add(slot)
+            for k in range(k0, k0 + n):
+                covered[(lt, k)] = covered.get((lt, k), 0) + 1
+    assert covered == {(lt, k): 1 for lt in range(s.sk_tiles) for k in range(ipt)}
+    q, r = s.iters_per_worker, s.extra
+    for lt in range(s.sk_tiles):
+        lo, hi = streamk.sk_owner(lt * ipt, q, r), streamk.sk_owner((lt + 1) * ipt - 1, q, r)
+        assert hi - lo + 1 <= s.max_contrib
+        assert {streamk.sk_slot(w, lt, q, r, ipt, s.max_segments) for w in range(lo, hi + 1)} == slots[lt]
+    # the load is balanced: no worker runs more than one K step over the mean
+    per_worker = [s.dp_rounds * ipt + s.end(w) - s.begin(w) for w in range(workers)]
+    assert max(per_worker) - min(per_worker) <= 1 and sum(per_worker) == s.tiles * ipt
+
+
+@pytest.mark.parametrize("panel", [0, 8, 16])
+def test_rasterization_visits_every_tile_once(panel):
+    for gm, gn in ((12, 6), (12, 12), (8, 4), (3, 5)):
+        seen = [streamk.raster(t, panel, gm, gn) for t in range(gm * gn)]
+        assert sorted(seen) == list(itertools.product(range(gm), range(gn)))
+
+
+def test_plan_errors_name_the_constraint():
+    with pytest.raises(ValueError, match="dp_waves=2"):
+        streamk.ws_schedule(1536, 1536, 8192, 128, 64, 132, 2)
+    with pytest.raises(ValueError, match="nothing to fix up"):
+        streamk.streamk_ws_fixup(1024, 1024, 1024, 256, 64, 8, 8, -1)  # 32 tiles on 8 workers: 4 full waves
+
+
+def test_wave_model_predicts_the_gain_where_the_last_wave_is_poor():
+    sk = suite.candidates((1536, 1536, 8192))[0]
+    pred_awkward, w = suite.predicted_speedup(1536, 1536, 8192, sk, 132)
+    pred_full, _ = suite.predicted_speedup(2048, 2048, 8192, sk, 132)
+    assert w["tiles"] == 72 and w["waves_data_parallel"] == 1
+    assert pred_awkward == pytest.approx(132 / 72) and pred_full == pytest.approx(132 / 128)
+    assert w["critical_path_tiles"] >= w["ideal_waves"]
+
+
+def test_split_k_additions_keep_the_recorded_calls():
+    from tools.kernel_digest import calls
+
+    assert splitk.ws_splitk_config(4) == dict(splits=4, block_N=256, block_K=64, stages=4, cluster=1, epi_cols=64,
+                                              panel=8, inflight=0)
+    assert splitk.ws_splitk_label(splitk.ws_splitk_config(4)) == "ws s=4 128x256 st4 e64"
+    assert splitk.ws_splitk_label(splitk.ws_splitk_config(4, reduce_rows=8)) == "ws s=4 128x256 st4 e64 r8"
+    (_, _, _), (red, rargs, rkw) = calls(lambda: splitk.build_ws(1024, 1024, 16384, splitk.ws_splitk_config(4), 132))
+    assert rargs == (4, 1024, 1024) and rkw == {}
+    (_, _, _), (red, rargs, rkw) = calls(
+        lambda: splitk.build_ws(1024, 1024, 16384, splitk.ws_splitk_config(4, reduce_rows=32), 132))
+    assert rargs == (4, 1024, 1024) and rkw == {"block_M": 32}
+
+
+@pytest.fixture(scope="module")
+def _fresh(fresh_compiles):
+    yield
+
+
+@pytest.mark.slow
+def test_pure_stream_k_stores_fp32_pieces_into_per_worker_slots(_fresh):
+    cfg = streamk.ws_config(256, 4, 64, 0)
+    gemm, fix = streamk.build_ws(1536, 1536, 8192, cfg, 132)
+    src = gemm.get_kernel_source()
+    p = instruction_path(src)
+    assert p["tma_load"] and p["tma_store"] and p["wgmma"] and set(wgmma_shapes(src)) == {(64, 256, 16)}
+    info = launch_info(gemm)
+    assert info.grid == (132, 1, 1) and "__launch_bounds__(384, 1)" in src
+    assert info.smem_bytes <= SMEM_LIMIT  # four 48 KB stages + the fp32 staging of both consumers
+    assert "warpgroup_reg_dealloc<40>" in src and src.count("warpgroup_reg_alloc<232>") == 2
+    assert "full[0].init(128);" in src and "empty[0].init(8);" in src
+    # worker w's range starts at w * 69 + min(w, 108) (9216 tail steps on 132 workers)
+    assert "(((int)blockIdx.x) * 69) + min(((int)blockIdx.x), 108))" in src
+    # pieces: rows (w * 2 + seg) * 128 (+ 64 for the second consumer) of the fp32 workspace; no C store, no atomics
+    assert "tma_store(W_desc, (&(((float*)F0_s)" in src and "tma_store(W_desc, (&(((float*)F1_s)" in src
+    assert "((((int)blockIdx.x) * 256) + (seg" in src and "C_desc" not in src and "atomic" not in src.lower()
+    fsrc = fix.get_kernel_source()
+    s = streamk.ws_schedule(1536, 1536, 8192, 256, 64, 132, 0)
+    assert launch_info(fix).grid == (8, s.sk_tiles, 1)
+    assert f"for (int c = 0; c < {s.max_contrib}; ++c)" in fsrc and "float4" in fsrc and "half_t" in fsrc
+
+
+@pytest.mark.slow
+def test_hybrid_stores_whole_tiles_in_fp16_and_the_tail_in_fp32(_fresh):
+    gemm, fix = streamk.build_ws(1536, 1536, 8192, streamk.ws_config(128, 5, 64, -1), 132)
+    src = gemm.get_kernel_source()
+    assert set(wgmma_shapes(src)) == {(64, 128, 16)} and launch_info(gemm).smem_bytes <= SMEM_LIMIT
+    assert "tma_store(C_desc, (&(((half_t*)H0_s)" in src and "tma_store(W_desc, (&(((float*)F0_s)" in src
+    # the ring phase of a tail piece starts after the worker's 128 whole-tile steps
+    assert "128 + " in src or "+ 128)" in src
+    assert fix is not None and launch_info(fix).grid == (8, 12, 1)
+
+
+def _fabricated(awk: dict, skinny: dict, full: dict) -> dict:
+    """A results file holding only suite gemm.streamk_ws, with the given speedups per shape."""
+    from coursebook.tiles import SKWS
+
+    recs = [dict(kind="bench", name=SKWS[k], ms=0.05, tflops=500.0, speedup=sp,
+                 config=streamk.ws_config(256, 4, 64, 0), predicted_speedup_vs_dp=1.5,
+                 waves=dict(tiles=72, waves_data_parallel=1, ideal_waves=0.55, last_wave_fill_data_parallel=0.55))
+            for k, sp in (("awk", awk), ("skinny", skinny), ("full", full))]
+    return {"suites": {"gemm.streamk_ws": {"records": recs}}}
+
+
+def test_page_sentences_on_stream_k_follow_the_records():
+    from coursebook import claims, tiles
+
+    def cases(res):
+        return {c.key.split("skws.")[1]: c.case for c in tiles.streamk_ws_claims(res)}
+
+    assert set(cases(None).values()) == {None}  # no record: the page says it cannot tell
+    good = _fabricated({"cuBLAS": 0.93, "data-parallel": 1.6}, {"cuBLAS": 1.01, "split-K ws": 1.02, "data-parallel": 3.0},
+                       {"data-parallel": 1.0})
+    bad = _fabricated({"cuBLAS": 0.85, "data-parallel": 0.97}, {"cuBLAS": 0.97, "split-K ws": 0.99},
+                      {"data-parallel": 0.96})
+    assert set(cases(good).values()) == {"above"} and set(cases(bad).values()) == {"below"}
+    v = tiles.streamk_ws_values(good)
+    assert v["derived.gemm.skws.awk.cublas"] == "0.93" and v["derived.gemm.skws.skinny.splitk"] == "1.02"
+    assert tiles.streamk_ws_values(None)["derived.gemm.skws.awk.dp"] == "—"
+    # the wave table takes the new records in, with the model's prediction beside the measurement
+    rows = [r for r in tiles.wave_rows(good) if r["kind"].startswith("stream-K，手写")]
+    assert len(rows) == 3 and rows[0]["meas"] == 1.6 and rows[0]["holds_dir"]
+    assert claims.UNKNOWN not in {c.text for c in tiles.streamk_ws_claims(good)}
