@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from coursebook.records import DASH, NO_RESULT, bench, floor3, load, records
+from coursebook.records import DASH, NO_RESULT, bench, floor3, load, records, search
 from coursebook.style import COLORS as _C
 from coursebook.style import figure
 
@@ -402,6 +402,26 @@ def _probes(results: dict | None) -> dict[str, float]:
     return out
 
 
+def _decode_search(results: dict | None) -> dict:
+    """The decode shapes' searches split by kernel: the best time (µs) of the register-load decode
+    kernel (labels ``dec_…``) and of the wgmma kernel at M = 1 and 16, the number of valid decode
+    configurations, and the M = 1 ``loadonly`` probe (the decode kernel's register loads alone)."""
+    out: dict = {"n": 0}
+    for m in (1, 16):
+        r = search(results, f"w4a16 {m}x8192x8192") or {}
+        ms = r.get("ms") or {}
+        dec = [t for k, t in ms.items() if k.startswith("dec_") and t]
+        wg = [t for k, t in ms.items() if not k.startswith("dec_") and t]
+        out[f"dec{m}"] = min(dec) * 1e3 if dec else None
+        out[f"wg{m}"] = min(wg) * 1e3 if wg else None
+        out["n"] = max(out["n"], len(dec))
+    probes = [(r.get("ms") or {}).get("loadonly") for r in records(results, "gemm.w4a16", kind="search")
+              if re.match(r"w4a16 probe loadonly 1x8192x8192 ", r.get("name", ""))]
+    probes = [t for t in probes if t]
+    out["loadonly"] = min(probes) * 1e3 if probes else None
+    return out
+
+
 def _bench_x(results: dict | None, name: str, base: str) -> float | None:
     return ((bench(results, name) or {}).get("speedup") or {}).get(base)
 
@@ -414,6 +434,15 @@ def library_values(results: dict | None) -> dict[str, str]:
     v: dict[str, str] = {}
     d = DASH
     recs = _w4a16(results)
+    dq = _decode_search(results)
+    for k, name in (("dec1", "m1_us"), ("dec16", "m16_us"), ("wg1", "wg_m1_us"), ("wg16", "wg_m16_us"),
+                    ("loadonly", "loadonly_us")):
+        v[f"derived.gemm.lib.w4.dec.{name}"] = d if dq[k] is None else f"{dq[k]:.1f}"
+    v["derived.gemm.lib.w4.dec.n"] = str(dq["n"]) if dq["n"] else d
+    r1 = bench(results, "w4a16 1x8192x8192") or {}
+    floor1 = r1["ms"] * r1["frac_floor"] * 1e3 if r1.get("frac_floor") else None
+    v["derived.gemm.lib.w4.dec.loadonly_floor_pct"] = (d if not (floor1 and dq["loadonly"])
+                                                       else f"{100 * floor1 / dq['loadonly']:.0f}")
     for r in recs:
         m = r["shape"][0]
         key = f"derived.gemm.lib.w4.m{m}" if m <= 128 else "derived.gemm.lib.w4.square"
@@ -601,6 +630,24 @@ def library_claims(results: dict | None) -> list:
     out.append(C.compare("claim.gemm.lib.w4.overlap", longer, need,
                          lower="两者中较长的那个也短于目标要求的时间：只要把展开完全藏进张量核乘法的阴影里，这个结构就够得着目标",
                          higher="两者中较长的那个已经长于目标要求的时间：即使完全重叠，这个结构也够不着目标"))
+    dq = _decode_search(results)
+    pairs = [(dq[f"dec{m}"], dq[f"wg{m}"]) for m in (1, 16)]
+    case = None if any(a is None or b is None for a, b in pairs) else (
+        "slower" if all(a > b for a, b in pairs) else ("faster" if all(a < b for a, b in pairs) else "split"))
+    out.append(C.choose("claim.gemm.lib.w4.dec.result", case, {
+        "slower": "两个形状上它都比 wgmma 版本慢",
+        "faster": "两个形状上它都比 wgmma 版本快",
+        "split": "它在一个形状上比 wgmma 版本快，在另一个形状上慢"}))
+    out.append(C.compare("claim.gemm.lib.w4.dec.loadonly", dq["loadonly"], dq["wg1"], tol=0.15,
+                         lower="明显短于 wgmma 版本整个 kernel 的时间：读之后的展开、乘法与归并占了不少",
+                         tie="与 wgmma 版本整个 kernel 的时间相差不到 15%：这种读法本身就跑不满带宽",
+                         higher="比 wgmma 版本的整个 kernel 还长：慢在读的方式本身"))
+    out.append(C.choose("claim.gemm.lib.w4.dec.lesson", case, {
+        "slower": "在途字节的账算够了，带宽却没有跟上：利特尔定律给出的只是必要条件。每个线程各自发出的 128 位读取"
+                  "分散在 16 行权重上、每行一次只取 64 个字节，这可能是它的访存效率不如 TMA 成块搬运的原因；"
+                  "要确认，需要 Nsight Compute 的显存访问统计。这个 kernel 留在课程包里，作为一个账算对了、速度却没有跟上的例子",
+        "faster": "在途字节的账算够了，带宽也跟上了：解码形状改用这个 kernel",
+        "split": "在途字节的账只在一个形状上换来了速度；另一个形状上还有别的瓶颈"}))
     # batched
     for key, name in (("qk", "batched ws scores 64x2048x2048x128"), ("pv", "batched ws context 64x2048x128x2048")):
         r = bench(results, name) or {}

@@ -586,3 +586,29 @@ def test_the_wave_model_is_closest_where_half_the_sms_idle(results):
     sms = results["provenance"].get("sm_count") or 132
     assert best["grid"] <= sms / 2, best
     assert best["grid"] == min(r["grid"] for r in rows)
+
+
+def test_decode_kernel_sentences_follow_the_search_records():
+    """The decode-shaped W4A16 kernel's sentences are chosen by its searches against the wgmma
+    kernel's candidates in the same searches, and by its register-load probe."""
+    from coursebook import tiles
+
+    def res(dec1, dec16, wg=22.8, loadonly=20.1):
+        recs = [{"kind": "search", "name": f"w4a16 {m}x8192x8192",
+                 "ms": {"m16_k512_s4_k": wg / 1e3, "dec_r64_kw1_sk8_d4": d / 1e3, "dec_r128_kw1_sk4_d4": 0.04}}
+                for m, d in ((1, dec1), (16, dec16))]
+        recs.append({"kind": "search", "name": "w4a16 probe loadonly 1x8192x8192 dec_r128_kw1_sk4_d4",
+                     "ms": {"full": 0.0286, "loadonly": loadonly / 1e3}})
+        return {"suites": {"gemm.w4a16": {"records": recs}}}
+
+    pick = lambda r, k: next(c for c in tiles.library_claims(r) if c.key == k).case  # noqa: E731
+    slow = res(24.6, 33.2)
+    assert pick(slow, "claim.gemm.lib.w4.dec.result") == "slower" == pick(slow, "claim.gemm.lib.w4.dec.lesson")
+    assert pick(slow, "claim.gemm.lib.w4.dec.loadonly") == "tie"
+    fast = res(15.0, 18.0, loadonly=9.0)
+    assert pick(fast, "claim.gemm.lib.w4.dec.result") == "faster" == pick(fast, "claim.gemm.lib.w4.dec.lesson")
+    assert pick(fast, "claim.gemm.lib.w4.dec.loadonly") == "lower"
+    assert pick(res(15.0, 33.2), "claim.gemm.lib.w4.dec.result") == "split"
+    assert pick(res(24.6, 33.2, loadonly=30.0), "claim.gemm.lib.w4.dec.loadonly") == "higher"
+    assert tiles.library_values(slow)["derived.gemm.lib.w4.dec.n"] == "2"
+    assert pick({"suites": {}}, "claim.gemm.lib.w4.dec.result") is None
