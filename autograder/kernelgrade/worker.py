@@ -281,11 +281,14 @@ def evaluate_job(job: dict, who: str) -> None:
     lines = [who]
     if job.get("landlock", True):
         # /proc and /sys read-only: the CUDA driver reads its own entries and the PCI/NUMA
-        # topology there (no student code runs here).  Without /sys the H200 run of 2026-12-01
-        # saw no GPU under this layer; whether /sys is all it lacked is for the next GPU run's
-        # preflight to show (it records each isolation it tried).
+        # topology there (no student code runs here).  /proc/self/task writable: cuInit names the
+        # threads it starts (pthread_setname_np writes /proc/self/task/<tid>/comm).  On the H200
+        # (2026-12-01) cuInit failed with 304 under this layer while every device node opened;
+        # a layer that also granted writes everywhere passed (.gpurun probe): the thread names are
+        # the suspect, and the run's preflight records whether this layer now sees the GPU.
         lines.append(confine.landlock(list(box["read_paths"]) + ["/proc", "/sys"],
-                                      [scratch, cache] + list(box.get("write_dirs", [])), box.get("devices", [])))
+                                      [scratch, cache, "/proc/self/task"] + list(box.get("write_dirs", [])),
+                                      box.get("devices", [])))
     else:
         lines.append("landlock: switched off by the instructor (KERNELGRADE_LANDLOCK=0)")
     from autograder.kernelgrade.evaluate import run_evaluation
