@@ -231,3 +231,22 @@ def test_the_appendix_says_which_labs_shared_the_elementwise_batch(tmp_path):
             rec["date"] = "2000-01-01T00:00:00Z"
             f.write_text(json.dumps(rec), encoding="utf-8")
     assert book_values(tmp_path / "r")["labs.grading.alongside"] == ""
+
+
+def test_the_evaluate_worker_sees_the_gpu_under_its_landlock_layer_since_the_fix():
+    """The recorded grading run's evaluate worker lost its Landlock layer (no GPU under it). The
+    H200 probe found why: cuInit writes its threads' names under /proc/self/task (every other
+    path granted alone left cuInit at 304), and the preflight after the fix chose that layer.
+    The worker grants exactly that path, and the appendix says so."""
+    rec = json.loads(next((ROOT / "labs" / "results" / "preflight").glob("preflight-*.json")).read_text(encoding="utf-8"))
+    probe = rec["landlock_probe"]["results"]
+    assert probe["control"] == 0 and probe["course"] != 0 and probe["w_proc_task"] == 0
+    assert all(probe[k] != 0 for k in ("w_sys", "w_dev", "w_run_var", "w_root", "w_all_but_proc"))
+    first = rec["preflight"]["tried"][0]
+    assert first["landlock"] and first["gpu"] and rec["preflight"]["chosen"] == "uid"
+    import inspect
+
+    from autograder.kernelgrade import worker
+
+    assert '"/proc/self/task"' in inspect.getsource(worker.evaluate_job)
+    assert "/proc/self/task" in (ROOT / "book" / "appendix" / "labs.md").read_text(encoding="utf-8")
