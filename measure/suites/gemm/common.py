@@ -28,6 +28,38 @@ def rel_fro_err(out: Any, ref: Any) -> float:
     return num / den if den > 0 else num
 
 
+def screen_workspace_candidates(cfgs, label, built_for, make_runner, poisoned, ref, limit: float = 1e-2):
+    """Keep the candidates whose runner writes a right product twice in a row into the same poisoned
+    output (a workspace is overwritten, never accumulated): ``({label: timed thunk}, {label: why
+    rejected})``.  ``built_for(cfg)`` is the build record (``kernel`` None: not built, ``error``
+    says why), ``make_runner(cfg)`` the runner ``fn(out)`` (ValueError: the config does not fit),
+    ``poisoned()`` a fresh poisoned output, ``limit`` the largest relative Frobenius error."""
+    cands: dict[str, Any] = {}
+    rejected: dict[str, str] = {}
+    for cfg in cfgs:
+        rec = built_for(cfg)
+        if rec["kernel"] is None:
+            rejected[label(cfg)] = rec["error"]
+            continue
+        try:
+            fn = make_runner(cfg)
+        except ValueError as exc:
+            rejected[label(cfg)] = str(exc)
+            continue
+        c = poisoned()
+        e = None
+        for _ in range(2):
+            fn(c)
+            e = rel_fro_err(c, ref)
+            if not e < limit:
+                break
+        else:
+            cands[label(cfg)] = (lambda f=fn, c=c: f(c))
+            continue
+        rejected[label(cfg)] = f"rel_fro_err={e:.3g}"
+    return cands, rejected
+
+
 def fp32_tolerance(K: int) -> tuple[float, float]:
     """(atol, rtol) for an fp32-output GEMM against an fp32 reference with unit-variance inputs.
 

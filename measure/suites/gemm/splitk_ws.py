@@ -15,7 +15,8 @@ from ledger.gemm import grid_waves, split_k_cost
 from measure.cost import source_of
 from measure.search import par_build
 from measure.suites.common import sm_count
-from measure.suites.gemm.common import BENCH_ROUNDS, SEARCH_ROUNDS, gemm_cost, gemm_tolerance, rel_fro_err
+from measure.suites.gemm.common import (BENCH_ROUNDS, SEARCH_ROUNDS, gemm_cost, gemm_tolerance, rel_fro_err,
+                                        screen_workspace_candidates)
 
 SHAPES = [(1024, 1024, 16384), (2048, 2048, 8192)]
 #: Targets of the issue (vs cuBLAS) by shape; the second shape has none (the model predicts no gain).
@@ -64,29 +65,9 @@ def gpu_suite(h: Any) -> None:
         ref = splitk_ref(a, b)
         cublas = lambda: torch.matmul(a, b.t())  # noqa: E731
         tol = gemm_tolerance(K)
-        cands: dict[str, Any] = {}
-        rejected: dict[str, str] = {}
-        for cfg in CANDIDATES:
-            rec = built[f"{label(cfg)}@{M}"]
-            if rec["kernel"] is None:
-                rejected[label(cfg)] = rec["error"]
-                continue
-            try:
-                fn = make_ws_runner(a, b, cfg, sms)
-            except ValueError as exc:
-                rejected[label(cfg)] = str(exc)
-                continue
-            c = h.poisoned((M, N), torch.float16)
-            fn(c)
-            e = rel_fro_err(c, ref)
-            if e < 1e-2:
-                fn(c)  # twice: the workspace is overwritten, never accumulated
-                e2 = rel_fro_err(c, ref)
-                if e2 < 1e-2:
-                    cands[label(cfg)] = (lambda f=fn, c=c: f(c))
-                    continue
-                e = e2
-            rejected[label(cfg)] = f"rel_fro_err={e:.3g}"
+        cands, rejected = screen_workspace_candidates(
+            CANDIDATES, label, lambda cfg: built[f"{label(cfg)}@{M}"], lambda cfg: make_ws_runner(a, b, cfg, sms),
+            lambda: h.poisoned((M, N), torch.float16), ref)
         h.note(f"split-K ws {shape} candidates", f"{len(cands)} valid of {len(CANDIDATES)}", rejected=rejected)
         nos = built[f"nosplit@{M}"]["kernel"]
         c0 = h.poisoned((M, N), torch.float16)

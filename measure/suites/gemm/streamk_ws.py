@@ -23,7 +23,8 @@ from kernels.gemm.streamk import build_ws, make_ws_runner, ws_config as _c, ws_l
 from ledger.gemm import grid_waves
 from measure.search import par_build
 from measure.suites.common import sm_count
-from measure.suites.gemm.common import BENCH_ROUNDS, SEARCH_ROUNDS, gemm_cost, gemm_tolerance, rel_fro_err
+from measure.suites.gemm.common import (BENCH_ROUNDS, SEARCH_ROUNDS, gemm_cost, gemm_tolerance, rel_fro_err,
+                                        screen_workspace_candidates)
 from measure.suites.gemm.splitk_ws import NO_SPLIT
 
 SHAPES = [(1536, 1536, 8192), (1024, 1024, 16384), (2048, 2048, 8192)]
@@ -93,28 +94,9 @@ def gpu_suite(h: Any) -> None:
         b = h.rand((N, K), torch.float16)
         ref = torch.matmul(a.float(), b.float().t())
         tol = gemm_tolerance(K)
-        cands: dict[str, Any] = {}
-        rejected: dict[str, str] = {}
-        for cfg in candidates((M, N, K)):
-            rec = built[f"{label(cfg)}@{M}"]
-            if rec["kernel"] is None:
-                rejected[label(cfg)] = rec["error"]
-                continue
-            try:
-                fn = make_ws_runner(a, b, cfg, sms)
-            except ValueError as exc:
-                rejected[label(cfg)] = str(exc)
-                continue
-            c = h.poisoned((M, N), torch.float16)
-            fn(c)
-            e = rel_fro_err(c, ref)
-            if e < 1e-2:
-                fn(c)  # twice: the workspace is overwritten, never accumulated
-                e = rel_fro_err(c, ref)
-                if e < 1e-2:
-                    cands[label(cfg)] = (lambda f=fn, c=c: f(c))
-                    continue
-            rejected[label(cfg)] = f"rel_fro_err={e:.3g}"
+        cands, rejected = screen_workspace_candidates(
+            candidates((M, N, K)), label, lambda cfg: built[f"{label(cfg)}@{M}"], lambda cfg: make_ws_runner(a, b, cfg, sms),
+            lambda: h.poisoned((M, N), torch.float16), ref)
         h.note(f"stream-K ws {shape} candidates", f"{len(cands)} valid of {len(candidates((M, N, K)))}", rejected=rejected)
         baselines: dict[str, Any] = {"cuBLAS": lambda: torch.matmul(a, b.t())}
         dp = built[f"dp@{M}"]["kernel"]
