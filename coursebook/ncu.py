@@ -15,7 +15,7 @@ from coursebook.style import COLORS as _C
 from coursebook.style import figure
 
 __all__ = ["recorded", "case_values", "case_traffic", "design_rows", "recorded_benches", "rows_values",
-           "gemm_values", "fused_words", "rows_claims"]
+           "gemm_values", "fused_words", "rows_claims", "w4a16_values", "w4a16_claims"]
 
 
 def recorded(name: str) -> dict | None:
@@ -302,3 +302,51 @@ def gemm_values(data: dict | None = None) -> dict[str, str]:
             v[f"derived.gemm.ncu.{key}.{field}"] = DASH if x is None else format(x, spec)
     v["derived.gemm.ncu.date"] = ((data.get("provenance") or {}).get("date") or DASH)[:10]
     return v
+
+
+# ------------------------------------------------------------------ W4A16 at decode shapes
+W4_KERNELS = {"wg16": "wgmma M=16", "nomma": "wgmma nomma M=16", "noexpand": "wgmma noexpand M=16",
+              "cublas16": "cuBLAS fp16 M=16", "loadonly": "decode r128 sk4 loadonly M=1"}
+
+
+def _w4_rows(data: dict | None) -> dict:
+    data = (recorded("ncu_w4a16") if data is None else data) or {}
+    return {k: (data.get("kernels") or {}).get(name) for k, name in W4_KERNELS.items()}
+
+
+def w4a16_values(data: dict | None = None) -> dict[str, str]:
+    """``derived.gemm.w4.ncu.*``: the Nsight Compute profile of the W4A16 decode kernels
+    (``measure/results/ncu/ncu_w4a16.json``): times and DRAM read throughput (% of peak)."""
+    rows = _w4_rows(data)
+    out = {}
+    for k, r in rows.items():
+        out[f"derived.gemm.w4.ncu.{k}_us"] = DASH if not r else f"{r['duration_us']:.1f}"
+        out[f"derived.gemm.w4.ncu.{k}_dram_pct"] = DASH if not r else f"{r['dram_throughput_pct_of_peak']:.0f}"
+    r = rows["loadonly"]
+    stall = next((s for s in (r or {}).get("top_stalls", []) if s["reason"] == "lg_throttle"), None)
+    out["derived.gemm.w4.ncu.loadonly_lg_pct"] = DASH if not stall else f"{stall['pct']:.0f}"
+    return out
+
+
+def w4a16_claims(data: dict | None = None) -> list:
+    """The sentences the profile decides: how much the wgmma kernel's two halves overlap (its time
+    against the probes' times), and whether the decode kernel's loads queue at the LSU."""
+    from coursebook import claims as C
+
+    rows = _w4_rows(data)
+    full, a, b = (rows[k] and rows[k]["duration_us"] for k in ("wg16", "nomma", "noexpand"))
+    case = None
+    if full and a and b:
+        case = "serial" if full >= 0.85 * (a + b) else ("overlapped" if full <= 1.15 * max(a, b) else "partial")
+    out = [C.choose("claim.gemm.w4.ncu.overlap", case, {
+        "serial": "整个 kernel 的时间接近两半之和：展开与张量核乘法几乎是一前一后做的",
+        "partial": "整个 kernel 的时间介于两半中较长的那个与两半之和之间：两者只重叠了一部分",
+        "overlapped": "整个 kernel 的时间接近两半中较长的那个：两者已经基本重叠"})]
+    lo = rows["loadonly"]
+    top2 = [s["reason"] for s in (lo or {}).get("top_stalls", [])[:2]]
+    out.append(C.choose("claim.gemm.w4.ncu.dec_stall", None if not lo else ("lg" if "lg_throttle" in top2 else "other"), {
+        "lg": "停顿最多的两项里有 lg_throttle（占全部 warp 状态周期的 {lg}%）：访存指令在 LSU 的队列前排队，"
+              "每个线程各自发出的加载指令太多，队列先满了，带宽还没满",
+        "other": "停顿最多的是 {top}，不是访存指令排队"}, top=top2[0] if top2 else "",
+        lg=next((f"{s['pct']:.0f}" for s in (lo or {}).get("top_stalls", []) if s["reason"] == "lg_throttle"), "")))
+    return out

@@ -643,9 +643,8 @@ def library_claims(results: dict | None) -> list:
                          tie="与 wgmma 版本整个 kernel 的时间相差不到 15%：这种读法本身就跑不满带宽",
                          higher="比 wgmma 版本的整个 kernel 还长：慢在读的方式本身"))
     out.append(C.choose("claim.gemm.lib.w4.dec.lesson", case, {
-        "slower": "在途字节的账算够了，带宽却没有跟上：利特尔定律给出的只是必要条件。每个线程各自发出的 128 位读取"
-                  "分散在 16 行权重上、每行一次只取 64 个字节，这可能是它的访存效率不如 TMA 成块搬运的原因；"
-                  "要确认，需要 Nsight Compute 的显存访问统计。这个 kernel 留在课程包里，作为一个账算对了、速度却没有跟上的例子",
+        "slower": "在途字节的账算够了，带宽却没有跟上：利特尔定律给出的只是必要条件，在途的字节还得由足够少的指令发出。"
+                  "这个 kernel 留在课程包里，作为一个账算对了、速度却没有跟上的例子",
         "faster": "在途字节的账算够了，带宽也跟上了：解码形状改用这个 kernel",
         "split": "在途字节的账只在一个形状上换来了速度；另一个形状上还有别的瓶颈"}))
     # batched

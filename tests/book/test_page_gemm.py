@@ -64,11 +64,12 @@ def _page_values(results):
             **tiles.variant_values(results), **tiles.library_values(results), **tiles.streamk_ws_values(results),
             **gemm_ladder.pipeline_values(),
             **gemm_ladder.tuned_values(results), **gemm_ladder.replicate_values(results),
-            **gemm_ladder.fp8_values(results), **ncu.gemm_values(),
+            **gemm_ladder.fp8_values(results), **ncu.gemm_values(), **ncu.w4a16_values(),
             **C.claim_values(gemm_ladder.ladder_claims(results), gemm_ladder.ws_claims(results),
                              gemm_ladder.fp8_claims(results), gemm_ladder.lowp_claims(results),
                              tiles.variant_claims(results), tiles.library_claims(results), tiles.wave_claims(results),
-                             tiles.streamk_ws_claims(results))}
+                             tiles.streamk_ws_claims(results),
+                             ncu.w4a16_claims({} if results is None else None))}
 
 
 def test_the_chapter_is_split_into_pages():
@@ -104,7 +105,8 @@ _PROVIDERS = {
     "derived.gemm.lib.": "tiles.library_values(", "claim.gemm.lib.": "tiles.library_claims(",
     "claim.gemm.waves.": "tiles.wave_claims(",
     "derived.gemm.grouped.": "tiles.variant_values(", "derived.gemm.fp8.": "gemm_ladder.fp8_values(",
-    "derived.gemm.ncu.": "ncu.gemm_values(", "derived.gemm.ws.": "gemm_ladder.replicate_values(",
+    "derived.gemm.ncu.": "ncu.gemm_values(", "derived.gemm.w4.ncu.": "ncu.w4a16_values(",
+    "claim.gemm.w4.ncu.": "ncu.w4a16_claims(", "derived.gemm.ws.": "gemm_ladder.replicate_values(",
     "derived.gemm.tune.runs": "gemm_ladder.replicate_values(", "derived.gemm.tune.n_runs": "gemm_ladder.replicate_values(",
     "derived.gemm.tune.s4096.ratio_": "gemm_ladder.replicate_values(",
     "derived.gemm.tune.s8192.ratio_": "gemm_ladder.replicate_values(",
@@ -616,3 +618,28 @@ def test_decode_kernel_sentences_follow_the_search_records():
     assert pick(res(24.6, 33.2, loadonly=30.0), "claim.gemm.lib.w4.dec.loadonly") == "higher"
     assert tiles.library_values(slow)["derived.gemm.lib.w4.dec.n"] == "2"
     assert pick({"suites": {}}, "claim.gemm.lib.w4.dec.result") is None
+
+
+def test_the_w4a16_profile_sentences_follow_the_profile():
+    """Nsight Compute's times of the wgmma kernel and its two probes decide how much the halves
+    overlap; the decode loads' top stalls decide whether they queue at the LSU."""
+    from coursebook import ncu
+
+    def prof(full, nomma, noexpand, stalls):
+        k = {"wgmma M=16": full, "wgmma nomma M=16": nomma, "wgmma noexpand M=16": noexpand}
+        rows = {n: {"duration_us": t, "dram_throughput_pct_of_peak": 50.0, "top_stalls": []} for n, t in k.items()}
+        rows["decode r128 sk4 loadonly M=1"] = {"duration_us": 16.6, "dram_throughput_pct_of_peak": 44.0,
+                                                 "top_stalls": [{"reason": r, "pct": p} for r, p in stalls]}
+        return {"kernels": rows}
+
+    pick = lambda d, k: next(c for c in ncu.w4a16_claims(d) if c.key == k)  # noqa: E731
+    lg = [("long_scoreboard", 34.0), ("lg_throttle", 32.0), ("barrier", 14.0)]
+    assert pick(prof(20.9, 11.1, 12.3, lg), "claim.gemm.w4.ncu.overlap").case == "serial"
+    assert pick(prof(13.0, 11.1, 12.3, lg), "claim.gemm.w4.ncu.overlap").case == "overlapped"
+    assert pick(prof(17.0, 11.1, 12.3, lg), "claim.gemm.w4.ncu.overlap").case == "partial"
+    c = pick(prof(20.9, 11.1, 12.3, lg), "claim.gemm.w4.ncu.dec_stall")
+    assert c.case == "lg" and "32%" in c.text
+    c = pick(prof(20.9, 11.1, 12.3, [("barrier", 40.0), ("wait", 20.0), ("lg_throttle", 5.0)]), "claim.gemm.w4.ncu.dec_stall")
+    assert c.case == "other" and "barrier" in c.text
+    assert pick({}, "claim.gemm.w4.ncu.overlap").case is None
+    assert ncu.w4a16_values({})["derived.gemm.w4.ncu.wg16_us"] == "—"

@@ -155,3 +155,31 @@ def test_a_csv_with_a_missing_or_extra_kernel_is_rejected():
     broken = [k for k in kernels if k["id"] != 2]
     with pytest.raises(ValueError, match="expected a TileLang kernel"):
         nw.group_launches(broken)
+
+
+def test_the_committed_h200_profile_parses_into_the_committed_summary():
+    """measure/results/ncu/ncu_w4a16.csv (the H200 run) read back gives the committed JSON's rows, and
+    the numbers the GEMM page quotes are what the counters say."""
+    import json
+    from pathlib import Path
+
+    from measure.ncu import driver
+    from measure.ncu import w4a16 as nw
+
+    root = Path(driver.RESULTS)
+    committed = json.loads((root / "ncu_w4a16.json").read_text(encoding="utf-8"))
+    rows = driver.read_csv((root / "ncu_w4a16.csv").read_text(encoding="utf-8"), nw.METRICS)
+    again = nw.summarize(rows, committed["provenance"])
+
+    def rounded(x):  # the last bits of a float sum differ between interpreters
+        if isinstance(x, float):
+            return round(x, 9)
+        if isinstance(x, dict):
+            return {k: rounded(v) for k, v in x.items()}
+        return [rounded(v) for v in x] if isinstance(x, list) else x
+
+    assert rounded(again["kernels"]) == rounded(committed["kernels"])
+    k = committed["kernels"]
+    # every W4A16 kernel reads its ~34.6 MB of int4 weights from DRAM once; cuBLAS reads 4x that in fp16
+    assert all(34 < r["dram_read_mb"] < 36 for n, r in k.items() if not n.startswith("cuBLAS"))
+    assert k["cuBLAS fp16 M=16"]["dram_read_mb"] > 4 * 33
