@@ -90,8 +90,11 @@ def _zh_date(iso: str) -> str:
     return iso[:10]
 
 
-#: the labs as the appendix names them
-LAB_NAMES_ZH = {"primer": "TileLang 入门", "elementwise": "逐元素", "gemm": "GEMM", "perfmodel": "性能模型"}
+def lab_name_zh(lab: str) -> str:
+    """The lab as the book names it: its spec's title without "实验 · " and the chapter number."""
+    from ..labs import load_lab
+
+    return re.sub(r"^实验 · |（[^（）]*）$", "", load_lab(lab)[0].title)
 
 
 def book_values(results: Path = RESULTS) -> dict[str, str]:
@@ -103,7 +106,7 @@ def book_values(results: Path = RESULTS) -> dict[str, str]:
     others = [n["labs"][lab] for lab in ("gemm", "primer") if lab in n["labs"]]
     warm = ew["warm_resubmission_wall_s"]
     target = n["warm_target_s"]
-    alongside = [LAB_NAMES_ZH.get(lab, lab) for lab, o in sorted(n["labs"].items())
+    alongside = [lab_name_zh(lab) for lab, o in sorted(n["labs"].items())
                  if lab != "elementwise" and o["date"] == ew["date"]]
 
     def verdict(s):
@@ -122,7 +125,7 @@ def book_values(results: Path = RESULTS) -> dict[str, str]:
                                 f"命令：{_OUT.sub('', ew['command'])}。"),  # plain text: {glue:text} shows no markup
         "labs.grading.ew_graded": str(ew["graded"]),
         "labs.grading.ew_batch_s": f"{ew['batch_wall_s']:.0f}",
-        "labs.grading.alongside": (f"（同一批里还同时在评 {'与'.join(alongside)}"
+        "labs.grading.alongside": (f"（同一批里还同时在评{'与'.join(f'「{n}」' for n in alongside)}"
                                    f"{'两个' if len(alongside) == 2 else ''}实验的作业，共用这台机器与这块 GPU）"
                                    if alongside else ""),
         "labs.grading.warm": warm_text,

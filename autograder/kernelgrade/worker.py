@@ -271,6 +271,17 @@ def elaborate(job: dict, who: str) -> None:
 
 
 # ----------------------------------------------------------------------------- evaluate
+def eval_landlock_paths(box: dict, scratch: str, cache: str) -> tuple[list, list, list]:
+    """(read-only, read-write, device) paths of the evaluate worker's Landlock layer.
+
+    /proc and /sys read-only: the CUDA driver reads its own entries and the PCI/NUMA topology
+    there (no student code runs here).  /proc/self/task writable: cuInit names the threads it
+    starts (pthread_setname_np writes /proc/self/task/<tid>/comm); on the H200 (2026-12-01)
+    cuInit failed with 304 under this layer without it, and with it the preflight saw the GPU."""
+    return (list(box["read_paths"]) + ["/proc", "/sys"],
+            [scratch, cache, "/proc/self/task"] + list(box.get("write_dirs", [])), list(box.get("devices", [])))
+
+
 def evaluate_job(job: dict, who: str) -> None:
     from autograder.kernelgrade import confine
 
@@ -280,15 +291,7 @@ def evaluate_job(job: dict, who: str) -> None:
     os.environ["CUDA_CACHE_PATH"] = os.path.join(scratch, ".nv")
     lines = [who]
     if job.get("landlock", True):
-        # /proc and /sys read-only: the CUDA driver reads its own entries and the PCI/NUMA
-        # topology there (no student code runs here).  /proc/self/task writable: cuInit names the
-        # threads it starts (pthread_setname_np writes /proc/self/task/<tid>/comm).  On the H200
-        # (2026-12-01) cuInit failed with 304 under this layer while every device node opened;
-        # a layer that also granted writes everywhere passed (.gpurun probe): the thread names are
-        # the suspect, and the run's preflight records whether this layer now sees the GPU.
-        lines.append(confine.landlock(list(box["read_paths"]) + ["/proc", "/sys"],
-                                      [scratch, cache, "/proc/self/task"] + list(box.get("write_dirs", [])),
-                                      box.get("devices", [])))
+        lines.append(confine.landlock(*eval_landlock_paths(box, scratch, cache)))
     else:
         lines.append("landlock: switched off by the instructor (KERNELGRADE_LANDLOCK=0)")
     from autograder.kernelgrade.evaluate import run_evaluation
