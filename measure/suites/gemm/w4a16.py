@@ -36,18 +36,24 @@ TARGETS = {1: 2.5, 16: 2.5, 64: 2.0, 128: 1.3, 4096: 0.9}
 #: previous piece's tensor-core work inside one consumer (the probes of the recorded run put
 #: both on the critical path), which also lets a stage grow to 1024 of K (longer runs of each
 #: weight row per TMA copy) without more registers; and deeper rings (more weight bytes in flight).
+#: ``wide``: the same pipelines with the word-wide expansion (one 128-bit shared-memory read per
+#: 8 weights instead of a byte read per 2).
 CANDIDATES: dict[str, list[dict[str, Any]]] = {
     "decode": [_c(16, 512, 4, inst="mma"), _c(16, 512, 4), _c(16, 512, 4, inst="mma", chunk=128),
+               _c(16, 512, 4, wide=True), _c(16, 256, 4, wide=True), _c(16, 256, 8, wide=True),
+               _c(16, 512, 4, chunk=128, wide=True), _c(16, 512, 4, cluster=2, wide=True),
                # the decode kernel (kernels.gemm.w4a16_dec): weights loaded into registers `depth` groups
                # ahead, split K over a cluster of `split` blocks of `rows` weight rows (1-4 blocks per SM)
                _d(128, 1, 4, 4), _d(128, 1, 4, 2), _d(128, 1, 4, 6), _d(128, 1, 4, 8), _d(64, 1, 4, 4),
                _d(64, 1, 4, 8), _d(64, 2, 4, 4), _d(128, 1, 8, 4), _d(128, 1, 8, 8), _d(64, 1, 8, 4),
                _d(256, 1, 4, 4), _d(256, 1, 4, 8)],
     "m64": [_c(64, 256, 4), _c(64, 128, 6, stages_w=8), _c(64, 256, 4, chunk=64), _c(64, 256, 4, chunk=128),
-            _c(64, 512, 2, chunk=128)],
+            _c(64, 512, 2, chunk=128), _c(64, 256, 4, chunk=128, wide=True), _c(64, 256, 4, wide=True),
+            _c(64, 512, 2, chunk=128, wide=True), _c(64, 256, 4, cluster=2, chunk=128, wide=True)],
     "m128": [_c(128, 64, 8, cluster=2), _c(128, 128, 4, cluster=2, chunk=64), _c(128, 256, 2, cluster=2, chunk=64),
-             _c(128, 128, 4, chunk=64)],
-    "square": [_c(256, 64, 4, "n"), _c(256, 64, 4, "n", chunk=32)],
+             _c(128, 128, 4, chunk=64), _c(128, 128, 4, chunk=64, wide=True),
+             _c(128, 128, 4, cluster=2, chunk=64, wide=True), _c(128, 128, 4, wide=True)],
+    "square": [_c(256, 64, 4, "n"), _c(256, 64, 4, "n", chunk=32), _c(256, 128, 2, "n", wide=True)],
 }
 
 #: Ragged checks: M not a multiple of the activation tile (rows past M are TMA zeros, the
@@ -64,6 +70,11 @@ RAGGED: list[tuple[tuple[int, int, int], dict[str, Any]]] = [
     ((300, 1024, 2048), _c(256, 64, 4, "n", chunk=32)),
     ((5, 1024, 2048), _d(128, 1, 4, 4)),
     ((13, 1024, 2048), _d(64, 2, 4, 2)),
+    ((5, 1024, 2048), _c(16, 512, 4, wide=True)),
+    ((5, 1024, 2048), _c(16, 256, 4, cluster=2, wide=True)),
+    ((100, 2048, 1024), _c(64, 256, 4, chunk=128, wide=True)),
+    ((300, 1024, 2048), _c(128, 128, 4, chunk=64, wide=True)),
+    ((300, 1024, 2048), _c(256, 128, 2, "n", wide=True)),
     ((3, 512, 1024), _d(64, 1, 1, 4)),
 ]
 
@@ -75,6 +86,8 @@ PROBES: list[tuple[tuple[int, int, int], dict[str, Any], str]] = [
     ((16, 8192, 8192), _c(16, 512, 4), "noexpand"),
     ((16, 8192, 8192), _c(16, 512, 4, chunk=128), "nomma"),
     ((16, 8192, 8192), _c(16, 512, 4, chunk=128), "noexpand"),
+    # the word-wide expansion without the tensor-core work
+    ((16, 8192, 8192), _c(16, 512, 4, wide=True), "nomma"),
     # the decode kernel's memory pipeline alone (register loads, nothing else), at M = 1
     ((1, 8192, 8192), _d(128, 1, 4, 4), "loadonly"),
     ((1, 8192, 8192), _d(128, 1, 4, 8), "loadonly"),
