@@ -15,7 +15,14 @@ barrier, ``T.wgmma_gemm``, ``T.wait_wgmma``, ``T.alloc_barrier`` /
 * ``epi_cols`` -- C staged and stored in column chunks, which frees room for a fourth stage;
 * ``workers`` -- a persistent grid, the producer's ring running on across tile boundaries;
 * ``cluster`` -- 2 blocks along M share the B tile through a TMA multicast, and a stage is
-  released by the consumers of *both* blocks.
+  released by the consumers of *both* blocks;
+* ``store_bufs`` / ``evict_first`` -- the epilogue's TMA store issued without waiting
+  (``T.tma_copy``), into staging buffers used in turn, waited on (``T.tma_store_wait``) only when
+  its buffer comes round again, optionally with an L2 evict-first hint (for outputs that dominate
+  the time, such as attention scores);
+* ``cluster_reduce`` (split-K) -- the blocks of one tile's K slices form a thread-block cluster
+  and sum their fp32 partials through distributed shared memory instead of a workspace and a
+  second kernel.
 
 Layout of one block (384 threads):
 
@@ -394,7 +401,8 @@ def _ws_program(M: int, N: int, K: int, *, fp8: bool, block_N: int, block_K: int
                     T.barrier_wait(bars[2 + wg], (q - 1) % 2)
             T.copy(acc[:, h * epi_cols:(h + 1) * epi_cols], C_s)
             T.sync_threads(barrier_id=_EPILOGUE_BARRIER[wg], arrive_count=128)
-            if tid == 0:
+            if tid == 0:  # the warpgroup's staging writes, released to the cluster, then announced
+                T.call_extern("handle", "skq::fence_cluster")
                 for r in T.serial(splits):
                     T.mbarrier_arrive(bars[wg], r)
             T.barrier_wait(bars[wg], q % 2)
@@ -405,7 +413,8 @@ def _ws_program(M: int, N: int, K: int, *, fp8: bool, block_N: int, block_K: int
                 T.call_extern("handle", f"skq::cluster_sum8<{splits}>", T.address_of(C[r0 + i, c0 + j]),
                               T.address_of(C_s[i, j]), T.address_of(C_s[i, j + 4]))
             T.sync_threads(barrier_id=_EPILOGUE_BARRIER[wg], arrive_count=128)
-            if tid == 0:
+            if tid == 0:  # every thread's reads of the peers' staging are done: free it
+                T.call_extern("handle", "skq::fence_cluster")
                 for r in T.serial(splits):
                     T.mbarrier_arrive(bars[2 + wg], r)
 
