@@ -24,13 +24,15 @@ CONTEXT = (64, 2048, 128, 2048)
 #: writing the 512 MB of scores alone takes 86 % of its time) -- and the same tile with its store
 #: no longer waited on at once: two staging buffers per consumer used in turn (chunk h + 1 written
 #: while chunk h's TMA store still reads the other one), with and without an L2 evict-first hint on
-#: the write-once scores, and the hint alone.
+#: the write-once scores, and the hint alone; and 64-column chunks in two buffers, which leave room
+#: for a fourth stage (four smaller stores in flight per tile instead of two).
 #: Context (N = 128, K = 2048): one tile column, a long K loop, the A stream the bound (its recorded
 #: best, already above torch.bmm, kept as the record of that product).
 CANDIDATES: dict[str, list[dict[str, Any]]] = {
     "scores": [_c(256, 64, 3, 128, cluster=2), _c(256, 64, 3, 128, cluster=2, store_bufs=2),
                _c(256, 64, 3, 128, cluster=2, store_bufs=2, evict_first=True),
-               _c(256, 64, 3, 128, cluster=2, evict_first=True)],
+               _c(256, 64, 3, 128, cluster=2, evict_first=True),
+               _c(256, 64, 4, 64, cluster=2, store_bufs=2, evict_first=True)],
     "context": [_c(128, 128, 3, 0)],
 }
 
