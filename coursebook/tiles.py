@@ -430,21 +430,13 @@ W4_SHAPES = (("m1", "1x8192x8192"), ("m16", "16x8192x8192"), ("m64", "64x8192x81
 def _wide_search(results: dict | None) -> dict:
     """Per shape: the best time (µs) among the wgmma kernel's candidates with the word-wide
     expansion (labels ending ``_wd``) and among those with the per-element one (the decode
-    kernel's ``dec_`` candidates left out); ``None`` where the search has none.  ``nomma``: the
-    M = 16 probes without the tensor-core work, word-wide and per-element."""
+    kernel's ``dec_`` candidates left out); ``None`` where the search has none."""
     out: dict = {}
     for key, shape in W4_SHAPES:
         ms = (search(results, f"w4a16 {shape}") or {}).get("ms") or {}
         wide = [t for k, t in ms.items() if k.endswith("_wd") and t]
         elem = [t for k, t in ms.items() if not k.endswith("_wd") and not k.startswith("dec_") and t]
         out[key] = (min(wide) * 1e3 if wide else None, min(elem) * 1e3 if elem else None)
-    nomma: dict[str, list[float]] = {"wide": [], "elem": []}
-    for r in records(results, "gemm.w4a16", kind="search"):
-        m = re.match(r"w4a16 probe nomma 16x8192x8192 (\S+)$", r.get("name", ""))
-        t = (r.get("ms") or {}).get("nomma")
-        if m and t and "_x" not in m.group(1):
-            nomma["wide" if m.group(1).endswith("_wd") else "elem"].append(t * 1e3)
-    out["nomma"] = tuple(min(nomma[k]) if nomma[k] else None for k in ("wide", "elem"))
     return out
 
 
@@ -487,8 +479,6 @@ def library_values(results: dict | None) -> dict[str, str]:
         wide, elem = ws[key]
         v[f"derived.gemm.lib.w4.wide.{key}_us"] = d if wide is None else f"{wide:.1f}"
         v[f"derived.gemm.lib.w4.elem.{key}_us"] = d if elem is None else f"{elem:.1f}"
-    for name, t in zip(("wide", "elem"), ws["nomma"]):
-        v[f"derived.gemm.lib.w4.{name}.nomma_us"] = d if t is None else f"{t:.1f}"
     p = _probes(results)
     r16 = bench(results, "w4a16 16x8192x8192") or {}
     base16 = (r16.get("baselines") or {}).get(W4_BASE)
@@ -671,10 +661,6 @@ def library_claims(results: dict | None) -> list:
         "faster": "测到的 {n} 个形状上，按字展开的配置都比逐元素展开的最快配置快",
         "slower": "测到的 {n} 个形状上，按字展开的配置都没有比逐元素展开的最快配置快",
         "split": "测到的 {n} 个形状里，按字展开只在 {k} 个上比逐元素展开的最快配置快"}, n=len(both), k=k_fast))
-    out.append(C.compare("claim.gemm.lib.w4.wide.nomma", *ws["nomma"], tol=0.05,
-                         lower="比逐元素展开的同一探针明显短：从共享内存取字节、拼出 fp16 的那部分确实变轻了",
-                         tie="与逐元素展开的同一探针相差不到 5%：展开这一半的时间并不由指令条数决定",
-                         higher="反而比逐元素展开的同一探针长"))
     dq = _decode_search(results)
     pairs = [(dq[f"dec{m}"], dq[f"wg{m}"]) for m in (1, 16)]
     case = None if any(a is None or b is None for a, b in pairs) else (

@@ -257,6 +257,8 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
 
     require(probe in ("", "noexpand", "nomma"), f"probe must be '', 'noexpand' or 'nomma', got {probe!r}")
     require(inst in ("wgmma", "mma"), f"inst must be 'wgmma' or 'mma', got {inst!r}")
+    require(not (wide and probe == "nomma"), "wide fills the register fragment that only the tensor-core work "
+                                             "gives a layout: the nomma probe is for the per-element expansion")
     if probe == "nomma":
         inst = "none"
 

@@ -646,33 +646,25 @@ def test_the_w4a16_profile_sentences_follow_the_profile():
 
 
 def test_word_wide_expansion_sentences_follow_the_search_records():
-    """The word-wide expansion's sentences are chosen by the same searches: its best candidate
-    against the best per-element one (decode-kernel candidates left out) at every shape, and its
-    M = 16 probe without the tensor-core work against the per-element one."""
+    """The word-wide expansion's sentence is chosen by the same searches: its best candidate
+    against the best per-element one (decode-kernel candidates left out) at every shape."""
     from coursebook import tiles
 
     shapes = ("1x8192x8192", "16x8192x8192", "64x8192x8192", "128x8192x8192", "4096x4096x4096")
 
-    def res(wide, elem=(22.8, 22.2, 28.4, 40.3, 219.0), nomma=(9.0, 16.0)):
-        recs = [{"kind": "search", "name": f"w4a16 {s}",
-                 "ms": {"m16_k512_s4_k": e / 1e3, "m16_k512_s4_k_wd": w / 1e3, "dec_r64_kw1_sk8_d4": 0.001}}
-                for s, w, e in zip(shapes, wide, elem)]
-        for lab, t in zip(("m16_k512_s4_k_wd", "m16_k512_s4_k"), nomma):
-            recs.append({"kind": "search", "name": f"w4a16 probe nomma 16x8192x8192 {lab}",
-                         "ms": {"full": 0.02, "nomma": t / 1e3}})
-        return {"suites": {"gemm.w4a16": {"records": recs}}}
+    def res(wide, elem=(22.8, 22.2, 28.4, 40.3, 219.0)):
+        return {"suites": {"gemm.w4a16": {"records": [
+            {"kind": "search", "name": f"w4a16 {s}",
+             "ms": {"m16_k512_s4_k": e / 1e3, "m16_k512_s4_k_wd": w / 1e3, "dec_r64_kw1_sk8_d4": 0.001}}
+            for s, w, e in zip(shapes, wide, elem)]}}}
 
     pick = lambda r, k: next(c for c in tiles.library_claims(r) if c.key == k)  # noqa: E731
     fast = res((15.0, 15.5, 21.0, 33.0, 210.0))
     assert pick(fast, "claim.gemm.lib.w4.wide.result").case == "faster"
-    assert pick(fast, "claim.gemm.lib.w4.wide.nomma").case == "lower"
     assert pick(res((25.0, 23.0, 30.0, 41.0, 230.0)), "claim.gemm.lib.w4.wide.result").case == "slower"
     split = pick(res((15.0, 23.0, 30.0, 41.0, 230.0)), "claim.gemm.lib.w4.wide.result")
     assert split.case == "split" and "1" in split.text and "5" in split.text
-    assert pick(res((15.0,) * 5, nomma=(15.8, 16.0)), "claim.gemm.lib.w4.wide.nomma").case == "tie"
     # the dec_ candidate (1 us here) is neither form: the per-element best stays the wgmma one
     v = tiles.library_values(fast)
     assert v["derived.gemm.lib.w4.elem.m1_us"] == "22.8" and v["derived.gemm.lib.w4.wide.m16_us"] == "15.5"
-    # the per-element probes of the page's earlier paragraph do not take the word-wide one
-    assert v["derived.gemm.lib.w4.probe.nomma_us"] == "16.0" and v["derived.gemm.lib.w4.wide.nomma_us"] == "9.0"
     assert pick({"suites": {}}, "claim.gemm.lib.w4.wide.result").case is None

@@ -86,8 +86,6 @@ PROBES: list[tuple[tuple[int, int, int], dict[str, Any], str]] = [
     ((16, 8192, 8192), _c(16, 512, 4), "noexpand"),
     ((16, 8192, 8192), _c(16, 512, 4, chunk=128), "nomma"),
     ((16, 8192, 8192), _c(16, 512, 4, chunk=128), "noexpand"),
-    # the word-wide expansion without the tensor-core work
-    ((16, 8192, 8192), _c(16, 512, 4, wide=True), "nomma"),
     # the decode kernel's memory pipeline alone (register loads, nothing else), at M = 1
     ((1, 8192, 8192), _d(128, 1, 4, 4), "loadonly"),
     ((1, 8192, 8192), _d(128, 1, 4, 8), "loadonly"),
