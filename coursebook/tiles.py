@@ -440,6 +440,15 @@ def _wide_search(results: dict | None) -> dict:
     return out
 
 
+def _qk_store(results: dict | None) -> tuple[float | None, float | None]:
+    """The scores product's search: the best time (µs) with the overlapped store (two staging
+    buffers in turn, ``_b2``, and/or the L2 evict-first hint, ``_ef``) and without either."""
+    ms = (search(results, "batched ws scores 64x2048x2048x128") or {}).get("ms") or {}
+    new = [t for k, t in ms.items() if t and re.search(r"_(b\d+|ef)(_|$)", k)]
+    old = [t for k, t in ms.items() if t and not re.search(r"_(b\d+|ef)(_|$)", k)]
+    return (min(new) * 1e3 if new else None, min(old) * 1e3 if old else None)
+
+
 def _bench_x(results: dict | None, name: str, base: str) -> float | None:
     return ((bench(results, name) or {}).get("speedup") or {}).get(base)
 
@@ -488,6 +497,9 @@ def library_values(results: dict | None) -> dict[str, str]:
     v["derived.gemm.lib.w4.probe.need_us"] = f"{base16 * 1e3 / tgt16:.1f}" if base16 and tgt16 else d
     v["derived.gemm.lib.w4.probe.overlap_x"] = (f"{base16 * 1e3 / max(p['nomma'], p['noexpand']):.2f}"
                                                 if base16 and p.get("nomma") and p.get("noexpand") else d)
+    new, old = _qk_store(results)
+    v["derived.gemm.lib.bmm.qk.store_new_us"] = d if new is None else f"{new:.1f}"
+    v["derived.gemm.lib.bmm.qk.store_old_us"] = d if old is None else f"{old:.1f}"
     # batched: the zero_ write of the scores bounds any kernel that writes them
     for key, name in (("qk", "batched ws scores 64x2048x2048x128"), ("pv", "batched ws context 64x2048x128x2048")):
         r = bench(results, name) or {}
@@ -684,6 +696,10 @@ def library_claims(results: dict | None) -> list:
         tgt, _ = _target(r, "torch.bmm")
         out.append(C.threshold(f"claim.gemm.lib.bmm.{key}", (r.get("speedup") or {}).get("torch.bmm"), tgt or 0.0,
                                above="到了事先定的 {limit} 倍", below="离事先定的 {limit} 倍还差一点"))
+    out.append(C.compare("claim.gemm.lib.bmm.qk_store", *_qk_store(results), tol=0.01,
+                         lower="比只用一块暂存缓冲、每次写回都等它完成的结尾快",
+                         tie="与只用一块暂存缓冲、每次写回都等它完成的结尾相差不到 1%",
+                         higher="反而比只用一块暂存缓冲、每次写回都等它完成的结尾慢"))
     # grouped
     g = _grouped(results)
     pad = [x for (form, _), x in g["x"].items() if form == "padded"]

@@ -668,3 +668,22 @@ def test_word_wide_expansion_sentences_follow_the_search_records():
     v = tiles.library_values(fast)
     assert v["derived.gemm.lib.w4.elem.m1_us"] == "22.8" and v["derived.gemm.lib.w4.wide.m16_us"] == "15.5"
     assert pick({"suites": {}}, "claim.gemm.lib.w4.wide.result").case is None
+
+
+def test_scores_store_sentence_follows_the_search():
+    """The overlapped-store sentence compares the best candidate with two staging buffers or the
+    evict-first hint against the best with neither, in the same search."""
+    from coursebook import tiles
+
+    def res(new, old):
+        return {"suites": {"gemm.batched_ws": {"records": [{"kind": "search",
+                "name": "batched ws scores 64x2048x2048x128",
+                "ms": {"n256_k64_s3_e128_if0_pers_c2": old / 1e3, "n256_k64_s4_e64_if0_pers_c2_b2_ef": new / 1e3,
+                       "n256_k64_s3_e128_if0_pers_c2_ef": (new + 5) / 1e3}}]}}}
+
+    pick = lambda r: next(c for c in tiles.library_claims(r) if c.key == "claim.gemm.lib.bmm.qk_store").case  # noqa: E731
+    assert pick(res(173.7, 189.7)) == "lower"
+    assert pick(res(195.0, 189.7)) == "higher"
+    assert pick(res(189.0, 189.7)) == "tie"
+    v = tiles.library_values(res(173.7, 189.7))
+    assert v["derived.gemm.lib.bmm.qk.store_new_us"] == "173.7" and v["derived.gemm.lib.bmm.qk.store_old_us"] == "189.7"
