@@ -65,7 +65,8 @@ Further knobs, each a candidate of the H200 search (:data:`CANDIDATES`):
   then one ``mul.f16x2`` by the scale: the same single rounding as the reference's.  One 128-bit
   shared-memory read per 8 weights instead of one byte read per 2 (the per-element form, which
   nvcc already packs into ``f16x2`` arithmetic).  It reproduces the swizzle tilelang gives the
-  packed tile (:func:`wide_offset`), for stages of 128, 256 or 512 k.
+  packed tile (:func:`wide_offset`), for stages of 128, 256 or 512 k.  ``mma.sync`` m16n8k16 reads
+  the same fragment (each warp's 16 rows, in the same register order), so ``inst="mma"`` takes it too.
 
 With ``split="k"`` every ring must have an even number of slots, so that a slot always serves
 the same consumer: an mbarrier is waited on by phase parity, and with an odd ring one
@@ -216,8 +217,8 @@ def check_config(M: int, N: int, K: int, *, group: int, block_M: int, block_K: i
                 f"pieces (two register buffers used in turn)")
         require(stages_w == 0, "chunk (expansion in pieces) is written for one ring: stages_w must be 0")
     if wide:
-        require(inst == "wgmma", f"wide (the word-wide expansion) fills wgmma's register fragment: inst must be "
-                                 f"'wgmma', got {inst!r}")
+        require(inst in ("wgmma", "mma"), f"wide (the word-wide expansion) fills the tensor-core instruction's "
+                                          f"register fragment: inst must be 'wgmma' or 'mma', got {inst!r}")
         require(block_K in (128, 256, 512), f"wide reproduces the swizzle of 64-, 128- and 256-byte weight rows: "
                                             f"block_K must be 128, 256 or 512, got {block_K}")
         require(group % 32 == 0, f"wide reads 32 k of a row at a time under one scale: group={group} must be a "
@@ -602,13 +603,15 @@ def w4a16_gemm_mma(
     stages_w: int = 0,
     kpair: bool = False,
     chunk: int = 0,
+    wide: bool = False,
 ):
     """:func:`w4a16_gemm` on the warp-level ``mma.sync`` m16n8k16 instruction instead of wgmma:
     each warp multiplies its 16 weight rows, the tensor-core work is issued in m16 x n8 x k16
     pieces (for a decode batch of 16 rows, two per 16 of K) instead of one m64 x 16 x 16 per
     warpgroup."""
     return _program(M, N, K, group=group, block_M=block_M, block_K=block_K, stages=stages, split=split,
-                    cluster=cluster, probe=probe, stages_w=stages_w, kpair=kpair, inst="mma", chunk=chunk)
+                    cluster=cluster, probe=probe, stages_w=stages_w, kpair=kpair, inst="mma", chunk=chunk,
+                    wide=wide)
 
 
 def config(block_M: int, block_K: int, stages: int, split: str = "k", cluster: int = 1, stages_w: int = 0,

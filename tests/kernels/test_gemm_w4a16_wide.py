@@ -115,9 +115,9 @@ def test_wide_offset_is_a_bank_conflict_free_permutation_of_16_byte_runs(rows, r
 
 
 def test_wide_configuration_errors_name_the_constraint():
-    with pytest.raises(ValueError, match="inst must be 'wgmma'"):
+    with pytest.raises(ValueError, match="inst must be 'wgmma' or 'mma'"):
         w4a16.check_config(16, 8192, 8192, group=128, block_M=16, block_K=256, stages=4, split="k", cluster=1,
-                           wide=True, inst="mma")
+                           wide=True, inst="dec")
     with pytest.raises(ValueError, match="block_K must be 128, 256 or 512"):
         w4a16.check_config(16, 8192, 8192, group=128, block_M=16, block_K=64, stages=4, split="k", cluster=1,
                            wide=True)
@@ -144,6 +144,7 @@ def _layout_from_lowered(M: int, cfg: dict) -> tuple[str, str, int]:
 @pytest.mark.slow
 @pytest.mark.parametrize("M,cfg", [(16, w4a16.config(16, 256, 4)), (16, w4a16.config(16, 512, 4)),
                                    (128, w4a16.config(128, 128, 4, chunk=64)),
+                                   (16, w4a16.config(16, 512, 4, inst="mma")),
                                    (4096, w4a16.config(256, 128, 2, "n"))])
 def test_wide_offset_is_the_swizzle_tilelang_gives_the_packed_tile(M, cfg, fresh_compiles):
     """Evaluate the byte address of the per-element expansion (consumer 0, stage 0) for every

@@ -42,6 +42,8 @@ CANDIDATES: dict[str, list[dict[str, Any]]] = {
     "decode": [_c(16, 512, 4, inst="mma"), _c(16, 512, 4), _c(16, 512, 4, inst="mma", chunk=128),
                _c(16, 512, 4, wide=True), _c(16, 256, 4, wide=True), _c(16, 256, 8, wide=True),
                _c(16, 512, 4, chunk=128, wide=True), _c(16, 512, 4, cluster=2, wide=True),
+               _c(16, 512, 4, inst="mma", wide=True), _c(16, 512, 4, inst="mma", cluster=2, wide=True),
+               _c(16, 256, 4, stages_w=8, wide=True), _c(16, 512, 6, wide=True),
                # the decode kernel (kernels.gemm.w4a16_dec): weights loaded into registers `depth` groups
                # ahead, split K over a cluster of `split` blocks of `rows` weight rows (1-4 blocks per SM)
                _d(128, 1, 4, 4), _d(128, 1, 4, 2), _d(128, 1, 4, 6), _d(128, 1, 4, 8), _d(64, 1, 4, 4),
@@ -49,7 +51,8 @@ CANDIDATES: dict[str, list[dict[str, Any]]] = {
                _d(256, 1, 4, 4), _d(256, 1, 4, 8)],
     "m64": [_c(64, 256, 4), _c(64, 128, 6, stages_w=8), _c(64, 256, 4, chunk=64), _c(64, 256, 4, chunk=128),
             _c(64, 512, 2, chunk=128), _c(64, 256, 4, chunk=128, wide=True), _c(64, 256, 4, wide=True),
-            _c(64, 512, 2, chunk=128, wide=True), _c(64, 256, 4, cluster=2, chunk=128, wide=True)],
+            _c(64, 512, 2, chunk=128, wide=True), _c(64, 256, 4, cluster=2, chunk=128, wide=True),
+            _c(64, 256, 4, inst="mma", chunk=128, wide=True), _c(64, 128, 6, stages_w=8, wide=True)],
     "m128": [_c(128, 64, 8, cluster=2), _c(128, 128, 4, cluster=2, chunk=64), _c(128, 256, 2, cluster=2, chunk=64),
              _c(128, 128, 4, chunk=64), _c(128, 128, 4, chunk=64, wide=True),
              _c(128, 128, 4, cluster=2, chunk=64, wide=True), _c(128, 128, 4, wide=True)],
@@ -72,6 +75,8 @@ RAGGED: list[tuple[tuple[int, int, int], dict[str, Any]]] = [
     ((13, 1024, 2048), _d(64, 2, 4, 2)),
     ((5, 1024, 2048), _c(16, 512, 4, wide=True)),
     ((5, 1024, 2048), _c(16, 256, 4, cluster=2, wide=True)),
+    ((5, 1024, 2048), _c(16, 256, 4, inst="mma", wide=True)),
+    ((5, 1024, 2048), _c(16, 256, 4, stages_w=8, wide=True)),
     ((100, 2048, 1024), _c(64, 256, 4, chunk=128, wide=True)),
     ((300, 1024, 2048), _c(128, 128, 4, chunk=64, wide=True)),
     ((300, 1024, 2048), _c(256, 128, 2, "n", wide=True)),
