@@ -85,12 +85,15 @@ __device__ __forceinline__ float h2f(unsigned short h) {
 // byte into lanes 0 and 2 and 0x64 (from `magic`) into lanes 1 and 3, one lop3 keeps (1024 + q_lo,
 // 1024 + 16 q_hi), and fma.rn.f16x2 scales by (1, 1/16) and adds (-1032, -72)
 template <int B>
-__device__ __forceinline__ unsigned expand(unsigned w, unsigned magic, unsigned mul) {
+__device__ __forceinline__ unsigned expand(unsigned w, unsigned magic, unsigned mul, unsigned add) {
   const unsigned x = __byte_perm(w, magic, @SEL@u | B | (B << 8)) & @MASK@u;
   unsigned d;
-  asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(x), "r"(mul), "r"(@ADD@u));
+  asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(x), "r"(mul), "r"(add));
   return d;
 }
+// the expansion's constants (MAGIC, MUL, ADD), read from shared memory by the main loop: values the
+// compiler cannot see stay in registers (as immediates, ptxas re-creates them before every fma)
+__device__ __shared__ unsigned kconst[4];
 // the fill of the activation slice (M rows of KS halves from A, row stride K; rows M..BM-1 zeros): the
 // 8 halves k = 32t + 8j + 0..7 of each 128-k group go to 32j + 8t (rows of LDA halves); 16-byte loads,
 // BATCH in flight per thread
@@ -99,6 +102,9 @@ __device__ __forceinline__ void fill(const void* src, void* dst) {
   const uint4* g = (const uint4*)src;
   unsigned short* a = (unsigned short*)dst;
   constexpr int QR = KS / 8, CH = M * QR, IT = (CH + NTHR - 1) / NTHR, BATCH = 8;
+  if (threadIdx.x == 0) {
+    kconst[0] = @MAGIC@u; kconst[1] = @MUL@u; kconst[2] = @ADD@u; kconst[3] = 0u;
+  }
 #pragma unroll
   for (int i0 = 0; i0 < IT; i0 += BATCH) {
     uint4 v[BATCH];
@@ -144,7 +150,9 @@ __device__ __forceinline__ void slot(const void* ws, const void* ab, const void*
     }
     const float s0 = h2f(sc[g * GB + p]), s1 = h2f(sc[(g + 8) * GB + p]);
     const unsigned r0[4] = {w0.x, w0.y, w0.z, w0.w}, r1[4] = {w1.x, w1.y, w1.z, w1.w};
-    const unsigned mg = @MAGIC@u, ml = @MUL@u;
+    unsigned mg, ml, ad, k3;
+    asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(mg), "=r"(ml), "=r"(ad), "=r"(k3)
+                 : "r"((unsigned)__cvta_generic_to_shared(kconst)));
     float tmp[NT][4], tmq[NT][4];  // two accumulator chains (steps 2j and 2j + 1): half the mma latency chain
 #pragma unroll
     for (int n = 0; n < NT; ++n)
@@ -153,10 +161,10 @@ __device__ __forceinline__ void slot(const void* ws, const void* ab, const void*
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
       // word j = bytes 4j..4j+3: step 2j (bytes 0, 1 of the word) and step 2j+1 (bytes 2, 3)
-      const unsigned e00 = expand<0>(r0[j], mg, ml), e01 = expand<1>(r0[j], mg, ml), e02 = expand<2>(r0[j], mg, ml),
-                     e03 = expand<3>(r0[j], mg, ml);
-      const unsigned e10 = expand<0>(r1[j], mg, ml), e11 = expand<1>(r1[j], mg, ml), e12 = expand<2>(r1[j], mg, ml),
-                     e13 = expand<3>(r1[j], mg, ml);
+      const unsigned e00 = expand<0>(r0[j], mg, ml, ad), e01 = expand<1>(r0[j], mg, ml, ad), e02 = expand<2>(r0[j], mg, ml, ad),
+                     e03 = expand<3>(r0[j], mg, ml, ad);
+      const unsigned e10 = expand<0>(r1[j], mg, ml, ad), e11 = expand<1>(r1[j], mg, ml, ad), e12 = expand<2>(r1[j], mg, ml, ad),
+                     e13 = expand<3>(r1[j], mg, ml, ad);
 #pragma unroll
       for (int n = 0; n < NT; ++n) {
         // k = 32t + 8j + 0..7 of activation row 8n + g, stored at 32j + 8t of the group
