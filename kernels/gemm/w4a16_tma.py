@@ -25,10 +25,12 @@ the physical ``k = 32 t + 4 i + {0, 1, 2, 3}``: its bytes ``2 i`` (k ``32t+4i``,
 ``2t + 8 + {0, 1}`` (``a2``, ``a3``, ``b1``) of the thread that holds them; mapping them to the physical
 ``32t + 4i + {0, 1}`` and ``32t + 4i + {2, 3}`` is a bijection inside each mma and the same for A and B,
 so every product pairs a weight and an activation of the same k (the sum only changes order).
-One byte becomes the fp16 pair ``(q_lo - 8, q_hi - 8)`` in three instructions: ``prmt`` copies it into
-byte lanes 0 and 2, one ``lop3`` (``& 0x00F0000F | 0x64006400``) makes ``(1024 + q_lo, 1024 + 16 q_hi)``,
-and one ``fma.rn.f16x2`` with ``(1, 1/16)`` and ``(-1032, -72)`` gives ``(q_lo - 8, q_hi - 8)``: small
-integers, exact in every step.  The B fragment of step ``i`` is ``A[g][32t+4i .. +3]``, four
+One byte becomes the fp16 pair ``(q_lo - 8, q_hi - 8)`` in three instructions (:data:`EXPAND`):
+``prmt`` copies it into byte lanes 0 and 2 and the byte 0x64 into lanes 1 and 3, one ``lop3``
+(``& 0x64F0640F``) leaves ``(1024 + q_lo, 1024 + 16 q_hi)``, and one ``fma.rn.f16x2`` with ``(1, 1/16)``
+and ``(-1032, -72)`` gives ``(q_lo - 8, q_hi - 8)``: small integers, exact in every step.  The three
+constants the instructions take as registers are read from shared memory once per group (given as
+literals, ptxas re-created the fma's constant before every use: ~25 more instructions a group).  The B fragment of step ``i`` is ``A[g][32t+4i .. +3]``, four
 consecutive halves: the activation tile needs no pair permutation (the decode kernel's ``pair_up``).
 
 **Activations resident, K split over a cluster.**  A block's activation slice (``8 nt`` rows of
@@ -161,10 +163,10 @@ __device__ __forceinline__ void slot(const void* ws, const void* ab, const void*
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
       // word j = bytes 4j..4j+3: step 2j (bytes 0, 1 of the word) and step 2j+1 (bytes 2, 3)
-      const unsigned e00 = expand<0>(r0[j], mg, ml, ad), e01 = expand<1>(r0[j], mg, ml, ad), e02 = expand<2>(r0[j], mg, ml, ad),
-                     e03 = expand<3>(r0[j], mg, ml, ad);
-      const unsigned e10 = expand<0>(r1[j], mg, ml, ad), e11 = expand<1>(r1[j], mg, ml, ad), e12 = expand<2>(r1[j], mg, ml, ad),
-                     e13 = expand<3>(r1[j], mg, ml, ad);
+      const unsigned e00 = expand<0>(r0[j], mg, ml, ad), e01 = expand<1>(r0[j], mg, ml, ad),
+                     e02 = expand<2>(r0[j], mg, ml, ad), e03 = expand<3>(r0[j], mg, ml, ad);
+      const unsigned e10 = expand<0>(r1[j], mg, ml, ad), e11 = expand<1>(r1[j], mg, ml, ad),
+                     e12 = expand<2>(r1[j], mg, ml, ad), e13 = expand<3>(r1[j], mg, ml, ad);
 #pragma unroll
       for (int n = 0; n < NT; ++n) {
         // k = 32t + 8j + 0..7 of activation row 8n + g, stored at 32j + 8t of the group
