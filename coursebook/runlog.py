@@ -30,6 +30,9 @@ TOKENS: tuple[tuple[str, str], ...] = (
     (r"e(\d+)", "结尾每次暂存并写回 {0} 列输出"),
     (r"if(\d+)", "消费者释放一级流水之前保留 {0} 批未等待的 wgmma（inflight）"),
     (r"pers", "persistent：每个 SM 一个线程块，依次处理多个输出分块"),
+    (r"b(\d+)", "每个消费者 {0} 块结尾暂存缓冲轮流使用，TMA 写回只在缓冲要再用时才等待"),
+    (r"ef", "输出只写一次：写回时给 L2 加 evict-first 提示"),
+    (r"dsmem", "沿 K 的各段组成一个簇，部分和经分布式共享内存相加，C 只写一次，不用工作区，也没有第二个 kernel"),
     (r"sk", "stream-K：全部分块的 K 步排成一条序列，平均分给与 SM 数相等的常驻线程块，被切开的分块经 fp32 部分和与修正 kernel 合并"),
     (r"dp\+sk", "数据并行加 stream-K：先按整波算完整的分块，只把最后不满的一波切成 stream-K"),
     (r"nfast", "分块顺序先沿 N 走（缺省先沿 M）"),
@@ -65,6 +68,7 @@ TOKENS: tuple[tuple[str, str], ...] = (
     (r"kp", "簇里两个线程块沿 K 分摊同一组 128 行权重，部分和经 SM 之间的拷贝相加"),
     (r"mma", "张量核指令用 warp 级的 mma.sync（m16n8k16），不用 wgmma"),
     (r"x(\d+)", "每级流水按 {0} 个 K 分段展开进两块轮用的寄存器缓冲，一段的张量核乘法与下一段的展开重叠"),
+    (r"wd", "int4 展开按 32 位字做：每次从共享内存读 16 字节，一条 prmt、一条 lop3 和两条 f16x2 指令得到两个权重"),
     # the decode-shaped W4A16 kernel (kernels.gemm.w4a16_dec.label)
     (r"dec", "解码形状（M ≤ 16）的 W4A16 写法：权重以 128 位访存直接读进寄存器，不经共享内存，张量核用 mma.sync"),
     (r"r(\d+)", "每个线程块处理 {0} 行（W4A16 解码写法里是权重行，split-K 的归并 kernel 里是输出行）"),

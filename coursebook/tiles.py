@@ -391,7 +391,7 @@ def _probes(results: dict | None) -> dict[str, float]:
     out: dict[str, float] = {}
     for r in records(results, "gemm.w4a16", kind="search"):
         m = re.match(r"w4a16 probe (\w+) 16x8192x8192 (\S+)$", r.get("name", ""))
-        if not m or "_x" in m.group(2):
+        if not m or "_x" in m.group(2) or m.group(2).endswith("_wd"):
             continue
         ms = r.get("ms") or {}
         out[m.group(1)] = ms.get(m.group(1), 0) * 1e3
@@ -419,6 +419,24 @@ def _decode_search(results: dict | None) -> dict:
               if re.match(r"w4a16 probe loadonly 1x8192x8192 ", r.get("name", ""))]
     probes = [t for t in probes if t]
     out["loadonly"] = min(probes) * 1e3 if probes else None
+    return out
+
+
+#: The shapes of suite ``gemm.w4a16`` by the key the pages use.
+W4_SHAPES = (("m1", "1x8192x8192"), ("m16", "16x8192x8192"), ("m64", "64x8192x8192"), ("m128", "128x8192x8192"),
+             ("square", "4096x4096x4096"))
+
+
+def _wide_search(results: dict | None) -> dict:
+    """Per shape: the best time (µs) among the wgmma kernel's candidates with the word-wide
+    expansion (labels ending ``_wd``) and among those with the per-element one (the decode
+    kernel's ``dec_`` candidates left out); ``None`` where the search has none."""
+    out: dict = {}
+    for key, shape in W4_SHAPES:
+        ms = (search(results, f"w4a16 {shape}") or {}).get("ms") or {}
+        wide = [t for k, t in ms.items() if k.endswith("_wd") and t]
+        elem = [t for k, t in ms.items() if not k.endswith("_wd") and not k.startswith("dec_") and t]
+        out[key] = (min(wide) * 1e3 if wide else None, min(elem) * 1e3 if elem else None)
     return out
 
 
@@ -456,6 +474,11 @@ def library_values(results: dict | None) -> dict[str, str]:
         v["derived.gemm.lib.w4.compute_from"] = f"{compute_bound_from(r0['shape'][1], r0['shape'][2], r0.get('group', 128), r0.get('machine')):.0f}"
     else:
         v["derived.gemm.lib.w4.compute_from"] = d
+    ws = _wide_search(results)
+    for key, _ in W4_SHAPES:
+        wide, elem = ws[key]
+        v[f"derived.gemm.lib.w4.wide.{key}_us"] = d if wide is None else f"{wide:.1f}"
+        v[f"derived.gemm.lib.w4.elem.{key}_us"] = d if elem is None else f"{elem:.1f}"
     p = _probes(results)
     r16 = bench(results, "w4a16 16x8192x8192") or {}
     base16 = (r16.get("baselines") or {}).get(W4_BASE)
@@ -630,6 +653,14 @@ def library_claims(results: dict | None) -> list:
     out.append(C.compare("claim.gemm.lib.w4.overlap", longer, need,
                          lower="两者中较长的那个也短于目标要求的时间：只要把展开完全藏进张量核乘法的阴影里，这个结构就够得着目标",
                          higher="两者中较长的那个已经长于目标要求的时间：即使完全重叠，这个结构也够不着目标"))
+    ws = _wide_search(results)
+    both = [(a, b) for a, b in (ws[k] for k, _ in W4_SHAPES) if a is not None and b is not None]
+    k_fast = sum(a < b for a, b in both)
+    out.append(C.choose("claim.gemm.lib.w4.wide.result", None if not both else (
+        "faster" if k_fast == len(both) else "slower" if k_fast == 0 else "split"), {
+        "faster": "测到的 {n} 个形状上，按字展开的配置都比逐元素展开的最快配置快",
+        "slower": "测到的 {n} 个形状上，按字展开的配置都没有比逐元素展开的最快配置快",
+        "split": "测到的 {n} 个形状里，按字展开只在 {k} 个上比逐元素展开的最快配置快"}, n=len(both), k=k_fast))
     dq = _decode_search(results)
     pairs = [(dq[f"dec{m}"], dq[f"wg{m}"]) for m in (1, 16)]
     case = None if any(a is None or b is None for a, b in pairs) else (

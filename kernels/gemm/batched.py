@@ -84,17 +84,25 @@ def run(a: Any, b: Any, **cfg: Any) -> Any:
 
 # ---------------------------------------------------------------- the batch folded into M (ws.py)
 def ws_config(block_N: int, block_K: int, stages: int, epi_cols: int = 0, inflight: int = 0, persistent: bool = True,
-              cluster: int = 1, panel: int = 8) -> dict[str, Any]:
-    """One configuration of :func:`build_ws`."""
-    return dict(block_N=block_N, block_K=block_K, stages=stages, epi_cols=epi_cols, inflight=inflight,
-                persistent=persistent, cluster=cluster, panel=panel)
+              cluster: int = 1, panel: int = 8, store_bufs: int = 1, evict_first: bool = False) -> dict[str, Any]:
+    """One configuration of :func:`build_ws`; ``store_bufs`` / ``evict_first`` (the epilogue's
+    staging buffers and L2 hint, :func:`kernels.gemm.ws.rung4_ws`) are kept only when not the
+    default (earlier configurations unchanged)."""
+    cfg = dict(block_N=block_N, block_K=block_K, stages=stages, epi_cols=epi_cols, inflight=inflight,
+               persistent=persistent, cluster=cluster, panel=panel)
+    if store_bufs != 1:
+        cfg["store_bufs"] = store_bufs
+    if evict_first:
+        cfg["evict_first"] = True
+    return cfg
 
 
 def ws_label(cfg: dict[str, Any]) -> str:
     """Short printable name of a :func:`build_ws` configuration."""
     return (f"n{cfg['block_N']}_k{cfg['block_K']}_s{cfg['stages']}" + (f"_e{cfg['epi_cols']}" if cfg["epi_cols"] else "")
             + f"_if{cfg['inflight']}" + ("_pers" if cfg["persistent"] else "")
-            + (f"_c{cfg['cluster']}" if cfg["cluster"] > 1 else "") + (f"_p{cfg['panel']}" if cfg["panel"] != 8 else ""))
+            + (f"_c{cfg['cluster']}" if cfg["cluster"] > 1 else "") + (f"_p{cfg['panel']}" if cfg["panel"] != 8 else "")
+            + (f"_b{cfg['store_bufs']}" if cfg.get("store_bufs", 1) != 1 else "") + ("_ef" if cfg.get("evict_first") else ""))
 
 
 def build_ws(batch: int, M: int, N: int, K: int, cfg: dict[str, Any], workers: int = SMS) -> Any:
@@ -103,6 +111,7 @@ def build_ws(batch: int, M: int, N: int, K: int, cfg: dict[str, Any], workers: i
     from kernels.gemm.ws import rung4_ws
 
     kw = {k: cfg[k] for k in ("block_N", "block_K", "stages", "epi_cols", "inflight", "cluster", "panel")}
+    kw.update({k: cfg[k] for k in ("store_bufs", "evict_first") if k in cfg})
     return rung4_ws(batch * M, N, K, workers=workers if cfg["persistent"] else 0, batch=batch, **kw)
 
 

@@ -128,27 +128,39 @@ REDUCE_ROWS = 16
 
 
 def ws_splitk_config(splits: int, block_N: int = 256, stages: int = 4, cluster: int = 1, epi_cols: int = 64,
-                     panel: int = 8, inflight: int = 0, reduce_rows: int = REDUCE_ROWS) -> dict[str, Any]:
+                     panel: int = 8, inflight: int = 0, reduce_rows: int = REDUCE_ROWS,
+                     cluster_reduce: bool = False) -> dict[str, Any]:
     """One configuration of :func:`build_ws` (K blocks of 64); ``reduce_rows`` -- the reduction's
-    rows per block -- is kept only when it is not the default (earlier configurations unchanged)."""
+    rows per block -- is kept only when it is not the default (earlier configurations unchanged);
+    ``cluster_reduce`` -- the slices summed inside the kernel, in a thread-block cluster (no
+    workspace, no reduction kernel: :func:`kernels.gemm.ws.splitk_ws`) -- only when set."""
     cfg = dict(splits=splits, block_N=block_N, block_K=64, stages=stages, cluster=cluster, epi_cols=epi_cols,
                panel=panel, inflight=inflight)
     if reduce_rows != REDUCE_ROWS:
         cfg["reduce_rows"] = reduce_rows
+    if cluster_reduce:
+        require(reduce_rows == REDUCE_ROWS, "cluster_reduce has no reduction kernel: leave reduce_rows alone")
+        cfg["cluster_reduce"] = True
     return cfg
 
 
 def ws_splitk_label(cfg: dict[str, Any]) -> str:
     return (f"ws s={cfg['splits']} 128x{cfg['block_N']} st{cfg['stages']} e{cfg['epi_cols']}"
             + (f" c{cfg['cluster']}" if cfg["cluster"] > 1 else "") + (f" if{cfg['inflight']}" if cfg["inflight"] else "")
-            + (f" r{cfg['reduce_rows']}" if cfg.get("reduce_rows", REDUCE_ROWS) != REDUCE_ROWS else ""))
+            + (f" r{cfg['reduce_rows']}" if cfg.get("reduce_rows", REDUCE_ROWS) != REDUCE_ROWS else "")
+            + (" dsmem" if cfg.get("cluster_reduce") else ""))
 
 
 def build_ws(M: int, N: int, K: int, cfg: dict[str, Any], workers: int = SMS) -> tuple[Any, Any]:
-    """(split-K kernel, reduction kernel) of one configuration; ``workers`` persistent blocks."""
+    """(split-K kernel, reduction kernel) of one configuration; ``workers`` persistent blocks.  With
+    ``cluster_reduce`` the reduction kernel is None (the slices are summed in the cluster) and the
+    workers are a multiple of the split (whole clusters)."""
     from kernels.gemm.ws import splitk_ws
 
     kw = {k: cfg[k] for k in ("block_N", "block_K", "stages", "cluster", "epi_cols", "panel", "inflight")}
+    if cfg.get("cluster_reduce"):
+        return splitk_ws(M, N, K, cfg["splits"], workers=workers - workers % cfg["splits"], cluster_reduce=True,
+                         **kw), None
     rows = cfg.get("reduce_rows", REDUCE_ROWS)
     return splitk_ws(M, N, K, cfg["splits"], workers=workers - workers % cfg["cluster"], **kw), \
         (splitk_reduce(cfg["splits"], M, N) if rows == REDUCE_ROWS else splitk_reduce(cfg["splits"], M, N, block_M=rows))
@@ -157,10 +169,13 @@ def build_ws(M: int, N: int, K: int, cfg: dict[str, Any], workers: int = SMS) ->
 def check_ws_inputs(a: Any, b: Any, cfg: dict[str, Any]) -> tuple[int, int, int]:
     """Operands of the hand-written split-K: fp16 ``[M, K]`` and ``[N, K]``; M a multiple of the
     reduction's rows (16 unless the configuration names others), N of 256 (its columns), K of
-    ``splits * 64``; one CUDA device."""
+    ``splits * 64``; one CUDA device.  With ``cluster_reduce``: M a multiple of 128 and N of
+    ``block_N`` (whole tiles: C is stored without clipping)."""
     import torch
 
-    M, N, K = check_operands(a, b, torch.float16, tiles={"M": cfg.get("reduce_rows", REDUCE_ROWS), "N": 256}, cuda=False)
+    tiles = ({"M": 128, "N": cfg["block_N"]} if cfg.get("cluster_reduce")
+             else {"M": cfg.get("reduce_rows", REDUCE_ROWS), "N": 256})
+    M, N, K = check_operands(a, b, torch.float16, tiles=tiles, cuda=False)
     require(K % (cfg["splits"] * cfg["block_K"]) == 0,
             f"K={K} must be a multiple of splits*block_K = {cfg['splits']}*{cfg['block_K']}")
     return check_operands(a, b, torch.float16, block_N=cfg["block_N"])
@@ -172,6 +187,12 @@ def make_ws_runner(a: Any, b: Any, cfg: dict[str, Any], workers: int = SMS):
 
     M, N, K = check_ws_inputs(a, b, cfg)
     gemm, reduce = build_ws(M, N, K, cfg, workers)
+    if reduce is None:  # cluster_reduce: one kernel writes C
+        def fused(c: Any) -> Any:
+            gemm(a, b, c)
+            return c
+
+        return fused
     ws = torch.empty((cfg["splits"] * M, N), dtype=torch.float32, device=a.device)
 
     def fn(c: Any) -> Any:

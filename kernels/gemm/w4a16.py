@@ -55,6 +55,18 @@ Further knobs, each a candidate of the H200 search (:data:`CANDIDATES`):
   one consumer the expansion overlaps the tensor-core work, and a stage can be longer (more
   of each weight row per TMA copy) without more registers.
 
+* ``wide``: the expansion word by word instead of element by element (:data:`_WIDE_SRC`, inline
+  CUDA).  A thread's fragment for two steps of 16 k holds byte lane ``t`` (its index in the
+  quad) of the four 32-bit words of a 16-byte run of one weight row: one 128-bit shared-memory
+  read gives them (the four threads of a quad read the same run, a broadcast), and each byte
+  becomes an fp16 pair by ``prmt`` (the byte into both halves under the exponent byte of 1024),
+  one ``lop3`` (keep the low nibble in the lower half, the high nibble in the upper) and one
+  ``fma.f16x2`` with (1, 1/16) and (-1032, -72), which leaves ``q - 8`` exactly in both halves,
+  then one ``mul.f16x2`` by the scale: the same single rounding as the reference's.  One 128-bit
+  shared-memory read per 8 weights instead of one byte read per 2 (the per-element form, which
+  nvcc already packs into ``f16x2`` arithmetic).  It reproduces the swizzle tilelang gives the
+  packed tile (:func:`wide_offset`), for stages of 128, 256 or 512 k.
+
 With ``split="k"`` every ring must have an even number of slots, so that a slot always serves
 the same consumer: an mbarrier is waited on by phase parity, and with an odd ring one
 consumer could pass over a phase the other one has not consumed yet (on the H200 such a
@@ -87,8 +99,64 @@ PRODUCER_REGS = 40
 CONSUMER_REGS = 232
 #: Shared memory one block may use on an H100/H200 SM (bytes).
 SMEM_LIMIT = 232448
+#: The word-wide expansion (``wide``): one 16-byte run of each of a thread's two weight rows per
+#: two steps of 16 k, into the wgmma register fragment ``frag`` (four 32-bit registers per step:
+#: rows g / g+8 at k 2t..2t+1, then at k 2t+8..2t+9).  ``ws`` = the stage's packed tile (128-byte
+#: rows, 128-byte swizzle), ``ss`` = the block's scales (``G`` per row), ``row0`` = the consumer's
+#: first weight row in the tile, ``cb0`` = first byte of the piece in the row, ``kg`` = its first k.
+_WIDE_SRC = r"""
+#include <cuda_fp16.h>
+namespace w4w {
+template <int NKI, int G, int GROUP, int RB, int PLANE>
+__device__ __forceinline__ void expand(const void* wsp, const void* ssp, int row0, int cb0, int kg, void* fragp) {
+  const unsigned char* ws = (const unsigned char*)wsp;
+  const unsigned short* ss = (const unsigned short*)ssp;
+  unsigned* frag = (unsigned*)fragp;
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const int rb = row0 + 16 * ((threadIdx.x >> 5) & 3) + g;
+  // byte t into bytes 0 and 2, the exponent byte 0x64 of 1024 into bytes 1 and 3
+  const unsigned sel = 0x7050u | (0x0101u * t);
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int r = rb + 8 * h;
+#pragma unroll
+    for (int c = 0; c < NKI / 2; ++c) {
+      const int b = cb0 + 16 * c;
+      // tilelang's swizzle of the packed tile: 128-byte planes of the rows (chunk ^ row % 8), or
+      // 64-byte rows (chunk ^ (row / 2) % 4); see wide_offset()
+      const int off = RB == 128 ? (b >> 7) * PLANE + r * 128 + ((((b >> 4) & 7) ^ (r & 7)) << 4)
+                                : r * 64 + ((((b >> 4) & 3) ^ ((r >> 1) & 3)) << 4);
+      const uint4 v = *(const uint4*)(ws + off);
+      const unsigned s1 = ss[r * G + (kg + 32 * c) / GROUP];
+      const unsigned s2 = s1 | (s1 << 16);
+      const unsigned w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        // (1024 + q_lo, 1024 + 16 q_hi): the low nibble of the lower half, the high one of the upper
+        const unsigned x = __byte_perm(w[j], 0x64006400u, sel) & 0xFFF0FF0Fu;
+        const __half2 q = __hfma2(*(const __half2*)&x, __halves2half2(__ushort_as_half(0x3C00), __ushort_as_half(0x2C00)),
+                                  __halves2half2(__ushort_as_half(0xE408), __ushort_as_half(0xD480)));
+        const __half2 z = __hmul2(q, *(const __half2*)&s2);
+        frag[(2 * c + (j >> 1)) * 4 + h + 2 * (j & 1)] = *(const unsigned*)&z;
+      }
+    }
+  }
+}
+}  // namespace w4w
+"""
+
 #: Named barriers: 1 = both consumers (split-K reduction), 2/3 = one consumer's epilogue.
 _BAR_BOTH, _BAR_EPI = 1, (2, 3)
+
+
+def wide_offset(row: int, byte: int, *, rows: int, row_bytes: int) -> int:
+    """Where tilelang's swizzled layout puts byte ``byte`` of weight row ``row`` of one stage of the
+    packed tile (``rows`` x ``row_bytes``), as the ``wide`` expansion computes it: rows of 64 bytes
+    swap 16-byte chunks by ``(row / 2) % 4``; longer rows are stored as 128-byte planes of all the
+    rows, each swapping chunks by ``row % 8``."""
+    if row_bytes == 64:
+        return row * 64 + ((((byte >> 4) & 3) ^ ((row >> 1) & 3)) << 4) + (byte & 15)
+    return (byte >> 7) * rows * 128 + row * 128 + ((((byte >> 4) & 7) ^ (row & 7)) << 4) + (byte & 15)
 
 
 def block_rows(split: str) -> int:
@@ -114,7 +182,8 @@ def grid(M: int, N: int, *, block_M: int, split: str, kpair: bool = False) -> tu
 
 
 def check_config(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, stages: int, split: str,
-                 cluster: int, stages_w: int = 0, kpair: bool = False, chunk: int = 0) -> None:
+                 cluster: int, stages_w: int = 0, kpair: bool = False, chunk: int = 0, wide: bool = False,
+                 inst: str = "wgmma") -> None:
     """Every constraint of one configuration, each failure naming it (ValueError)."""
     rows = block_rows(split)
     for name, v in (("M", M), ("N", N), ("K", K), ("group", group), ("block_K", block_K), ("stages", stages)):
@@ -146,6 +215,13 @@ def check_config(M: int, N: int, K: int, *, group: int, block_M: int, block_K: i
                 f"chunk={chunk} must be a multiple of 16 that splits block_K={block_K} into an even number of "
                 f"pieces (two register buffers used in turn)")
         require(stages_w == 0, "chunk (expansion in pieces) is written for one ring: stages_w must be 0")
+    if wide:
+        require(inst == "wgmma", f"wide (the word-wide expansion) fills wgmma's register fragment: inst must be "
+                                 f"'wgmma', got {inst!r}")
+        require(block_K in (128, 256, 512), f"wide reproduces the swizzle of 64-, 128- and 256-byte weight rows: "
+                                            f"block_K must be 128, 256 or 512, got {block_K}")
+        require(group % 32 == 0, f"wide reads 32 k of a row at a time under one scale: group={group} must be a "
+                                 f"multiple of 32")
     g = K // group
     require(g % 8 == 0, f"K/group={g} must be a multiple of 8: the block's scale rows are copied by TMA, "
                         f"whole 16-byte rows")
@@ -156,10 +232,11 @@ def check_config(M: int, N: int, K: int, *, group: int, block_M: int, block_K: i
 
 def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, stages: int, split: str,
              cluster: int, probe: str = "", stages_w: int = 0, kpair: bool = False, inst: str = "wgmma",
-             chunk: int = 0):
+             chunk: int = 0, wide: bool = False):
     check_config(M, N, K, group=group, block_M=block_M, block_K=block_K, stages=stages, split=split,
-                 cluster=cluster, stages_w=stages_w, kpair=kpair, chunk=chunk)
+                 cluster=cluster, stages_w=stages_w, kpair=kpair, chunk=chunk, wide=wide, inst=inst)
     kc = chunk or block_K  # K expanded into one register buffer
+    wide_rb, wide_plane = min(block_K // 2, 128), block_rows(split) * 128  # wide: swizzle row bytes, plane bytes
     n_c = block_K // kc
     decoupled = stages_w > 0
     rows = block_rows(split)
@@ -180,12 +257,18 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
 
     require(probe in ("", "noexpand", "nomma"), f"probe must be '', 'noexpand' or 'nomma', got {probe!r}")
     require(inst in ("wgmma", "mma"), f"inst must be 'wgmma' or 'mma', got {inst!r}")
+    require(not (wide and probe == "nomma"), "wide fills the register fragment that only the tensor-core work "
+                                             "gives a layout: the nomma probe is for the per-element expansion")
     if probe == "nomma":
         inst = "none"
 
     @T.macro
     def expand(W_s, S_s, Wf, s, ko, r0):
-        if probe == "noexpand":  # timing probe: the scale in every register, the packed tile unread
+        if wide and probe != "noexpand":
+            T.evaluate(T.call_extern("handle", f"w4w::expand<{block_K // 16}, {G}, {group}, {wide_rb}, {wide_plane}>",
+                                     T.access_ptr(W_s[s, 0, 0], "r"), T.access_ptr(S_s[0, 0], "r"), r0, 0,
+                                     ko * block_K, Wf.data))
+        elif probe == "noexpand":  # timing probe: the scale in every register, the packed tile unread
             for j, k in T.Parallel(WG_ROWS, block_K):
                 Wf[j, k] = S_s[r0 + j, (ko * block_K + k) // group]
         else:
@@ -217,7 +300,11 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
     @T.macro
     def expand_c(W_s, S_s, Wf, s, ko, r0, c0):
         """:func:`expand` of the K piece ``[c0, c0 + kc)`` of stage ``s`` (``chunk``)."""
-        if probe == "noexpand":
+        if wide and probe != "noexpand":
+            T.evaluate(T.call_extern("handle", f"w4w::expand<{kc // 16}, {G}, {group}, {wide_rb}, {wide_plane}>",
+                                     T.access_ptr(W_s[s, 0, 0], "r"), T.access_ptr(S_s[0, 0], "r"), r0, c0 // 2,
+                                     ko * block_K + c0, Wf.data))
+        elif probe == "noexpand":
             for j, k in T.Parallel(WG_ROWS, kc):
                 Wf[j, k] = S_s[r0 + j, (ko * block_K + c0 + k) // group]
         else:
@@ -307,6 +394,8 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
         C: T.Tensor((M, N), T.float16),
     ):
         with T.Kernel(grid_n, grid_m, threads=THREADS, cluster_dims=(cdim, 1, 1)) as (bx, by):
+            if wide:
+                T.import_source(_WIDE_SRC)
             A_s = T.alloc_shared((stages, block_M, block_K), T.float16)
             W_s = T.alloc_shared((sw, rows, block_K // 2), T.uint8)
             S_s = T.alloc_shared((rows, G), T.float16)
@@ -479,6 +568,7 @@ def w4a16_gemm(
     stages_w: int = 0,
     kpair: bool = False,
     chunk: int = 0,
+    wide: bool = False,
 ):
     """W4A16 with the weights expanded into wgmma's register operand (see the module docstring).
 
@@ -486,10 +576,11 @@ def w4a16_gemm(
     ``split`` = ``"k"`` (two consumers on alternate K blocks of 64 weight rows) or ``"n"``
     (each consumer its own 64 rows); ``cluster`` = blocks along N sharing the activation
     tile by TMA multicast; ``probe="noexpand"`` = a timing probe that skips the expansion
-    (wrong results: the time of the same pipeline without the ALU work).
+    (wrong results: the time of the same pipeline without the ALU work); ``wide`` = the
+    word-wide expansion.
     """
     return _program(M, N, K, group=group, block_M=block_M, block_K=block_K, stages=stages, split=split,
-                    cluster=cluster, probe=probe, stages_w=stages_w, kpair=kpair, chunk=chunk)
+                    cluster=cluster, probe=probe, stages_w=stages_w, kpair=kpair, chunk=chunk, wide=wide)
 
 
 #: The warp-level tensor-core path: tilelang's wgmma lowering switched off, T.gemm on m16n8k16.
@@ -521,13 +612,15 @@ def w4a16_gemm_mma(
 
 
 def config(block_M: int, block_K: int, stages: int, split: str = "k", cluster: int = 1, stages_w: int = 0,
-           kpair: bool = False, inst: str = "wgmma", chunk: int = 0) -> dict[str, Any]:
-    """One configuration as the suite's tables and :func:`build` take it (``chunk`` only when set,
-    so the configurations of the recorded runs keep their form)."""
+           kpair: bool = False, inst: str = "wgmma", chunk: int = 0, wide: bool = False) -> dict[str, Any]:
+    """One configuration as the suite's tables and :func:`build` take it (``chunk`` and ``wide`` only
+    when set, so the configurations of the recorded runs keep their form)."""
     cfg = dict(block_M=block_M, block_K=block_K, stages=stages, split=split, cluster=cluster, stages_w=stages_w,
                kpair=kpair, inst=inst)
     if chunk:
         cfg["chunk"] = chunk
+    if wide:
+        cfg["wide"] = True
     return cfg
 
 
@@ -544,7 +637,8 @@ def label(cfg: dict[str, Any]) -> str:
     return (f"m{cfg['block_M']}_k{cfg['block_K']}_s{cfg['stages']}"
             + (f"_w{cfg['stages_w']}" if cfg.get("stages_w") else "") + f"_{cfg['split']}"
             + (f"_c{cfg['cluster']}" if cfg.get("cluster", 1) > 1 else "") + ("_kp" if cfg.get("kpair") else "")
-            + ("_mma" if cfg.get("inst") == "mma" else "") + (f"_x{cfg['chunk']}" if cfg.get("chunk") else ""))
+            + ("_mma" if cfg.get("inst") == "mma" else "") + (f"_x{cfg['chunk']}" if cfg.get("chunk") else "")
+            + ("_wd" if cfg.get("wide") else ""))
 
 
 def build(M: int, N: int, K: int, group: int, cfg: dict[str, Any], probe: str = "") -> Any:
@@ -613,7 +707,7 @@ def run_w4a16(a: Any, packed: Any, scales: Any, group: int = 128, out: Any = Non
     M, N, K = check_w4a16_inputs(a, packed, scales, group)
     cfg = cfg if cfg.get("inst") in ("dec", "tma") else {**pick_config(M), **cfg}
     if cfg.get("inst") not in ("dec", "tma"):  # the decode kernels' builds check their own configuration
-        check_config(M, N, K, group=group, **{k: v for k, v in cfg.items() if k != "inst"})
+        check_config(M, N, K, group=group, **cfg)
     if out is None:
         out = torch.empty((M, N), dtype=torch.float16, device=a.device)
     check_matrix(out, "out", (M, N), torch.float16)

@@ -15,7 +15,14 @@ barrier, ``T.wgmma_gemm``, ``T.wait_wgmma``, ``T.alloc_barrier`` /
 * ``epi_cols`` -- C staged and stored in column chunks, which frees room for a fourth stage;
 * ``workers`` -- a persistent grid, the producer's ring running on across tile boundaries;
 * ``cluster`` -- 2 blocks along M share the B tile through a TMA multicast, and a stage is
-  released by the consumers of *both* blocks.
+  released by the consumers of *both* blocks;
+* ``store_bufs`` / ``evict_first`` -- the epilogue's TMA store issued without waiting
+  (``T.tma_copy``), into staging buffers used in turn, waited on (``T.tma_store_wait``) only when
+  its buffer comes round again, optionally with an L2 evict-first hint (for outputs that dominate
+  the time, such as attention scores);
+* ``cluster_reduce`` (split-K) -- the blocks of one tile's K slices form a thread-block cluster
+  and sum their fp32 partials through distributed shared memory instead of a workspace and a
+  second kernel.
 
 Layout of one block (384 threads):
 
@@ -64,6 +71,74 @@ def empty_arrivals(cluster: int) -> int:
     return (WS_THREADS - 128) // 32 * cluster
 
 
+#: Largest portable thread-block cluster (the blocks of one split-K tile under ``cluster_reduce``).
+MAX_CLUSTER = 8
+#: Threads of one consumer warpgroup, each summing 8 consecutive columns at a time.
+_SUM_THREADS = 128
+_SUM_VEC = 8
+
+
+def reduce_vectors(splits: int, epi_cols: int) -> int:
+    """8-column vectors one block sums per consumer and chunk under ``cluster_reduce``: its
+    ``64 / splits`` rows of the consumer's 64, ``epi_cols`` columns."""
+    return (WS_BLOCK_M // 2 // splits) * (epi_cols // _SUM_VEC)
+
+
+def check_cluster_reduce(splits: int, epi_cols: int) -> None:
+    """The cluster sum's work division: every block takes ``64 / splits`` whole rows of a consumer's
+    half and the 128 threads of the consumer take whole 8-column vectors, all in equal number."""
+    require(splits >= 2 and (WS_BLOCK_M // 2) % splits == 0,
+            f"cluster_reduce: splits={splits} must divide the {WS_BLOCK_M // 2} rows of a consumer")
+    require(epi_cols % _SUM_VEC == 0, f"cluster_reduce: epi_cols={epi_cols} must be a multiple of {_SUM_VEC}")
+    n = reduce_vectors(splits, epi_cols)
+    require(n % _SUM_THREADS == 0,
+            f"cluster_reduce: {WS_BLOCK_M // 2 // splits} rows x {epi_cols} columns make {n} vectors of "
+            f"{_SUM_VEC}, not a multiple of the {_SUM_THREADS} threads of a consumer (raise epi_cols)")
+
+
+def reduce_slot(rank, v, tid, splits: int, epi_cols: int):
+    """(row within the consumer's 64, first column within the chunk) that thread ``tid`` of a consumer
+    sums in its ``v``-th step on the block of cluster rank ``rank`` (ints or TIR expressions)."""
+    per_row = epi_cols // _SUM_VEC
+    idx = v * _SUM_THREADS + tid
+    return rank * (WS_BLOCK_M // 2 // splits) + idx // per_row, idx % per_row * _SUM_VEC
+
+
+#: Device code of the cluster sum: 8 fp32 of the same position in the staging of every block of the
+#: cluster (``mapa`` + ``ld.shared::cluster``, two 16-byte halves: the staging is swizzled in 16-byte
+#: chunks), summed in rank order (deterministic), written as 8 halves with one 16-byte store.
+_CLUSTER_SUM_SRC = r"""
+namespace skq {
+__device__ __forceinline__ void fence_cluster() { asm volatile("fence.acq_rel.cluster;" ::: "memory"); }
+__device__ __forceinline__ float4 ld_cluster_f4(unsigned addr, int rank) {
+  unsigned remote;
+  float4 v;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(addr), "r"(rank));
+  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(remote) : "memory");
+  return v;
+}
+template <int S, typename Out>
+__device__ __forceinline__ void cluster_sum8(Out* dst, float* lo, float* hi) {
+  unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(lo));
+  unsigned b = static_cast<unsigned>(__cvta_generic_to_shared(hi));
+  float s[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+  for (int r = 0; r < S; ++r) {
+    float4 x = ld_cluster_f4(a, r);
+    float4 y = ld_cluster_f4(b, r);
+    s[0] += x.x; s[1] += x.y; s[2] += x.z; s[3] += x.w;
+    s[4] += y.x; s[5] += y.y; s[6] += y.z; s[7] += y.w;
+  }
+  Out o[8];
+#pragma unroll
+  for (int i = 0; i < 8; ++i) o[i] = Out(s[i]);
+  *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<uint4*>(o);
+}
+}  // namespace skq
+"""
+
+
 def stages_ahead(stages: int, inflight: int) -> int:
     """Stages the producer can fill ahead of the consumers: each consumer holds the stage it
     computes on plus the ``inflight`` ones whose wgmma it has not waited for yet."""
@@ -79,12 +154,14 @@ def ws_grid(M: int, N: int, block_N: int, cluster: int) -> tuple[int, int]:
 
 def _ws_program(M: int, N: int, K: int, *, fp8: bool, block_N: int, block_K: int, stages: int, panel: int,
                 cluster: int, inflight: int, epi_cols: int, workers: int, dtype: str = "float16", batch: int = 1,
-                groups: int = 0, splits: int = 1):
+                groups: int = 0, splits: int = 1, store_bufs: int = 1, evict_first: bool = False,
+                cluster_reduce: bool = False):
     """The hand-written pipeline as a TileLang program: fp16 -> fp16 (``fp8=False``) or fp8 e4m3
     with per-tensor scales -> bf16 with two-level accumulation (``fp8=True``: every K block's
     wgmma result is a fresh fp32 partial, promoted into the fp32 accumulator by ordinary adds,
     as ``lowp.fp8_gemm_promoted(promote=1)`` does).  Arguments: see :func:`rung4_ws` and
-    :func:`fp8_ws`."""
+    :func:`fp8_ws`.  ``store_bufs`` / ``evict_first``: see :func:`rung4_ws`; ``cluster_reduce``: see
+    :func:`splitk_ws`."""
     require(cluster in (1, 2), f"cluster must be 1 or 2 blocks, got {cluster}")
     require(inflight in (0, 1), f"inflight must be 0 or 1, got {inflight}")
     require(stages >= 2 + inflight, f"stages={stages}: need at least {2 + inflight} with inflight={inflight}")
@@ -107,6 +184,24 @@ def _ws_program(M: int, N: int, K: int, *, fp8: bool, block_N: int, block_K: int
     # P[split * M + row, col] and a separate reduction adds the slices
     require(splits >= 1 and (splits == 1 or (batch == 1 and groups == 0 and not fp8 and workers > 0)),
             f"splits={splits}: split-K is fp16/bf16, not batched or grouped, and persistent (workers > 0)")
+    # store_bufs / evict_first: the epilogue's TMA store issued without a wait (T.tma_copy), waited on
+    # only when its staging buffer is about to be reused, into `store_bufs` buffers used in turn
+    require(store_bufs in (1, 2), f"store_bufs must be 1 or 2 staging buffers per consumer, got {store_bufs}")
+    deferred = store_bufs > 1 or evict_first
+    require(not (deferred and (fp8 or splits > 1)),
+            "store_bufs/evict_first apply to the fp16/bf16 store of whole tiles (not fp8, not split-K)")
+    # cluster_reduce: the `splits` blocks of one tile form a thread-block cluster and sum their fp32
+    # partials through distributed shared memory; C is written once, in fp16 (no workspace, no second pass)
+    require(not cluster_reduce or (splits > 1 and cluster == 1),
+            f"cluster_reduce needs splits > 1 and cluster=1 (the cluster is the split), got splits={splits}, "
+            f"cluster={cluster}")
+    if cluster_reduce:
+        require(splits <= MAX_CLUSTER, f"cluster_reduce: splits={splits} blocks form one cluster, at most {MAX_CLUSTER}")
+        require(workers % splits == 0, f"cluster_reduce: workers={workers} must be a multiple of splits={splits}")
+        require(M % WS_BLOCK_M == 0 and N % block_N == 0,
+                f"cluster_reduce stores C without clipping: M={M} must be a multiple of {WS_BLOCK_M}, "
+                f"N={N} of block_N={block_N}")
+        check_cluster_reduce(splits, epi_cols or block_N)
     half_dtype = T.bfloat16 if dtype == "bfloat16" else T.float16  # 16-bit in and out (fp8: bf16 out)
     in_dtype = T.float8_e4m3fn if fp8 else half_dtype
     out_dtype = T.bfloat16 if fp8 else half_dtype
@@ -118,6 +213,7 @@ def _ws_program(M: int, N: int, K: int, *, fp8: bool, block_N: int, block_K: int
     require(n_k % splits == 0, f"splits={splits} must divide the {n_k} K blocks of {block_K}")
     n_ks = n_k // splits  # K blocks of one work item
     n_items = n_ctiles * splits
+    c_dtype = out_dtype  # the dtype of C (cluster_reduce: fp16/bf16 while the staging is fp32)
     if splits > 1:
         out_dtype = T.float32
     if fp8 and inflight:
@@ -126,9 +222,15 @@ def _ws_program(M: int, N: int, K: int, *, fp8: bool, block_N: int, block_K: int
     acc_regs = half * block_N // 128
     persistent = workers > 0
     n_clusters = workers // cluster if persistent else n_ctiles
+    if cluster_reduce:  # one cluster of `splits` blocks per tile, rank = K slice
+        n_items = n_ctiles
+        n_clusters = workers // splits
     rounds = -(-n_items // n_clusters)
     grid = (workers,) if persistent else (grid_n, grid_m)
     cdims = (cluster, 1, 1) if persistent else (1, cluster, 1)
+    if cluster_reduce:
+        cdims = (splits, 1, 1)
+    n_chunks = block_N // epi_cols  # staged stores (or cluster sums) per tile and consumer
 
     @T.macro
     def tile_of(ct, rank, tile):
@@ -149,7 +251,10 @@ def _ws_program(M: int, N: int, K: int, *, fp8: bool, block_N: int, block_K: int
     def item_of(w, rank, tile):
         """Work item -> tile (and, for split-K, its K slice: item ``w`` is slice ``w // tiles`` of
         cluster tile ``w % tiles``, so the first wave holds every tile's first slice)."""
-        if splits > 1:
+        if cluster_reduce:
+            tile_of(w, 0, tile)
+            tile[2] = rank
+        elif splits > 1:
             tile_of(w % n_ctiles, rank, tile)
             tile[2] = w // n_ctiles
         else:
@@ -260,13 +365,72 @@ def _ws_program(M: int, N: int, K: int, *, fp8: bool, block_N: int, block_K: int
             T.copy(C_s, C[r0:r0 + half, c0:c0 + epi_cols])
 
     @T.macro
+    def epilogue_deferred(acc, C_s, C, tile, wg, t):
+        """The store of :func:`epilogue` issued by ``T.tma_copy`` (no wait), into ``store_bufs``
+        staging buffers used in turn; before a buffer is written again the issuing thread waits until
+        at most ``store_bufs - 1`` stores are still reading shared memory."""
+        T.warpgroup_fence_operand(acc, num_regs=acc_regs)
+        r0 = tile[0] * WS_BLOCK_M + wg * half
+        for h in T.unroll(n_chunks):
+            b = (t * n_chunks + h) % store_bufs
+            if h > 0 or persistent:
+                T.tma_store_wait(store_bufs - 1)  # only the issuing thread has store groups to wait for
+                T.sync_threads(barrier_id=_EPILOGUE_BARRIER[wg], arrive_count=128)
+            T.copy(acc[:, h * epi_cols:(h + 1) * epi_cols], C_s[b, :, :])
+            T.fence_proxy_async()
+            T.sync_threads(barrier_id=_EPILOGUE_BARRIER[wg], arrive_count=128)
+            c0 = tile[1] * block_N + h * epi_cols
+            T.tma_copy(C_s[b, :, :], C[r0:r0 + half, c0:c0 + epi_cols],
+                       eviction_policy="evict_first" if evict_first else None)
+
+    @T.macro
+    def epilogue_cluster(acc, C_s, C, bars, tile, wg, t):
+        """Cluster sum of the ``splits`` partials, chunk by chunk: every block stages its fp32 chunk,
+        announces it on every block's ``ready`` barrier, and once all have, sums its own
+        ``64 / splits`` rows of the chunk from the staging of every block (``ld.shared::cluster``),
+        writes them to C in fp16, and frees the peers' staging on their ``done`` barriers."""
+        T.warpgroup_fence_operand(acc, num_regs=acc_regs)
+        tid = T.get_thread_binding() % 128
+        r0 = tile[0] * WS_BLOCK_M + wg * half
+        for h in T.unroll(n_chunks):
+            q = t * n_chunks + h  # chunks staged so far by this consumer: the barriers' phase
+            if h > 0:
+                T.barrier_wait(bars[2 + wg], (q - 1) % 2)  # every peer has read the previous chunk
+            else:
+                if t > 0:
+                    T.barrier_wait(bars[2 + wg], (q - 1) % 2)
+            T.copy(acc[:, h * epi_cols:(h + 1) * epi_cols], C_s)
+            T.sync_threads(barrier_id=_EPILOGUE_BARRIER[wg], arrive_count=128)
+            if tid == 0:  # the warpgroup's staging writes, released to the cluster, then announced
+                T.call_extern("handle", "skq::fence_cluster")
+                for r in T.serial(splits):
+                    T.mbarrier_arrive(bars[wg], r)
+            T.barrier_wait(bars[wg], q % 2)
+            T.call_extern("handle", "skq::fence_cluster")
+            c0 = tile[1] * block_N + h * epi_cols
+            for v in T.serial(reduce_vectors(splits, epi_cols) // 128):
+                i, j = reduce_slot(tile[2], v, tid, splits, epi_cols)
+                T.call_extern("handle", f"skq::cluster_sum8<{splits}>", T.address_of(C[r0 + i, c0 + j]),
+                              T.address_of(C_s[i, j]), T.address_of(C_s[i, j + 4]))
+            T.sync_threads(barrier_id=_EPILOGUE_BARRIER[wg], arrive_count=128)
+            if tid == 0:  # every thread's reads of the peers' staging are done: free it
+                T.call_extern("handle", "skq::fence_cluster")
+                for r in T.serial(splits):
+                    T.mbarrier_arrive(bars[2 + wg], r)
+
+    @T.macro
     def consume(A_s, B_s, acc, p0, p1, C_s, C, SA, SB, full, empty, tile, g0, wg):
         lane = T.get_thread_binding() % 32
         if fp8:
             mainloop_fp8(A_s, B_s, acc, p0, p1, full, empty, g0, lane)
         else:
             mainloop_fp16(A_s, B_s, acc, full, empty, g0, lane)
-        epilogue(acc, C_s, C, SA, SB, tile, wg)
+        if deferred:
+            epilogue_deferred(acc, C_s, C, tile, wg, g0 // n_ks)
+        elif cluster_reduce:
+            epilogue_cluster(acc, C_s, C, SA, tile, wg, g0 // n_ks)
+        else:
+            epilogue(acc, C_s, C, SA, SB, tile, wg)
 
     @T.macro
     def body(A, B, C, SA, SB, E):
@@ -274,8 +438,12 @@ def _ws_program(M: int, N: int, K: int, *, fp8: bool, block_N: int, block_K: int
             A0_s = T.alloc_shared((stages, half, block_K), in_dtype)
             A1_s = T.alloc_shared((stages, half, block_K), in_dtype)
             B_s = T.alloc_shared((stages, block_N, block_K), in_dtype)
-            C0_s = T.alloc_shared((half, epi_cols), out_dtype)
-            C1_s = T.alloc_shared((half, epi_cols), out_dtype)
+            if deferred:
+                C0_s = T.alloc_shared((store_bufs, half, epi_cols), out_dtype)
+                C1_s = T.alloc_shared((store_bufs, half, epi_cols), out_dtype)
+            else:
+                C0_s = T.alloc_shared((half, epi_cols), out_dtype)
+                C1_s = T.alloc_shared((half, epi_cols), out_dtype)
             C0_l = T.alloc_fragment((half, block_N), T.float32)
             C1_l = T.alloc_fragment((half, block_N), T.float32)
             if fp8:  # the partials of the two-level accumulation (the second one for inflight=1)
@@ -299,8 +467,14 @@ def _ws_program(M: int, N: int, K: int, *, fp8: bool, block_N: int, block_K: int
                 empty = T.alloc_cluster_barrier([empty_arrivals(cluster)] * stages)
             else:
                 empty = T.alloc_barrier([empty_arrivals(1)] * stages)
+            if cluster_reduce:  # ready[wg0], ready[wg1], done[wg0], done[wg1]: one arrival per block
+                T.import_source(_CLUSTER_SUM_SRC)
+                SA = T.alloc_cluster_barrier([splits] * 4)
             tx = T.get_thread_binding()
-            if persistent:
+            if cluster_reduce:
+                first_ct = ids // splits
+                rank = ids % splits
+            elif persistent:
                 first_ct = ids // cluster
                 rank = ids % cluster
             else:
@@ -325,7 +499,9 @@ def _ws_program(M: int, N: int, K: int, *, fp8: bool, block_N: int, block_K: int
                     if first_ct + t * n_clusters < n_items:
                         item_of(first_ct + t * n_clusters, rank, tile)
                         consume(A1_s, B_s, C1_l, P1a, P1b, C1_s, C, SA, SB, full, empty, tile, t * n_ks, 1)
-            if cluster > 1:
+            if deferred:
+                T.tma_store_wait(0)  # no block leaves while a store still reads its shared memory
+            if cluster > 1 or cluster_reduce:
                 T.cluster_sync()  # no block leaves while its peer may still arrive on its barriers
 
     if fp8:
@@ -336,6 +512,14 @@ def _ws_program(M: int, N: int, K: int, *, fp8: bool, block_N: int, block_K: int
             body(A, B, C, SA, SB, None)
 
         return main_fp8
+
+    if cluster_reduce:
+        @T.prim_func
+        def main_split_cluster(A: T.Tensor((M, K), in_dtype), B: T.Tensor((N, K), in_dtype),
+                               C: T.Tensor((M, N), c_dtype)):
+            body(A, B, C, None, None, None)
+
+        return main_split_cluster
 
     if splits > 1:
         @T.prim_func
@@ -375,6 +559,8 @@ def rung4_ws(
     workers: int = 0,
     dtype: str = "float16",
     batch: int = 1,
+    store_bufs: int = 1,
+    evict_first: bool = False,
 ):
     """Hand-written warp-specialized rung 4, fp16 (or ``dtype="bfloat16"``) in and out (see the module docstring).
 
@@ -388,11 +574,19 @@ def rung4_ws(
     SM) walking the tiles, the producer's ring running on across tile boundaries so the next
     tile's loads overlap the current tile's epilogue;
     ``batch`` > 1 = a batched product: ``M`` rows of all batches, B ``[batch * N, K]``, each
-    tile's B rows taken from its batch (``M / batch`` a multiple of 128).
+    tile's B rows taken from its batch (``M / batch`` a multiple of 128);
+    ``store_bufs`` = staging buffers per consumer: with 2, chunk ``h + 1`` is written to shared
+    memory while chunk ``h``'s TMA store still reads the other buffer (the store is issued by
+    ``T.tma_copy`` without a wait, and waited on only when its buffer comes round again);
+    ``evict_first`` = the store carries an L2 evict-first hint (the output is written once and not
+    read back by the kernel; with ``store_bufs=1`` its wait is deferred in the same way).
     """
+    extra = {}
+    if store_bufs != 1 or evict_first:  # only then: the programs of earlier configurations stay the same
+        extra = dict(store_bufs=store_bufs, evict_first=evict_first)
     return _ws_program(M, N, K, fp8=False, block_N=block_N, block_K=block_K, stages=stages, panel=panel,
                        cluster=cluster, inflight=inflight, epi_cols=epi_cols, workers=workers, dtype=dtype,
-                       batch=batch)
+                       batch=batch, **extra)
 
 
 @tilelang.jit(target=TARGET, pass_configs=WS_PASS_CONFIGS)
@@ -432,13 +626,22 @@ def splitk_ws(
     inflight: int = 0,
     epi_cols: int = 64,
     workers: int = 132,
+    cluster_reduce: bool = False,
 ):
     """Split-K on the hand-written persistent pipeline: ``tiles * splits`` work items, item ``w``
     computing K slice ``w // tiles`` of tile ``w % tiles`` and storing its fp32 partial (TMA) into
     ``P[slice * M + row, col]``; :func:`kernels.gemm.splitk.splitk_reduce` adds the slices and
-    casts to fp16.  Other arguments as in :func:`rung4_ws`."""
+    casts to fp16.  Other arguments as in :func:`rung4_ws`.
+
+    ``cluster_reduce=True``: the ``splits`` blocks of one tile form a thread-block cluster (block
+    rank = K slice, ``workers / splits`` clusters walking the tiles) and, chunk by chunk of
+    ``epi_cols`` columns, each sums ``64 / splits`` rows of every consumer's half from the fp32
+    staging of all blocks of the cluster (distributed shared memory) and writes them to C ``[M, N]``
+    in fp16: no workspace, no second kernel.  Needs ``cluster=1``, M and N whole tiles."""
+    extra = dict(cluster_reduce=True) if cluster_reduce else {}
     return _ws_program(M, N, K, fp8=False, block_N=block_N, block_K=block_K, stages=stages, panel=panel,
-                       cluster=cluster, inflight=inflight, epi_cols=epi_cols, workers=workers, splits=splits)
+                       cluster=cluster, inflight=inflight, epi_cols=epi_cols, workers=workers, splits=splits,
+                       **extra)
 
 
 #: fp8 adds one pass configuration: tilelang's buffer-initialisation check does not see that a

@@ -643,3 +643,28 @@ def test_the_w4a16_profile_sentences_follow_the_profile():
     assert c.case == "other" and "barrier" in c.text
     assert pick({}, "claim.gemm.w4.ncu.overlap").case is None
     assert ncu.w4a16_values({})["derived.gemm.w4.ncu.wg16_us"] == "—"
+
+
+def test_word_wide_expansion_sentences_follow_the_search_records():
+    """The word-wide expansion's sentence is chosen by the same searches: its best candidate
+    against the best per-element one (decode-kernel candidates left out) at every shape."""
+    from coursebook import tiles
+
+    shapes = ("1x8192x8192", "16x8192x8192", "64x8192x8192", "128x8192x8192", "4096x4096x4096")
+
+    def res(wide, elem=(22.8, 22.2, 28.4, 40.3, 219.0)):
+        return {"suites": {"gemm.w4a16": {"records": [
+            {"kind": "search", "name": f"w4a16 {s}",
+             "ms": {"m16_k512_s4_k": e / 1e3, "m16_k512_s4_k_wd": w / 1e3, "dec_r64_kw1_sk8_d4": 0.001}}
+            for s, w, e in zip(shapes, wide, elem)]}}}
+
+    pick = lambda r, k: next(c for c in tiles.library_claims(r) if c.key == k)  # noqa: E731
+    fast = res((15.0, 15.5, 21.0, 33.0, 210.0))
+    assert pick(fast, "claim.gemm.lib.w4.wide.result").case == "faster"
+    assert pick(res((25.0, 23.0, 30.0, 41.0, 230.0)), "claim.gemm.lib.w4.wide.result").case == "slower"
+    split = pick(res((15.0, 23.0, 30.0, 41.0, 230.0)), "claim.gemm.lib.w4.wide.result")
+    assert split.case == "split" and "1" in split.text and "5" in split.text
+    # the dec_ candidate (1 us here) is neither form: the per-element best stays the wgmma one
+    v = tiles.library_values(fast)
+    assert v["derived.gemm.lib.w4.elem.m1_us"] == "22.8" and v["derived.gemm.lib.w4.wide.m16_us"] == "15.5"
+    assert pick({"suites": {}}, "claim.gemm.lib.w4.wide.result").case is None

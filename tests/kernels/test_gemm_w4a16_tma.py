@@ -188,4 +188,4 @@ def test_labels_are_distinct_and_every_candidate_is_valid_at_both_decode_shapes(
     for cfg in suite.TMA_DECODE[:-1]:
         plan = lw.tma_plan(16, 8192, 8192, rows=cfg["rows"], split=cfg["split"], stages=cfg["stages"], gps=cfg["gps"])
         assert plan["waves"] <= 1.0, (cfg, plan)
-    assert {"m16_k512_s4_k", "m16_k512_s4_k_mma"} <= set(small_labels)
+    assert {"m16_k512_s4_k", "m16_k512_s4_k_mma", "dec_r64_kw1_sk8_d4", "m16_k512_s4_k_wd"} <= set(small_labels)

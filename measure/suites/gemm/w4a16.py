@@ -29,6 +29,12 @@ SHAPES: list[tuple[int, int, int]] = [*DECODE_SHAPES, SQUARE_SHAPE]
 TARGETS = {1: 2.5, 16: 2.5, 64: 2.0, 128: 1.3, 4096: 0.9}
 
 
+#: The TMA decode kernel's candidates (one wave on 132 SMs for N = K = 8192: N/rows x split blocks,
+#: 2 per SM when the shared memory allows, :func:`ledger.w4a16.tma_plan`; the last one holds 2 per SM
+#: only at M <= 8, where the activation slice is half as large).
+TMA_DECODE: list[dict[str, Any]] = [_t(128, 4, 4, 1), _t(128, 4, 2, 2), _t(128, 2, 4, 2), _t(128, 2, 8, 1),
+                                    _t(256, 4, 4, 1), _t(128, 4, 6, 1)]
+
 #: A small, aimed search per regime (each list compiled in parallel, checked, then timed in
 #: rounds).  The first candidates of each list are the winners of the recorded searches (one
 #: ring for both tiles; wgmma, or the warp-level m16n8k16 ``inst="mma"`` for a 16-row activation
@@ -37,14 +43,12 @@ TARGETS = {1: 2.5, 16: 2.5, 64: 2.0, 128: 1.3, 4096: 0.9}
 #: previous piece's tensor-core work inside one consumer (the probes of the recorded run put
 #: both on the critical path), which also lets a stage grow to 1024 of K (longer runs of each
 #: weight row per TMA copy) without more registers; and deeper rings (more weight bytes in flight).
-#: The TMA decode kernel's candidates (one wave on 132 SMs for N = K = 8192: N/rows x split blocks,
-#: 2 per SM when the shared memory allows, :func:`ledger.w4a16.tma_plan`; the last one holds 2 per SM
-#: only at M <= 8, where the activation slice is half as large).
-TMA_DECODE: list[dict[str, Any]] = [_t(128, 4, 4, 1), _t(128, 4, 2, 2), _t(128, 2, 4, 2), _t(128, 2, 8, 1),
-                                    _t(256, 4, 4, 1), _t(128, 4, 6, 1)]
-
+#: ``wide``: the same pipelines with the word-wide expansion (one 128-bit shared-memory read per
+#: 8 weights instead of a byte read per 2).
 CANDIDATES: dict[str, list[dict[str, Any]]] = {
     "decode": [_c(16, 512, 4, inst="mma"), _c(16, 512, 4), _c(16, 512, 4, inst="mma", chunk=128),
+               _c(16, 512, 4, wide=True), _c(16, 256, 4, wide=True), _c(16, 256, 8, wide=True),
+               _c(16, 512, 4, chunk=128, wide=True), _c(16, 512, 4, cluster=2, wide=True),
                # the decode kernel (kernels.gemm.w4a16_dec): weights loaded into registers `depth` groups
                # ahead, split K over a cluster of `split` blocks of `rows` weight rows (1-4 blocks per SM)
                _d(128, 1, 4, 4), _d(128, 1, 4, 2), _d(128, 1, 4, 6), _d(128, 1, 4, 8), _d(64, 1, 4, 4),
@@ -55,10 +59,12 @@ CANDIDATES: dict[str, list[dict[str, Any]]] = {
                # of `split` blocks of `rows` weight rows; 256 blocks at 2 per SM or 128 at 1 per SM
                *TMA_DECODE],
     "m64": [_c(64, 256, 4), _c(64, 128, 6, stages_w=8), _c(64, 256, 4, chunk=64), _c(64, 256, 4, chunk=128),
-            _c(64, 512, 2, chunk=128)],
+            _c(64, 512, 2, chunk=128), _c(64, 256, 4, chunk=128, wide=True), _c(64, 256, 4, wide=True),
+            _c(64, 512, 2, chunk=128, wide=True), _c(64, 256, 4, cluster=2, chunk=128, wide=True)],
     "m128": [_c(128, 64, 8, cluster=2), _c(128, 128, 4, cluster=2, chunk=64), _c(128, 256, 2, cluster=2, chunk=64),
-             _c(128, 128, 4, chunk=64)],
-    "square": [_c(256, 64, 4, "n"), _c(256, 64, 4, "n", chunk=32)],
+             _c(128, 128, 4, chunk=64), _c(128, 128, 4, chunk=64, wide=True),
+             _c(128, 128, 4, cluster=2, chunk=64, wide=True), _c(128, 128, 4, wide=True)],
+    "square": [_c(256, 64, 4, "n"), _c(256, 64, 4, "n", chunk=32), _c(256, 128, 2, "n", wide=True)],
 }
 
 #: Ragged checks: M not a multiple of the activation tile (rows past M are TMA zeros, the
@@ -75,6 +81,11 @@ RAGGED: list[tuple[tuple[int, int, int], dict[str, Any]]] = [
     ((300, 1024, 2048), _c(256, 64, 4, "n", chunk=32)),
     ((5, 1024, 2048), _d(128, 1, 4, 4)),
     ((13, 1024, 2048), _d(64, 2, 4, 2)),
+    ((5, 1024, 2048), _c(16, 512, 4, wide=True)),
+    ((5, 1024, 2048), _c(16, 256, 4, cluster=2, wide=True)),
+    ((100, 2048, 1024), _c(64, 256, 4, chunk=128, wide=True)),
+    ((300, 1024, 2048), _c(128, 128, 4, chunk=64, wide=True)),
+    ((300, 1024, 2048), _c(256, 128, 2, "n", wide=True)),
     ((3, 512, 1024), _d(64, 1, 1, 4)),
     ((5, 1024, 2048), _t(128, 4, 4, 1)),
     ((13, 512, 1024), _t(64, 1, 2, 2)),

@@ -1,0 +1,174 @@
+"""CPU checks of the word-wide expansion of the W4A16 kernel (``wide``, kernels/gemm/w4a16.py).
+
+The fast tests emulate the inline CUDA word by word in numpy (the byte selector, the mask, the
+f16x2 fma and multiply, the fragment index) on random packed tiles and compare every fragment
+register with the per-element expansion of the same weights; the compile-tier tests read the
+swizzle of the packed tile out of the per-element kernel tilelang generates and check that
+:func:`wide_offset` (the address the inline CUDA computes) is that layout, and that the wide
+kernels lower with the word-wide path and no byte loads."""
+
+import re
+
+import numpy as np
+import pytest
+
+from kernels.gemm import w4a16
+
+
+def _byte_perm(x: int, y: int, sel: int) -> int:
+    b = [(x >> (8 * i)) & 0xFF for i in range(4)] + [(y >> (8 * i)) & 0xFF for i in range(4)]
+    return sum(b[(sel >> (4 * i)) & 7] << (8 * i) for i in range(4))
+
+
+def _h(bits: int) -> np.float16:
+    return np.array([bits], dtype=np.uint16).view(np.float16)[0]
+
+
+def _emulate(tile: np.ndarray, scales: np.ndarray, *, rows: int, row_bytes: int, nki: int, row0: int, cb0: int,
+             kg: int, group: int, tx: int) -> dict[int, tuple[np.float16, np.float16]]:
+    """The inline CUDA ``w4w::expand`` of thread ``tx`` (0..127 of its warpgroup), word by word:
+    fragment register index -> its two fp16 halves."""
+    lane, g, t = tx & 31, (tx & 31) >> 2, tx & 3
+    rb = row0 + 16 * ((tx >> 5) & 3) + g
+    sel = 0x7050 | (0x0101 * t)
+    out = {}
+    for h in range(2):
+        r = rb + 8 * h
+        for c in range(nki // 2):
+            b = cb0 + 16 * c
+            off = w4a16.wide_offset(r, b, rows=rows, row_bytes=row_bytes)
+            words = [int.from_bytes(tile[off + 4 * j:off + 4 * j + 4].tobytes(), "little") for j in range(4)]
+            s = scales[r, (kg + 32 * c) // group]
+            for j in range(4):
+                x = _byte_perm(words[j], 0x64006400, sel) & 0xFFF0FF0F
+                lo, hi = _h(x & 0xFFFF), _h(x >> 16)
+                # fma.rn.f16x2 with (1, 1/16) and (-1032, -72): exact in fp32, one rounding
+                qlo = np.float16(np.float32(lo) * np.float32(1.0) - np.float32(1032.0))
+                qhi = np.float16(np.float32(hi) * np.float32(0.0625) - np.float32(72.0))
+                out[(2 * c + (j >> 1)) * 4 + h + 2 * (j & 1)] = (np.float16(np.float32(qlo) * np.float32(s)),
+                                                                np.float16(np.float32(qhi) * np.float32(s)))
+    return out
+
+
+def _expected(logical: np.ndarray, scales: np.ndarray, *, nki: int, row0: int, cb0: int, kg: int, group: int,
+              tx: int) -> dict[int, tuple[np.float16, np.float16]]:
+    """wgmma's A fragment of thread ``tx`` (register 4 ki + reg: rows g / g+8 at k 2t.., then
+    2t+8..), filled with ``(q - 8) * s`` rounded once, as the per-element expansion does."""
+    g, t = (tx & 31) >> 2, tx & 3
+    out = {}
+    for ki in range(nki):
+        for reg in range(4):
+            row = row0 + 16 * ((tx >> 5) & 3) + g + 8 * (reg & 1)
+            vals = []
+            for e in range(2):
+                k = 2 * cb0 + 16 * ki + 2 * t + 8 * (reg >> 1) + e
+                byte = int(logical[row, k // 2])
+                q = byte & 15 if k % 2 == 0 else byte >> 4
+                s = scales[row, (kg - 2 * cb0 + k) // group]
+                vals.append(np.float16(np.float32(q - 8) * np.float32(s)))
+            out[ki * 4 + reg] = tuple(vals)
+    return out
+
+
+@pytest.mark.parametrize("rows,row_bytes,nki,row0,cb0", [
+    (64, 128, 16, 0, 0),     # split K, stages of 256 k, one piece
+    (64, 128, 8, 0, 64),     # ... its second piece of 128 k
+    (64, 256, 16, 0, 128),   # stages of 512 k: the second 128-byte plane
+    (64, 64, 4, 0, 32),      # stages of 128 k (64-byte rows), second piece of 64 k
+    (128, 128, 16, 64, 0),   # split N: the second consumer's 64 rows
+])
+def test_word_wide_expansion_fills_the_fragment_like_the_per_element_one(rows, row_bytes, nki, row0, cb0):
+    rng = np.random.default_rng(rows * 1000 + row_bytes + cb0)
+    group, G = 128, 64
+    logical = rng.integers(0, 256, size=(rows, row_bytes), dtype=np.uint8)
+    scales = (rng.random((rows, G), dtype=np.float32) * 0.04 + 0.01).astype(np.float16)
+    tile = np.zeros(rows * row_bytes, dtype=np.uint8)
+    for r in range(rows):
+        for b in range(row_bytes):
+            tile[w4a16.wide_offset(r, b, rows=rows, row_bytes=row_bytes)] = logical[r, b]
+    kg = 3 * 2 * row_bytes + 2 * cb0  # the stage's first k (stage 3) plus the piece's offset
+    for tx in range(128):
+        got = _emulate(tile, scales, rows=rows, row_bytes=row_bytes, nki=nki, row0=row0, cb0=cb0, kg=kg, group=group,
+                       tx=tx)
+        want = _expected(logical, scales, nki=nki, row0=row0, cb0=cb0, kg=kg, group=group, tx=tx)
+        assert set(got) == set(want) == set(range(4 * nki)), tx
+        for f in want:
+            assert got[f][0].view(np.uint16) == want[f][0].view(np.uint16), (tx, f)
+            assert got[f][1].view(np.uint16) == want[f][1].view(np.uint16), (tx, f)
+
+
+@pytest.mark.parametrize("rows,row_bytes", [(64, 64), (64, 128), (64, 256), (128, 128)])
+def test_wide_offset_is_a_bank_conflict_free_permutation_of_16_byte_runs(rows, row_bytes):
+    offs = [w4a16.wide_offset(r, b, rows=rows, row_bytes=row_bytes) for r in range(rows) for b in range(row_bytes)]
+    assert sorted(offs) == list(range(rows * row_bytes))
+    for r in range(rows):  # a 16-byte run stays contiguous and aligned: one 128-bit load
+        for b in range(0, row_bytes, 16):
+            o = w4a16.wide_offset(r, b, rows=rows, row_bytes=row_bytes)
+            assert o % 16 == 0 and all(w4a16.wide_offset(r, b + i, rows=rows, row_bytes=row_bytes) == o + i
+                                       for i in range(16))
+    # one phase of a 128-bit load: the 8 threads of rows g, g+1 (4 threads each read the same run)
+    # touch 2 runs in distinct banks
+    for g in range(0, rows - 1, 2):
+        for b in range(0, row_bytes, 16):
+            banks = {(w4a16.wide_offset(r, b, rows=rows, row_bytes=row_bytes) // 16) % 8 for r in (g, g + 1)}
+            assert len(banks) == 2
+
+
+def test_wide_configuration_errors_name_the_constraint():
+    with pytest.raises(ValueError, match="inst must be 'wgmma'"):
+        w4a16.check_config(16, 8192, 8192, group=128, block_M=16, block_K=256, stages=4, split="k", cluster=1,
+                           wide=True, inst="mma")
+    with pytest.raises(ValueError, match="block_K must be 128, 256 or 512"):
+        w4a16.check_config(16, 8192, 8192, group=128, block_M=16, block_K=64, stages=4, split="k", cluster=1,
+                           wide=True)
+    with pytest.raises(ValueError, match="multiple of 32"):
+        w4a16.check_config(16, 8192, 8192, group=16, block_M=16, block_K=256, stages=4, split="k", cluster=1,
+                           wide=True)
+    assert w4a16.label(w4a16.config(16, 256, 4, wide=True)) == "m16_k256_s4_k_wd"
+    assert "wide" not in w4a16.config(16, 256, 4)  # the recorded configurations keep their form
+
+
+# --- compile tier: the layout tilelang gives the packed tile, and the lowered wide kernels ---
+
+_W_INDEX = re.compile(r"for \(int (i_\d+) = 0; \1 < (\d+); \+\+\1\) \{\s*ushort byte\w* = \(\(ushort\)\(\(uchar\*\)W_s\)"
+                      r"\[(.*?)\]\);")
+
+
+def _layout_from_lowered(M: int, cfg: dict) -> tuple[str, str, int]:
+    src = w4a16.build(M, 8192, 8192, 128, cfg).get_kernel_source()
+    m = _W_INDEX.search(src)
+    assert m, "the per-element expansion's byte load was not found in the generated CUDA"
+    return m.group(1), m.group(3), int(m.group(2))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("M,cfg", [(16, w4a16.config(16, 256, 4)), (16, w4a16.config(16, 512, 4)),
+                                   (128, w4a16.config(128, 128, 4, chunk=64)),
+                                   (4096, w4a16.config(256, 128, 2, "n"))])
+def test_wide_offset_is_the_swizzle_tilelang_gives_the_packed_tile(M, cfg, fresh_compiles):
+    """Evaluate the byte address of the per-element expansion (consumer 0, stage 0) for every
+    thread and fragment element, and compare it with wide_offset of the element's (row, byte)."""
+    var, expr, n = _layout_from_lowered(M, cfg)
+    rows, row_bytes = w4a16.block_rows(cfg["split"]), cfg["block_K"] // 2
+    code = compile(re.sub(r"\(\(int\)threadIdx\.x\)", "tx", expr).replace(var, "i"), "<index>", "eval")
+    outer = {v: 0 for v in re.findall(r"\b(?:i|ko)(?:_\d+)?\b", expr) if v != var}  # the K loop: stage 0
+    base = None
+    for tx in range(128, 256):
+        for i in range(n):
+            ki, reg, e = i >> 3, (i & 7) >> 1, i & 1
+            g, t = (tx & 31) >> 2, tx & 3
+            row = 16 * ((tx >> 5) & 3) + g + 8 * (reg & 1)
+            byte = (16 * ki + 2 * t + 8 * (reg >> 1) + e) // 2
+            got = eval(code, {}, {**outer, "tx": tx, "i": i})
+            want = w4a16.wide_offset(row, byte, rows=rows, row_bytes=row_bytes)
+            base = got - want if base is None else base
+            assert got - want == base, (tx, i, got, want)
+
+
+@pytest.mark.slow
+def test_wide_kernels_lower_to_word_loads_and_f16x2_math(fresh_compiles):
+    for M, cfg in [(16, w4a16.config(16, 256, 4, wide=True)), (64, w4a16.config(64, 256, 4, chunk=128, wide=True)),
+                   (128, w4a16.config(128, 128, 4, chunk=64, wide=True))]:
+        src = w4a16.build(M, 8192, 8192, 128, cfg).get_kernel_source()
+        assert "w4w::expand<" in src and "ushort byte" not in src, w4a16.label(cfg)
+        assert "wgmma_rs<" in src, w4a16.label(cfg)
