@@ -331,10 +331,13 @@ def _program(M: int, N: int, K: int, *, group: int, rows: int, split: int, stage
             empty = T.alloc_barrier([WN] * stages)  # lane 0 of every consumer warp
             acc = T.alloc_local((4 * nt,), T.float32)
             tx = T.get_thread_binding()
-            warp = tx // 32
+            cw = tx // 32 - 1  # consumer warp cw (1..WN are consumers) owns rows 16 cw .. 16 cw + 15
             n0 = bx * rows
             k0 = bz * KS
-            if warp == WN:  # the producer warp: the first slots are in flight while the tile is filled
+            # the producer is warp 0 (tx < 32): tilelang's elected TMA issuer is lane 0 of a warp whose index
+            # is a multiple of the thread extent it infers for the branch (the whole block for a test of
+            # tx // 32 against another warp, so a last-warp producer would never issue its copies)
+            if tx < 32:  # the producer warp: the first slots are in flight while the tile is filled
                 for u in T.serial(first):
                     fill_slot(Bq, W_s, full, n0, k0, u)
             # activation rows (zeros past M), each 128-k group stored with k = 32t + 8j + e at 32j + 8t + e
@@ -342,7 +345,7 @@ def _program(M: int, N: int, K: int, *, group: int, rows: int, split: int, stage
             for r, c in T.Parallel(rows, GB):
                 S_s[r, c] = S[n0 + r, bz * GB + c]
             T.sync_threads()
-            if warp == WN:
+            if tx < 32:
                 for u in T.serial(first, n_slot):
                     s = u % stages
                     T.barrier_wait(empty[s], u // stages % 2 ^ 1)
@@ -353,12 +356,12 @@ def _program(M: int, N: int, K: int, *, group: int, rows: int, split: int, stage
                 for u in T.serial(n_slot):
                     s = u % stages
                     T.barrier_wait(full[s], u // stages % 2)
-                    T.evaluate(T.call_extern("handle", slot, T.access_ptr(W_s[s, 0, 16 * warp, 0], "r"),
+                    T.evaluate(T.call_extern("handle", slot, T.access_ptr(W_s[s, 0, 16 * cw, 0], "r"),
                                              T.access_ptr(A_s[0, u * gps * GROUP], "r"),
-                                             T.access_ptr(S_s[16 * warp, u * gps], "r"), acc.data))
+                                             T.access_ptr(S_s[16 * cw, u * gps], "r"), acc.data))
                     if tx % 32 == 0:
                         T.mbarrier_arrive(empty[s])
-                T.evaluate(T.call_extern("handle", put, acc.data, T.access_ptr(P_s[16 * warp, 0], "w")))
+                T.evaluate(T.call_extern("handle", put, acc.data, T.access_ptr(P_s[16 * cw, 0], "w")))
             T.sync_threads()
             if split > 1:
                 T.cluster_sync()  # every partial of the tile is in its block's shared memory

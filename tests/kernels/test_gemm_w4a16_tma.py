@@ -102,6 +102,11 @@ def test_weights_arrive_by_tma_planes_on_a_ring_and_feed_mma_sync(built):
         # the ring: stages full barriers of 32 arrivals (the producer warp), stages empty ones of one per consumer
         assert body.count(".init(32);") == cfg["stages"], key
         assert body.count(f".init({cfg['rows'] // 16});") == cfg["stages"], key
+        # the producer is warp 0 and its copies are issued by an elected lane of warp 0: tilelang elects lane 0 of
+        # the warps whose index is a multiple of the thread extent it infers for the branch (a producer in the
+        # last warp, tested as tx // 32 == last, got the whole block's extent and never issued a copy)
+        assert body.count("if (((int)threadIdx.x) < 32) {") >= 1, key
+        assert set(re.findall(r"tl_shuffle_elect<(\d+)>", body)) <= {"0", "32"}, key
         # the producer fills the first slots before the activation fill, the fill precedes the consumers
         first = body.index("tl::tma_load(")
         fill = body.index("w4t::fill<")
