@@ -48,6 +48,9 @@ __all__ = [
     "dec_smem_bytes",
     "dec_onchip_bytes",
     "dec_plan",
+    "tma_smem_bytes",
+    "tma_plan",
+    "tma_resident",
     "DEC_DESIGN",
     "DECODE_SHAPES",
     "SQUARE_SHAPE",
@@ -200,6 +203,60 @@ def dec_plan(m: int, n: int, k: int, *, rows: int, wk: int, split: int, depth: i
     inflight = warps * depth * 16 * (group // 2)
     return {"blocks": blocks, "blocks_per_sm": per_sm, "warps_per_sm": warps, "inflight_bytes_per_sm": inflight,
             "latency_covered_s": inflight * sms / mach.memory_rate(None), "sms": sms}
+
+
+def tma_smem_bytes(k: int, *, nt: int, rows: int, split: int, stages: int, gps: int, group: int = 128,
+                   pad: int = 32) -> int:
+    """Shared memory of one block of the TMA decode kernel (:mod:`kernels.gemm.w4a16_tma`): the weight
+    ring (``stages`` slots of ``gps`` planes, each ``rows`` x ``group/2`` packed bytes), the block's
+    activation slice (``8*nt`` rows of ``k/split`` fp16, each row padded by ``pad`` halves), its scales
+    (``rows`` x ``k/split/group`` fp16) and the fp32 partial tile (``rows x (8*nt + 1)``)."""
+    for name, v in (("k", k), ("nt", nt), ("rows", rows), ("split", split), ("stages", stages), ("gps", gps),
+                    ("group", group)):
+        check_size(name, v)
+    fp16, fp32 = dtype_bytes("fp16"), dtype_bytes("fp32")
+    bm, ks = 8 * nt, k // split
+    ring = stages * gps * rows * (group // 2)
+    return int(ring + bm * (ks + pad) * fp16 + rows * (ks // group) * fp16 + rows * (bm + 1) * fp32)
+
+
+#: Registers a thread of the TMA decode kernel is budgeted (ptxas is asked for them by the launch bounds).
+TMA_REGS = 96
+
+
+def tma_resident(smem: int, threads: int, *, regs: int = TMA_REGS, static: int = 3072,
+                 machine: "Machine | str | None" = None) -> int:
+    """Blocks of the TMA decode kernel one SM holds, at most 2: by shared memory (``smem`` dynamic bytes a
+    block, plus ``static``: its barriers and the 1 KB the runtime reserves a block) and by registers
+    (``threads x regs`` a block)."""
+    for name, v in (("smem", smem), ("threads", threads), ("regs", regs)):
+        check_size(name, v)
+    mach = get_machine(machine)
+    by_smem = int(mach.resource("smem_per_sm_kb")) * 1024 // (smem + static)
+    by_regs = int(mach.resource("regs_per_sm")) // (threads * regs)
+    return max(1, min(2, by_smem, by_regs))
+
+
+def tma_plan(m: int, n: int, k: int, *, rows: int, split: int, stages: int, gps: int, group: int = 128,
+             pad: int = 32, machine: "Machine | str | None" = None) -> dict[str, float]:
+    """Little's law for the TMA decode kernel: ``n/rows * split`` blocks; each block
+    keeps up to ``stages`` slots of ``gps * rows * group/2`` weight bytes in flight
+    (:func:`tma_resident` says how many blocks an SM holds).
+    ``latency_covered_s`` = bytes in flight on all SMs / bandwidth."""
+    for name, v in (("m", m), ("n", n), ("k", k), ("rows", rows), ("split", split), ("stages", stages),
+                    ("gps", gps), ("group", group)):
+        check_size(name, v)
+    mach = get_machine(machine)
+    sms = int(mach.resource("sms"))
+    nt = 1 if m <= 8 else 2
+    smem = tma_smem_bytes(k, nt=nt, rows=rows, split=split, stages=stages, gps=gps, group=group, pad=pad)
+    blocks = (n // rows) * split
+    resident = tma_resident(smem, 32 * (rows // 16 + 1), machine=mach)
+    per_sm = min(resident, math.ceil(blocks / sms))
+    inflight = per_sm * stages * gps * rows * (group // 2)
+    return {"blocks": blocks, "blocks_per_sm": per_sm, "waves": blocks / (resident * sms), "smem_bytes": smem,
+            "inflight_bytes_per_sm": inflight, "latency_covered_s": inflight * sms / mach.memory_rate(None),
+            "sms": sms}
 
 
 # --- figures ------------------------------------------------------------------------

@@ -633,6 +633,10 @@ def label(cfg: dict[str, Any]) -> str:
         from kernels.gemm import w4a16_dec
 
         return w4a16_dec.label(cfg)
+    if cfg.get("inst") == "tma":
+        from kernels.gemm import w4a16_tma
+
+        return w4a16_tma.label(cfg)
     return (f"m{cfg['block_M']}_k{cfg['block_K']}_s{cfg['stages']}"
             + (f"_w{cfg['stages_w']}" if cfg.get("stages_w") else "") + f"_{cfg['split']}"
             + (f"_c{cfg['cluster']}" if cfg.get("cluster", 1) > 1 else "") + ("_kp" if cfg.get("kpair") else "")
@@ -641,12 +645,17 @@ def label(cfg: dict[str, Any]) -> str:
 
 
 def build(M: int, N: int, K: int, group: int, cfg: dict[str, Any], probe: str = "") -> Any:
-    """Compile one configuration (``cfg["inst"]`` picks wgmma, mma.sync or the decode kernel
-    :mod:`kernels.gemm.w4a16_dec`, whose one timing probe is ``loadonly``)."""
+    """Compile one configuration (``cfg["inst"]`` picks wgmma, mma.sync or one of the decode kernels
+    :mod:`kernels.gemm.w4a16_dec` (``"dec"``) and :mod:`kernels.gemm.w4a16_tma` (``"tma"``), whose one
+    timing probe is ``loadonly``)."""
     if cfg.get("inst") == "dec":
         from kernels.gemm import w4a16_dec
 
         return w4a16_dec.build(M, N, K, group, cfg, probe=probe)
+    if cfg.get("inst") == "tma":
+        from kernels.gemm import w4a16_tma
+
+        return w4a16_tma.build(M, N, K, group, cfg, probe=probe)
     kw = {k: v for k, v in cfg.items() if k != "inst"}
     if probe:
         kw["probe"] = probe
@@ -699,8 +708,8 @@ def run_w4a16(a: Any, packed: Any, scales: Any, group: int = 128, out: Any = Non
     import torch
 
     M, N, K = check_w4a16_inputs(a, packed, scales, group)
-    cfg = cfg if cfg.get("inst") == "dec" else {**pick_config(M), **cfg}
-    if cfg.get("inst") != "dec":  # the decode kernel's build checks its own configuration
+    cfg = cfg if cfg.get("inst") in ("dec", "tma") else {**pick_config(M), **cfg}
+    if cfg.get("inst") not in ("dec", "tma"):  # the decode kernels' builds check their own configuration
         check_config(M, N, K, group=group, **cfg)
     if out is None:
         out = torch.empty((M, N), dtype=torch.float16, device=a.device)

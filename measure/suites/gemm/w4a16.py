@@ -16,6 +16,7 @@ from typing import Any
 from kernels.gemm.lowp import dequant_weight, pack_int4
 from kernels.gemm.w4a16 import build, config as _c, label
 from kernels.gemm.w4a16_dec import config as _d
+from kernels.gemm.w4a16_tma import config as _t
 from ledger.w4a16 import DECODE_SHAPES, SQUARE_SHAPE, fp16_cost, gain_bound, roofline, w4a16_cost
 from measure.cost import source_of
 from measure.search import par_build
@@ -27,6 +28,12 @@ SHAPES: list[tuple[int, int, int]] = [*DECODE_SHAPES, SQUARE_SHAPE]
 #: The issue's targets: speed-up over cuBLAS on the fp16 weights, by M.
 TARGETS = {1: 2.5, 16: 2.5, 64: 2.0, 128: 1.3, 4096: 0.9}
 
+
+#: The TMA decode kernel's candidates (one wave on 132 SMs for N = K = 8192: N/rows x split blocks,
+#: 2 per SM when the shared memory allows, :func:`ledger.w4a16.tma_plan`; the last one holds 2 per SM
+#: only at M <= 8, where the activation slice is half as large).
+TMA_DECODE: list[dict[str, Any]] = [_t(128, 4, 4, 1), _t(128, 4, 2, 2), _t(128, 2, 4, 2), _t(128, 2, 8, 1),
+                                    _t(256, 4, 4, 1), _t(128, 4, 6, 1)]
 
 #: A small, aimed search per regime (each list compiled in parallel, checked, then timed in
 #: rounds).  The first candidates of each list are the winners of the recorded searches (one
@@ -48,7 +55,11 @@ CANDIDATES: dict[str, list[dict[str, Any]]] = {
                # ahead, split K over a cluster of `split` blocks of `rows` weight rows (1-4 blocks per SM)
                _d(128, 1, 4, 4), _d(128, 1, 4, 2), _d(128, 1, 4, 6), _d(128, 1, 4, 8), _d(64, 1, 4, 4),
                _d(64, 1, 4, 8), _d(64, 2, 4, 4), _d(128, 1, 8, 4), _d(128, 1, 8, 8), _d(64, 1, 8, 4),
-               _d(256, 1, 4, 4), _d(256, 1, 4, 8)],
+               _d(256, 1, 4, 4), _d(256, 1, 4, 8),
+               # the TMA decode kernel (kernels.gemm.w4a16_tma): the weights through a TMA ring (`stages` slots of
+               # `gps` 128-k groups), expanded word-wide from shared memory into mma.sync; split K over a cluster
+               # of `split` blocks of `rows` weight rows; 256 blocks at 2 per SM or 128 at 1 per SM
+               *TMA_DECODE],
     "m64": [_c(64, 256, 4), _c(64, 128, 6, stages_w=8), _c(64, 256, 4, chunk=64), _c(64, 256, 4, chunk=128),
             _c(64, 512, 2, chunk=128), _c(64, 256, 4, chunk=128, wide=True), _c(64, 256, 4, wide=True),
             _c(64, 512, 2, chunk=128, wide=True), _c(64, 256, 4, cluster=2, chunk=128, wide=True),
@@ -81,6 +92,9 @@ RAGGED: list[tuple[tuple[int, int, int], dict[str, Any]]] = [
     ((300, 1024, 2048), _c(128, 128, 4, chunk=64, wide=True)),
     ((300, 1024, 2048), _c(256, 128, 2, "n", wide=True)),
     ((3, 512, 1024), _d(64, 1, 1, 4)),
+    ((5, 1024, 2048), _t(128, 4, 4, 1)),
+    ((13, 512, 1024), _t(64, 1, 2, 2)),
+    ((3, 768, 1024), _t(256, 2, 2, 1)),
 ]
 
 #: Timing probes (the same pipeline with one part left out, wrong results): ``noexpand`` skips
@@ -94,6 +108,10 @@ PROBES: list[tuple[tuple[int, int, int], dict[str, Any], str]] = [
     # the decode kernel's memory pipeline alone (register loads, nothing else), at M = 1
     ((1, 8192, 8192), _d(128, 1, 4, 4), "loadonly"),
     ((1, 8192, 8192), _d(128, 1, 4, 8), "loadonly"),
+    # the TMA decode kernel's load path alone (ring, waits, shared-memory reads of the weights)
+    ((1, 8192, 8192), _t(128, 4, 4, 1), "loadonly"),
+    ((1, 8192, 8192), _t(128, 2, 4, 2), "loadonly"),
+    ((16, 8192, 8192), _t(128, 4, 4, 1), "loadonly"),
 ]
 
 
@@ -113,36 +131,50 @@ def make_inputs(h: Any, M: int, N: int, K: int, group: int = 128) -> tuple[Any, 
     return a, packed, scales, w16
 
 
-def build_thunks(shapes: list[tuple[int, int, int]], skip: tuple[str, ...] = (), group: int = 128) -> dict[str, Any]:
+def build_thunks(shapes: list[tuple[int, int, int]], skip: tuple[str, ...] = (), group: int = 128,
+                 candidates: "dict[str, list[dict[str, Any]]] | None" = None,
+                 ragged: "list[tuple[tuple[int, int, int], dict[str, Any]]] | None" = None,
+                 probes: "list[tuple[tuple[int, int, int], dict[str, Any], str]] | None" = None) -> dict[str, Any]:
     """Label -> zero-argument compile of every kernel the suite builds for ``shapes``: the
-    candidates of each shape's regime, the ragged checks, the probes.  A driver prebuilds the
-    tilelang cache on a CPU machine from the same list (``.gpuwork/prebuild.py``)."""
+    candidates of each shape's regime, the ragged checks, the probes (this module's tables unless
+    given).  A driver prebuilds the tilelang cache on a CPU machine from the same list
+    (``.gpuwork/prebuild.py``)."""
+    candidates = CANDIDATES if candidates is None else candidates
+    ragged = RAGGED if ragged is None else ragged
+    probes = PROBES if probes is None else probes
     thunks: dict[str, Any] = {}
     for (M, N, K) in shapes:
-        for cfg in CANDIDATES[regime(M)]:
+        for cfg in candidates[regime(M)]:
             if label(cfg) not in skip:
                 thunks[f"{label(cfg)}@{M}x{N}x{K}"] = (lambda m=M, n=N, k=K, c=cfg: build(m, n, k, group, c))
-    for (M, N, K), cfg in RAGGED:
+    for (M, N, K), cfg in ragged:
         if label(cfg) not in skip:
             thunks[f"{label(cfg)}@{M}x{N}x{K}"] = (lambda m=M, n=N, k=K, c=cfg: build(m, n, k, group, c))
-    for (M, N, K), cfg, probe in PROBES:
+    for (M, N, K), cfg, probe in probes:
         if (M, N, K) in shapes and f"{probe}:{label(cfg)}" not in skip:
             thunks[f"{probe} {label(cfg)}@{M}x{N}x{K}"] = (
                 lambda m=M, n=N, k=K, c=cfg, p=probe: build(m, n, k, group, c, probe=p))
     return thunks
 
 
-def gpu_suite(h: Any, skip: tuple[str, ...] = ()) -> None:
+def gpu_suite(h: Any, skip: tuple[str, ...] = (), *, shapes: "list[tuple[int, int, int]] | None" = None,
+              candidates: "dict[str, list[dict[str, Any]]] | None" = None,
+              ragged: "list[tuple[tuple[int, int, int], dict[str, Any]]] | None" = None,
+              probes: "list[tuple[tuple[int, int, int], dict[str, Any], str]] | None" = None) -> None:
     """W4A16 (swap AB) vs cuBLAS on the fp16 weights: search, check, alternating-round bench,
     fraction of the ledger's floor; ragged checks; timing probes.  ``skip`` (and the
     ``W4A16_SKIP`` environment variable, comma-separated): labels not to build (a driver that
-    saw them hang or fault)."""
+    saw them hang or fault).  ``shapes``, ``candidates``, ``ragged``, ``probes``: a smaller run
+    (suite ``gemm.w4a16_tma``); this module's tables by default."""
     import torch
 
     group = 128
+    CANDIDATES = globals()["CANDIDATES"] if candidates is None else candidates  # noqa: N806
+    RAGGED = globals()["RAGGED"] if ragged is None else ragged  # noqa: N806
+    PROBES = globals()["PROBES"] if probes is None else probes  # noqa: N806
     skip = tuple(skip) + tuple(x for x in os.environ.get("W4A16_SKIP", "").split(",") if x)
-    shapes = [(16, 1024, 1024), (128, 1024, 2048)] if h.quick else SHAPES
-    thunks = build_thunks(shapes, skip, group)
+    shapes = ([(16, 1024, 1024), (128, 1024, 2048)] if h.quick else SHAPES) if shapes is None else shapes
+    thunks = build_thunks(shapes, skip, group, CANDIDATES, RAGGED, PROBES)
     built = par_build(thunks)
     h.note("w4a16 compile", f"{len(thunks)} kernels", compile_s={k: round(v["compile_s"], 2) for k, v in built.items()},
            errors={k: v["error"] for k, v in built.items() if v["error"]}, skipped=list(skip))
