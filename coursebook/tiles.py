@@ -411,12 +411,19 @@ def _decode_search(results: dict | None) -> dict:
         r = search(results, f"w4a16 {m}x8192x8192") or {}
         ms = r.get("ms") or {}
         dec = [t for k, t in ms.items() if k.startswith("dec_") and t]
-        wg = [t for k, t in ms.items() if not k.startswith("dec_") and t]
+        tma = [t for k, t in ms.items() if k.startswith("tma_") and t]
+        wg = [t for k, t in ms.items() if not k.startswith(("dec_", "tma_")) and t]
         out[f"dec{m}"] = min(dec) * 1e3 if dec else None
+        out[f"tma{m}"] = min(tma) * 1e3 if tma else None
         out[f"wg{m}"] = min(wg) * 1e3 if wg else None
         out["n"] = max(out["n"], len(dec))
+        out["n_tma"] = max(out.get("n_tma", 0), len(tma))
+        lo = [(r.get("ms") or {}).get("loadonly") for r in records(results, "gemm.w4a16", kind="search")
+              if re.match(rf"w4a16 probe loadonly {m}x8192x8192 tma_", r.get("name", ""))]
+        lo = [t for t in lo if t]
+        out[f"tma_loadonly{m}"] = min(lo) * 1e3 if lo else None
     probes = [(r.get("ms") or {}).get("loadonly") for r in records(results, "gemm.w4a16", kind="search")
-              if re.match(r"w4a16 probe loadonly 1x8192x8192 ", r.get("name", ""))]
+              if re.match(r"w4a16 probe loadonly 1x8192x8192 dec_", r.get("name", ""))]
     probes = [t for t in probes if t]
     out["loadonly"] = min(probes) * 1e3 if probes else None
     return out
@@ -435,7 +442,7 @@ def _wide_search(results: dict | None) -> dict:
     for key, shape in W4_SHAPES:
         ms = (search(results, f"w4a16 {shape}") or {}).get("ms") or {}
         wide = [t for k, t in ms.items() if k.endswith("_wd") and t]
-        elem = [t for k, t in ms.items() if not k.endswith("_wd") and not k.startswith("dec_") and t]
+        elem = [t for k, t in ms.items() if not k.endswith("_wd") and not k.startswith(("dec_", "tma_")) and t]
         out[key] = (min(wide) * 1e3 if wide else None, min(elem) * 1e3 if elem else None)
     return out
 
@@ -466,6 +473,10 @@ def library_values(results: dict | None) -> dict[str, str]:
                     ("loadonly", "loadonly_us")):
         v[f"derived.gemm.lib.w4.dec.{name}"] = d if dq[k] is None else f"{dq[k]:.1f}"
     v["derived.gemm.lib.w4.dec.n"] = str(dq["n"]) if dq["n"] else d
+    for k, name in (("tma1", "m1_us"), ("tma16", "m16_us"), ("tma_loadonly1", "loadonly_m1_us"),
+                    ("tma_loadonly16", "loadonly_m16_us")):
+        v[f"derived.gemm.lib.w4.tma.{name}"] = d if dq.get(k) is None else f"{dq[k]:.1f}"
+    v["derived.gemm.lib.w4.tma.n"] = str(dq["n_tma"]) if dq.get("n_tma") else d
     r1 = bench(results, "w4a16 1x8192x8192") or {}
     floor1 = r1["ms"] * r1["frac_floor"] * 1e3 if r1.get("frac_floor") else None
     v["derived.gemm.lib.w4.dec.loadonly_floor_pct"] = (d if not (floor1 and dq["loadonly"])
@@ -681,6 +692,17 @@ def library_claims(results: dict | None) -> list:
         "slower": "两个形状上它都比 wgmma 版本慢",
         "faster": "两个形状上它都比 wgmma 版本快",
         "split": "它在一个形状上比 wgmma 版本快，在另一个形状上慢"}))
+    tpairs = [(dq[f"tma{m}"], dq[f"wg{m}"]) for m in (1, 16)]
+    tcase = None if any(a is None or b is None for a, b in tpairs) else (
+        "slower" if all(a > b for a, b in tpairs) else ("faster" if all(a < b for a, b in tpairs) else "split"))
+    out.append(C.choose("claim.gemm.lib.w4.tma.result", tcase, {
+        "slower": "两个形状上它都比 wgmma 版本慢",
+        "faster": "两个形状上它都比 wgmma 版本快",
+        "split": "它在一个形状上比 wgmma 版本快，在另一个形状上慢"}))
+    out.append(C.compare("claim.gemm.lib.w4.tma.loadonly", dq["tma_loadonly1"], dq["loadonly"], tol=0.1,
+                         lower="明显短于寄存器直读的同一探针：这种读法本身更快",
+                         tie="与寄存器直读的同一探针相差不到 10%：换了读法，只读不算的时间并没有变",
+                         higher="比寄存器直读的同一探针还长"))
     out.append(C.compare("claim.gemm.lib.w4.dec.loadonly", dq["loadonly"], dq["wg1"], tol=0.15,
                          lower="明显短于 wgmma 版本整个 kernel 的时间：读之后的展开、乘法与归并占了不少",
                          tie="与 wgmma 版本整个 kernel 的时间相差不到 15%：这种读法本身就跑不满带宽",

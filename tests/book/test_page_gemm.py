@@ -687,3 +687,30 @@ def test_scores_store_sentence_follows_the_search():
     assert pick(res(189.0, 189.7)) == "tie"
     v = tiles.library_values(res(173.7, 189.7))
     assert v["derived.gemm.lib.bmm.qk.store_new_us"] == "173.7" and v["derived.gemm.lib.bmm.qk.store_old_us"] == "189.7"
+
+
+def test_tma_decode_kernel_sentences_follow_the_search_records():
+    """The TMA-ring decode kernel's sentences: its best candidate against the wgmma kernel's in the
+    same searches (neither the register-load decode kernel nor it counts as the wgmma kernel), and
+    its load-only probe against the register-load kernel's."""
+    from coursebook import tiles
+
+    def res(t1, t16, lo=20.0):
+        recs = [{"kind": "search", "name": f"w4a16 {m}x8192x8192",
+                 "ms": {"m16_k512_s4_k_wd": 20.5 / 1e3, "tma_r128_sk2_st4_g2": t / 1e3, "dec_r64_kw1_sk8_d4": 0.025}}
+                for m, t in ((1, t1), (16, t16))]
+        recs.append({"kind": "search", "name": "w4a16 probe loadonly 1x8192x8192 dec_r128_kw1_sk4_d4",
+                     "ms": {"full": 0.0286, "loadonly": 0.0201}})
+        recs.append({"kind": "search", "name": "w4a16 probe loadonly 1x8192x8192 tma_r128_sk2_st4_g2",
+                     "ms": {"full": 0.0219, "loadonly": lo / 1e3}})
+        return {"suites": {"gemm.w4a16": {"records": recs}}}
+
+    pick = lambda r, k: next(c for c in tiles.library_claims(r) if c.key == k).case  # noqa: E731
+    assert pick(res(21.2, 27.4), "claim.gemm.lib.w4.tma.result") == "slower"
+    assert pick(res(15.0, 16.0), "claim.gemm.lib.w4.tma.result") == "faster"
+    assert pick(res(15.0, 27.4), "claim.gemm.lib.w4.tma.result") == "split"
+    assert pick(res(21.2, 27.4), "claim.gemm.lib.w4.tma.loadonly") == "tie"
+    assert pick(res(21.2, 27.4, lo=9.0), "claim.gemm.lib.w4.tma.loadonly") == "lower"
+    v = tiles.library_values(res(21.2, 27.4))
+    assert v["derived.gemm.lib.w4.tma.m16_us"] == "27.4" and v["derived.gemm.lib.w4.dec.wg_m16_us"] == "20.5"
+    assert v["derived.gemm.lib.w4.dec.loadonly_us"] == "20.1" and v["derived.gemm.lib.w4.tma.loadonly_m1_us"] == "20.0"
