@@ -193,6 +193,13 @@ __device__ __forceinline__ void sum_store(Out* dst, int ld, const float* part, i
 """
 
 
+def fixup_slot(tid: int, c: int, r: int) -> tuple[int, int, int]:
+    """(row within the consumer's 64, first of the two columns within the chunk, register index of the
+    pair within the chunk) that thread ``tid`` of a consumer stores and sums for 8-column group ``c``,
+    row half ``r`` -- the addressing of :data:`_FIXUP_SRC`, in Python for the emulation tests."""
+    return 16 * (tid >> 5) + ((tid & 31) >> 2) + 8 * r, 8 * c + 2 * (tid & 3), 4 * c + 2 * r
+
+
 def stages_ahead(stages: int, inflight: int) -> int:
     """Stages the producer can fill ahead of the consumers: each consumer holds the stage it
     computes on plus the ``inflight`` ones whose wgmma it has not waited for yet."""
@@ -543,6 +550,8 @@ def _ws_program(M: int, N: int, K: int, *, fp8: bool, block_N: int, block_K: int
             if deferred:
                 C0_s = T.alloc_shared((store_bufs, half, epi_cols), out_dtype)
                 C1_s = T.alloc_shared((store_bufs, half, epi_cols), out_dtype)
+            elif fixup:  # the fix-up stores from registers: no staging
+                C0_s = C1_s = None
             else:
                 C0_s = T.alloc_shared((half, epi_cols), out_dtype)
                 C1_s = T.alloc_shared((half, epi_cols), out_dtype)
@@ -559,11 +568,13 @@ def _ws_program(M: int, N: int, K: int, *, fp8: bool, block_N: int, block_K: int
             else:
                 P0a = P1a = P0b = P1b = None
             tile = T.alloc_local((3,) if splits > 1 else (2,), T.int32)
-            T.annotate_layout({
+            layouts = {
                 A0_s: make_swizzled_layout(A0_s), A1_s: make_swizzled_layout(A1_s),
                 B_s: make_swizzled_layout(B_s),
-                C0_s: make_swizzled_layout(C0_s), C1_s: make_swizzled_layout(C1_s),
-            })
+            }
+            if not fixup:
+                layouts.update({C0_s: make_swizzled_layout(C0_s), C1_s: make_swizzled_layout(C1_s)})
+            T.annotate_layout(layouts)
             full = T.alloc_barrier([128] * stages)
             if cluster > 1:
                 empty = T.alloc_cluster_barrier([empty_arrivals(cluster)] * stages)
