@@ -148,7 +148,8 @@ __device__ __forceinline__ void cluster_sum8(Out* dst, float* lo, float* hi) {
 #: adjacent columns per access (8-byte fp32 pairs, 4-byte 16-bit pairs).  ``sum_store`` reads the ``S``
 #: slices from the workspace at the L2 (``ld.global.cg``; its own slice too: each thread reads back the
 #: very addresses it stored, and the loads carry no branch that would serialise them), adds them left
-#: to right and stores the sum as 16-bit pairs.
+#: to right and stores the sum as 16-bit pairs; ``add_slice`` / ``store_sum`` do the same for a number
+#: of slices known only at run time (stream-K's tail tiles), one slice per call into a register sum.
 _FIXUP_SRC = r"""
 namespace skqf {
 template <typename Out>
@@ -188,6 +189,36 @@ __device__ __forceinline__ void sum_store(Out* dst, int ld, const float* part, i
   for (int c = 0; c < COLS / 8; ++c)
 #pragma unroll
     for (int r = 0; r < 2; ++r) st2(dst + (row + 8 * r) * ld + 8 * c + col, sum[c][r].x, sum[c][r].y);
+}
+template <int COLS>
+__device__ __forceinline__ void add_slice(float* sum, const float* src, int ld, int tid, int first) {
+  const int row = 16 * (tid >> 5) + ((tid & 31) >> 2), col = 2 * (tid & 3);
+  float2 v[COLS / 8][2];
+#pragma unroll
+  for (int c = 0; c < COLS / 8; ++c)
+#pragma unroll
+    for (int r = 0; r < 2; ++r) v[c][r] = __ldcg(reinterpret_cast<const float2*>(src + (row + 8 * r) * ld + 8 * c + col));
+#pragma unroll
+  for (int c = 0; c < COLS / 8; ++c)
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float* s = sum + 4 * c + 2 * r;
+      if (first == 0) {
+        s[0] = v[c][r].x;
+        s[1] = v[c][r].y;
+      } else {
+        s[0] += v[c][r].x;
+        s[1] += v[c][r].y;
+      }
+    }
+}
+template <int COLS, typename Out>
+__device__ __forceinline__ void store_sum(Out* dst, int ld, const float* sum, int tid) {
+  const int row = 16 * (tid >> 5) + ((tid & 31) >> 2), col = 2 * (tid & 3);
+#pragma unroll
+  for (int c = 0; c < COLS / 8; ++c)
+#pragma unroll
+    for (int r = 0; r < 2; ++r) st2(dst + (row + 8 * r) * ld + 8 * c + col, sum[4 * c + 2 * r], sum[4 * c + 2 * r + 1]);
 }
 }  // namespace skqf
 """
