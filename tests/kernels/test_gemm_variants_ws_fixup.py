@@ -185,3 +185,30 @@ def test_fixup_candidates_compile_to_one_kernel_with_the_counter_protocol(_fresh
     assert launch_info(gemm).grid == (132, 1, 1)
     # four (or seven) operand stages, no C staging: the fix-up stores from registers
     assert launch_info(gemm).dyn_smem_bytes < cfg["stages"] * (128 + cfg["block_N"]) * 64 * 2 + 1024
+
+
+def test_suite_counter_check_fails_on_a_counter_left_behind():
+    """The suites' check of a fix-up runner's counters is an ordinary check record: ok when all are
+    zero, failing when a launch left one behind; nothing is recorded for a runner without counters."""
+    torch = pytest.importorskip("torch")
+    from measure.check import Checking
+
+    class H(Checking):
+        def __init__(self):
+            self.torch, self.device, self.suite, self.records = torch, "cpu", "gemm.splitk_ws", []
+
+        def log(self, msg):
+            pass
+
+    h = H()
+
+    def fn(c):
+        return c
+
+    splitk_ws_suite.check_fixup_counters(h, "no counters", fn)
+    assert h.records == []
+    fn.counters = torch.zeros(16, dtype=torch.int32)
+    splitk_ws_suite.check_fixup_counters(h, "zero", fn)
+    fn.counters[5] = 1
+    splitk_ws_suite.check_fixup_counters(h, "left behind", fn)
+    assert [r["ok"] for r in h.records] == [True, False] and h.records[1]["mismatched"] == 1
