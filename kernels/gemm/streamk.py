@@ -409,7 +409,8 @@ def _streamk_ws_program(M: int, N: int, K: int, *, block_N: int, block_K: int, s
         """Chunk by chunk: store this piece's fp32 chunk to workspace slot ``slot`` from registers, count it
         on the chunk's counter (one thread, acq_rel, between two barriers of the warpgroup); the arrival
         that finds all the tile's other pieces counted resets the counter and writes C's chunk: the
-        pieces added in worker order (as :func:`streamk_ws_fixup` does), read back from the workspace."""
+        pieces added in worker order (as :func:`streamk_ws_fixup` does), its own from registers, the
+        others read back from the workspace."""
         T.warpgroup_fence_operand(acc, num_regs=acc_regs)
         tid = T.get_thread_binding() % 128
         w_lo = sk_owner(lt * ipt, q, r, T.if_then_else)
@@ -428,9 +429,11 @@ def _streamk_ws_program(M: int, N: int, K: int, *, block_N: int, block_K: int, s
                     L[(lt * 2 + wg) * n_chunks + h] = 0  # every piece has arrived: ready for the next launch
                 for c in T.serial(s.max_contrib):
                     if w_lo + c <= w_hi:
-                        src = sk_slot(w_lo + c, lt, q, r, ipt, s.max_segments, T.min) * WS_BLOCK_M + wg * half
+                        src_slot = sk_slot(w_lo + c, lt, q, r, ipt, s.max_segments, T.min)
+                        src = src_slot * WS_BLOCK_M + wg * half
                         T.call_extern("handle", f"skqf::add_slice<{epi_cols}>", Sum.data,
-                                      T.address_of(W[src, h * epi_cols]), block_N, tid, c)
+                                      T.address_of(W[src, h * epi_cols]), block_N, tid, c, acc.data,
+                                      h * epi_cols // 2, src_slot == slot)
                 T.call_extern("handle", f"skqf::store_sum<{epi_cols}>",
                               T.address_of(C[mb * WS_BLOCK_M + wg * half, nb * block_N + h * epi_cols]), N,
                               Sum.data, tid)
@@ -573,7 +576,7 @@ def streamk_ws_last(
     consumer's 64 rows) from registers into its workspace slot and counts each on the chunk's int32
     counter in ``L`` (:func:`sk_fixup_counters` of them, acq_rel atomic); the arrival that sees the
     tile's other pieces all counted resets the counter to 0 and writes the chunk of C in fp16, the
-    pieces read back and added in worker order.  Nobody waits for another block.  ``L`` zero before
+    pieces added in worker order (its own from registers, the others read back from the workspace).  Nobody waits for another block.  ``L`` zero before
     the first launch (the caller allocates it zeroed); every complete launch leaves it zero."""
     return _streamk_ws_program(M, N, K, block_N=block_N, block_K=block_K, stages=stages, panel=panel,
                                inflight=inflight, epi_cols=epi_cols, workers=workers, dp_waves=dp_waves, fixup=True)

@@ -145,17 +145,23 @@ __device__ __forceinline__ void cluster_sum8(Out* dst, float* lo, float* hi) {
 #: Device code of the ``fixup`` epilogue.  The wgmma accumulator of one consumer (64 rows) holds, in
 #: thread ``t``'s registers ``acc[4c + 2r + e]``, the element (row ``16 (t / 32) + (t % 32) / 4 + 8r``,
 #: column ``8c + 2 (t % 4) + e``); both helpers walk one chunk of ``COLS`` columns in that order, two
-#: adjacent columns per access (8-byte fp32 pairs, 4-byte 16-bit pairs).  ``sum_store`` reads the ``S``
-#: slices from the workspace at the L2 (``ld.global.cg``; its own slice too: each thread reads back the
-#: very addresses it stored, and the loads carry no branch that would serialise them), adds them left
-#: to right and stores the sum as 16-bit pairs; ``add_slice`` / ``store_sum`` do the same for a number
-#: of slices known only at run time (stream-K's tail tiles), one slice per call into a register sum.
+#: adjacent columns per access (8-byte fp32 pairs, 4-byte 16-bit pairs).  ``sum_store`` adds the ``S``
+#: slices left to right -- its own (``mine``) from the registers, the others read from the workspace at
+#: the L2 (``ld.global.cg``, predicated rather than branched around, so the loads of a chunk overlap) --
+#: and stores the sum as 16-bit pairs; ``add_slice`` / ``store_sum`` do the same for a number of slices
+#: known only at run time (stream-K's tail tiles), one slice per call into a register sum.
 _FIXUP_SRC = r"""
 namespace skqf {
 template <typename Out>
 __device__ __forceinline__ void st2(Out* p, float a, float b) {
   Out v[2] = {Out(a), Out(b)};
   *reinterpret_cast<unsigned*>(p) = *reinterpret_cast<unsigned*>(v);
+}
+// an fp32 pair read at the L2 unless `keep` (then v keeps its value): volatile, so the compiler keeps it
+// after the barrier that follows the acquiring count; no branch, so the loads of a chunk overlap
+__device__ __forceinline__ void ld2_unless(float2& v, const float* p, int keep) {
+  asm volatile("{\n .reg .pred q;\n setp.eq.s32 q, %2, 0;\n @q ld.global.cg.v2.f32 {%0, %1}, [%3];\n}"
+               : "+f"(v.x), "+f"(v.y) : "r"(keep), "l"(p) : "memory");
 }
 template <int COLS>
 __device__ __forceinline__ void store_partial(float* dst, int ld, const float* acc, int off, int tid) {
@@ -168,7 +174,8 @@ __device__ __forceinline__ void store_partial(float* dst, int ld, const float* a
           make_float2(acc[off + 4 * c + 2 * r], acc[off + 4 * c + 2 * r + 1]);
 }
 template <int COLS, int S, typename Out>
-__device__ __forceinline__ void sum_store(Out* dst, int ld, const float* part, int slice, int tid) {
+__device__ __forceinline__ void sum_store(Out* dst, int ld, const float* part, int slice, const float* acc, int off,
+                                          int mine, int tid) {
   const int row = 16 * (tid >> 5) + ((tid & 31) >> 2), col = 2 * (tid & 3);
   float2 sum[COLS / 8][2];
 #pragma unroll
@@ -177,7 +184,8 @@ __device__ __forceinline__ void sum_store(Out* dst, int ld, const float* part, i
     for (int c = 0; c < COLS / 8; ++c)
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
-        const float2 v = __ldcg(reinterpret_cast<const float2*>(part + k * slice + (row + 8 * r) * ld + 8 * c + col));
+        float2 v = make_float2(acc[off + 4 * c + 2 * r], acc[off + 4 * c + 2 * r + 1]);
+        ld2_unless(v, part + k * slice + (row + 8 * r) * ld + 8 * c + col, k == mine);
         if (k == 0) {
           sum[c][r] = v;
         } else {
@@ -191,13 +199,17 @@ __device__ __forceinline__ void sum_store(Out* dst, int ld, const float* part, i
     for (int r = 0; r < 2; ++r) st2(dst + (row + 8 * r) * ld + 8 * c + col, sum[c][r].x, sum[c][r].y);
 }
 template <int COLS>
-__device__ __forceinline__ void add_slice(float* sum, const float* src, int ld, int tid, int first) {
+__device__ __forceinline__ void add_slice(float* sum, const float* src, int ld, int tid, int first, const float* acc,
+                                          int off, int mine) {
   const int row = 16 * (tid >> 5) + ((tid & 31) >> 2), col = 2 * (tid & 3);
   float2 v[COLS / 8][2];
 #pragma unroll
   for (int c = 0; c < COLS / 8; ++c)
 #pragma unroll
-    for (int r = 0; r < 2; ++r) v[c][r] = __ldcg(reinterpret_cast<const float2*>(src + (row + 8 * r) * ld + 8 * c + col));
+    for (int r = 0; r < 2; ++r) {
+      v[c][r] = make_float2(acc[off + 4 * c + 2 * r], acc[off + 4 * c + 2 * r + 1]);
+      ld2_unless(v[c][r], src + (row + 8 * r) * ld + 8 * c + col, mine);
+    }
 #pragma unroll
   for (int c = 0; c < COLS / 8; ++c)
 #pragma unroll
@@ -538,7 +550,7 @@ def _ws_program(M: int, N: int, K: int, *, fp8: bool, block_N: int, block_K: int
         to ``P`` from registers, then one thread counts it on the chunk's counter in ``L`` (acq_rel:
         it releases the warpgroup's stores, ordered before it by the named barrier, and acquires the
         others'); the arrival that finds ``splits - 1`` earlier ones resets the counter to 0 and,
-        after the barrier, adds the slices in index order (from the workspace) and writes C."""
+        after the barrier, adds the slices in index order (its own from registers) and writes C."""
         T.warpgroup_fence_operand(acc, num_regs=acc_regs)
         tid = T.get_thread_binding() % 128
         r0 = tile[0] * WS_BLOCK_M + wg * half
@@ -554,7 +566,7 @@ def _ws_program(M: int, N: int, K: int, *, fp8: bool, block_N: int, block_K: int
                 if tid == 0:
                     L[fixup_counter(tile[0], tile[1], wg, h, grid_n, n_chunks)] = 0  # every slice has arrived: ready for the next launch
                 T.call_extern("handle", f"skqf::sum_store<{epi_cols}, {splits}>", T.address_of(C[r0, c0]), N,
-                              T.address_of(P[r0, c0]), M * N, tid)
+                              T.address_of(P[r0, c0]), M * N, acc.data, h * epi_cols // 2, tile[2], tid)
 
     @T.macro
     def consume(A_s, B_s, acc, p0, p1, C_s, C, SA, SB, full, empty, tile, g0, wg, F=None):
@@ -828,8 +840,9 @@ def splitk_ws_fixup(
     its fp32 partial chunk by chunk (``epi_cols`` columns of a consumer's 64 rows) from registers into
     the workspace ``P``, and one thread per consumer adds 1 to the chunk's int32 counter in ``L``
     (:func:`fixup_counters` of them) with an acq_rel atomic; the arrival that sees ``splits - 1``
-    resets the counter to 0 and writes the chunk of C (fp16): all ``splits`` slices read back from
-    the workspace and added in index order, so the result does not depend on which block comes last.  Nobody waits for
+    resets the counter to 0 and writes the chunk of C (fp16): the ``splits`` slices added in index order
+    (its own from registers, the others read back from the workspace), so the result does not depend
+    on which block comes last.  Nobody waits for
     another block (any number of items per worker is safe).  ``L`` must be zero before the first
     launch (the caller allocates it zeroed); every complete launch leaves it zero.  M a multiple of
     ``128 * cluster``, N of ``block_N``."""

@@ -44,7 +44,8 @@ def test_fixup_counters_are_one_per_chunk_and_distinct():
 def _launch(parts, P, C, L, block_n, epi, order, stop_after=None):
     """One launch in numpy: the (tile, slice, consumer, chunk) arrivals in ``order``; each stores its
     partial chunk into P, adds 1 to the counter (the value before: ``old``) and, if ``old == S - 1``,
-    resets it and writes C's chunk as the left-to-right sum of the S slices read from P.
+    resets it and writes C's chunk as the left-to-right sum of the S slices (its own from the
+    accumulator, the others read from P).
     ``stop_after``: the launch dies after that many arrivals (the rest never run)."""
     S, M, N = parts.shape
     grid_n, chunks = N // block_n, block_n // epi
@@ -59,9 +60,10 @@ def _launch(parts, P, C, L, block_n, epi, order, stop_after=None):
         L[k] += 1
         if old == S - 1:
             L[k] = 0
-            total = P[0, r0:r0 + 64, c0:c0 + epi].copy()
-            for j in range(1, S):
-                total = total + P[j, r0:r0 + 64, c0:c0 + epi]
+            total = None
+            for j in range(S):  # its own slice from the registers, the others from P
+                x = parts[s, r0:r0 + 64, c0:c0 + epi] if j == s else P[j, r0:r0 + 64, c0:c0 + epi]
+                total = x.copy() if total is None else total + x
             C[r0:r0 + 64, c0:c0 + epi] = total.astype(np.float16)
             reducers[k] = reducers.get(k, 0) + 1
     return reducers
@@ -179,6 +181,8 @@ def test_fixup_candidates_compile_to_one_kernel_with_the_counter_protocol(_fresh
     # (memory order 4) whose previous value decides, and the reducer resets the counter
     assert src.count(f"skqf::store_partial<{cfg['epi_cols']}>") == 2
     assert src.count(f"skqf::sum_store<{cfg['epi_cols']}, {cfg['splits']}>") == 2
+    assert "tile[2], (((int)threadIdx.x) & 127));" in src  # the reducer's own slice: its K slice index
+    assert "@q ld.global.cg.v2.f32" in src  # the other slices' loads are predicated, not branched around
     assert src.count("AtomicAddRet(") == 2 and src.count(", 1, 4);") == 2
     assert src.count(f"((int*)F)[0] == {cfg['splits'] - 1}") >= 1 and src.count("] = 0;") >= 2
     assert "tma_store" not in src and "half_t* __restrict__ C" in src and "int* __restrict__ L" in src

@@ -123,5 +123,8 @@ def test_fixup_candidates_compile_to_one_kernel_with_the_counter_protocol(_fresh
     assert src.count("skqf::store_partial<64>") == 2 and src.count("skqf::add_slice<64>") == 2
     assert src.count("skqf::store_sum<64>") == 2 and src.count("AtomicAddRet(") == 2
     assert f"for (int c = 0; c < {s.max_contrib}; ++c)" in src
+    # the piece's own slot is taken from the accumulator: the call passes it and compares the slot
+    calls = [ln for ln in src.splitlines() if "skqf::add_slice<64>(" in ln]
+    assert len(calls) == 2 and all(("C0_l, (h" in ln or "C1_l, (h" in ln) and " == (" in ln for ln in calls)
     assert "tma_store(W_desc" not in src and "int* __restrict__ L" in src
     assert launch_info(gemm).grid == (132, 1, 1) and launch_info(gemm).smem_bytes <= 232448
