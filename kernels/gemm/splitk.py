@@ -129,11 +129,13 @@ REDUCE_ROWS = 16
 
 def ws_splitk_config(splits: int, block_N: int = 256, stages: int = 4, cluster: int = 1, epi_cols: int = 64,
                      panel: int = 8, inflight: int = 0, reduce_rows: int = REDUCE_ROWS,
-                     cluster_reduce: bool = False) -> dict[str, Any]:
+                     cluster_reduce: bool = False, fixup: bool = False) -> dict[str, Any]:
     """One configuration of :func:`build_ws` (K blocks of 64); ``reduce_rows`` -- the reduction's
     rows per block -- is kept only when it is not the default (earlier configurations unchanged);
     ``cluster_reduce`` -- the slices summed inside the kernel, in a thread-block cluster (no
-    workspace, no reduction kernel: :func:`kernels.gemm.ws.splitk_ws`) -- only when set."""
+    workspace, no reduction kernel: :func:`kernels.gemm.ws.splitk_ws`) -- only when set; ``fixup``
+    -- the last block of each chunk adds the slices from the workspace and writes C (no reduction
+    kernel) -- likewise."""
     cfg = dict(splits=splits, block_N=block_N, block_K=64, stages=stages, cluster=cluster, epi_cols=epi_cols,
                panel=panel, inflight=inflight)
     if reduce_rows != REDUCE_ROWS:
@@ -141,6 +143,10 @@ def ws_splitk_config(splits: int, block_N: int = 256, stages: int = 4, cluster: 
     if cluster_reduce:
         require(reduce_rows == REDUCE_ROWS, "cluster_reduce has no reduction kernel: leave reduce_rows alone")
         cfg["cluster_reduce"] = True
+    if fixup:
+        require(reduce_rows == REDUCE_ROWS and not cluster_reduce,
+                "fixup has no reduction kernel and no cluster sum: leave reduce_rows and cluster_reduce alone")
+        cfg["fixup"] = True
     return cfg
 
 
@@ -148,19 +154,22 @@ def ws_splitk_label(cfg: dict[str, Any]) -> str:
     return (f"ws s={cfg['splits']} 128x{cfg['block_N']} st{cfg['stages']} e{cfg['epi_cols']}"
             + (f" c{cfg['cluster']}" if cfg["cluster"] > 1 else "") + (f" if{cfg['inflight']}" if cfg["inflight"] else "")
             + (f" r{cfg['reduce_rows']}" if cfg.get("reduce_rows", REDUCE_ROWS) != REDUCE_ROWS else "")
-            + (" dsmem" if cfg.get("cluster_reduce") else ""))
+            + (" dsmem" if cfg.get("cluster_reduce") else "") + (" last" if cfg.get("fixup") else ""))
 
 
 def build_ws(M: int, N: int, K: int, cfg: dict[str, Any], workers: int = SMS) -> tuple[Any, Any]:
     """(split-K kernel, reduction kernel) of one configuration; ``workers`` persistent blocks.  With
     ``cluster_reduce`` the reduction kernel is None (the slices are summed in the cluster) and the
-    workers are a multiple of the split (whole clusters)."""
-    from kernels.gemm.ws import splitk_ws
+    workers are a multiple of the split (whole clusters); with ``fixup`` it is None too (the last
+    block of every chunk sums it)."""
+    from kernels.gemm.ws import splitk_ws, splitk_ws_fixup
 
     kw = {k: cfg[k] for k in ("block_N", "block_K", "stages", "cluster", "epi_cols", "panel", "inflight")}
     if cfg.get("cluster_reduce"):
         return splitk_ws(M, N, K, cfg["splits"], workers=workers - workers % cfg["splits"], cluster_reduce=True,
                          **kw), None
+    if cfg.get("fixup"):
+        return splitk_ws_fixup(M, N, K, cfg["splits"], workers=workers - workers % cfg["cluster"], **kw), None
     rows = cfg.get("reduce_rows", REDUCE_ROWS)
     return splitk_ws(M, N, K, cfg["splits"], workers=workers - workers % cfg["cluster"], **kw), \
         (splitk_reduce(cfg["splits"], M, N) if rows == REDUCE_ROWS else splitk_reduce(cfg["splits"], M, N, block_M=rows))
@@ -170,11 +179,16 @@ def check_ws_inputs(a: Any, b: Any, cfg: dict[str, Any]) -> tuple[int, int, int]
     """Operands of the hand-written split-K: fp16 ``[M, K]`` and ``[N, K]``; M a multiple of the
     reduction's rows (16 unless the configuration names others), N of 256 (its columns), K of
     ``splits * 64``; one CUDA device.  With ``cluster_reduce``: M a multiple of 128 and N of
-    ``block_N`` (whole tiles: C is stored without clipping)."""
+    ``block_N`` (whole tiles: C is stored without clipping); with ``fixup`` M a multiple of
+    ``128 * cluster`` and N of ``block_N`` (the partials and C are stored from registers)."""
     import torch
 
-    tiles = ({"M": 128, "N": cfg["block_N"]} if cfg.get("cluster_reduce")
-             else {"M": cfg.get("reduce_rows", REDUCE_ROWS), "N": 256})
+    if cfg.get("fixup"):
+        tiles = {"M": 128 * cfg["cluster"], "N": cfg["block_N"]}
+    elif cfg.get("cluster_reduce"):
+        tiles = {"M": 128, "N": cfg["block_N"]}
+    else:
+        tiles = {"M": cfg.get("reduce_rows", REDUCE_ROWS), "N": 256}
     M, N, K = check_operands(a, b, torch.float16, tiles=tiles, cuda=False)
     require(K % (cfg["splits"] * cfg["block_K"]) == 0,
             f"K={K} must be a multiple of splits*block_K = {cfg['splits']}*{cfg['block_K']}")
@@ -182,11 +196,29 @@ def check_ws_inputs(a: Any, b: Any, cfg: dict[str, Any]) -> tuple[int, int, int]
 
 
 def make_ws_runner(a: Any, b: Any, cfg: dict[str, Any], workers: int = SMS):
-    """``fn(c)``: the split-K kernel into an fp32 workspace, then the reduction into ``c`` (fp16)."""
+    """``fn(c)``: the split-K kernel into an fp32 workspace, then the reduction into ``c`` (fp16).
+
+    With ``fixup`` one kernel does both; the runner owns its workspace (filled with NaN, so a chunk
+    summed before every slice has landed shows in the result) and its counters (allocated zeroed
+    here, once; every complete launch leaves them zero), exposed as ``fn.counters`` for
+    :func:`check_counters`."""
     import torch
 
     M, N, K = check_ws_inputs(a, b, cfg)
     gemm, reduce = build_ws(M, N, K, cfg, workers)
+    if cfg.get("fixup"):
+        from kernels.gemm.ws import fixup_counters
+
+        ws = torch.full((cfg["splits"] * M, N), float("nan"), dtype=torch.float32, device=a.device)
+        counters = torch.zeros(fixup_counters(M, N, cfg["block_N"], cfg["epi_cols"]), dtype=torch.int32,
+                               device=a.device)
+
+        def last(c: Any) -> Any:
+            gemm(a, b, ws, c, counters)
+            return c
+
+        last.counters = counters
+        return last
     if reduce is None:  # cluster_reduce: one kernel writes C
         def fused(c: Any) -> Any:
             gemm(a, b, c)
@@ -201,3 +233,11 @@ def make_ws_runner(a: Any, b: Any, cfg: dict[str, Any], workers: int = SMS):
         return c
 
     return fn
+
+
+def check_counters(fn: Any) -> int:
+    """Counters a ``fixup`` runner's launches left non-zero (0 for every other runner): a launch
+    that did not complete leaves some, and the next launch would sum those chunks too early, from
+    an earlier launch's partials -- a correctness check of the runner must fail on them."""
+    counters = getattr(fn, "counters", None)
+    return 0 if counters is None else int((counters != 0).sum().item())

@@ -324,14 +324,23 @@ def sk_slot(wk: Any, lt: Any, q: int, r: int, ipt: int, max_segments: int, tmin:
     return wk * max_segments + lt - (wk * q + tmin(wk, r)) // ipt
 
 
+def sk_fixup_counters(M: int, N: int, K: int, block_N: int, block_K: int, workers: int, dp_waves: int,
+                      epi_cols: int) -> int:
+    """Counters of the in-kernel fix-up (``fixup``): one per chunk of ``epi_cols`` columns of each
+    consumer's 64 rows of each tail tile (int32, zero before the first launch, left zero by every
+    complete launch)."""
+    s = ws_schedule(M, N, K, block_N, block_K, workers, dp_waves)
+    return s.sk_tiles * 2 * (block_N // epi_cols)
+
+
 def _streamk_ws_program(M: int, N: int, K: int, *, block_N: int, block_K: int, stages: int, panel: int,
-                        inflight: int, epi_cols: int, workers: int, dp_waves: int):
+                        inflight: int, epi_cols: int, workers: int, dp_waves: int, fixup: bool = False):
     """Stream-K on the hand-written warp-specialised pipeline of :mod:`kernels.gemm.ws` (one
     TMA producer warpgroup, two wgmma consumer warpgroups of 64 rows, ``setmaxnreg``, full/empty
     barriers per stage, the producer's ring running on across work items): full tiles first,
     then this worker's tail pieces; whole tiles go to C in fp16, tail pieces to the fp32
     workspace ``W`` by TMA store (see :class:`WsSchedule`)."""
-    from kernels.gemm.ws import (_EPILOGUE_BARRIER, CONSUMER_REGS, PRODUCER_REGS, WS_BLOCK_M, WS_THREADS,
+    from kernels.gemm.ws import (_EPILOGUE_BARRIER, _FIXUP_SRC, CONSUMER_REGS, PRODUCER_REGS, WS_BLOCK_M, WS_THREADS,
                                  empty_arrivals, stages_ahead)
 
     require(inflight in (0, 1), f"inflight must be 0 or 1, got {inflight}")
@@ -345,6 +354,15 @@ def _streamk_ws_program(M: int, N: int, K: int, *, block_N: int, block_K: int, s
     acc_regs = half * block_N // 128
     w_rows = max(s.slots, 1) * WS_BLOCK_M
     has_dp, has_sk = s.dp_rounds > 0, s.sk_tiles > 0
+    n_chunks = block_N // epi_cols
+    # fixup: the last piece of a tail tile's chunk to be counted sums the tile's pieces (see streamk_ws_last)
+    require(not fixup or has_sk, "fixup: the schedule streams no tile, there is nothing to fix up")
+    if fixup:
+        require(M % WS_BLOCK_M == 0 and N % block_N == 0,
+                f"fixup stores from registers without clipping: M={M} must be a multiple of {WS_BLOCK_M}, "
+                f"N={N} of block_N={block_N}")
+        require(w_rows * block_N < 2 ** 31 and M * N < 2 ** 31,
+                f"fixup: the workspace ({w_rows} x {block_N}) and C must have fewer than 2^31 elements")
 
     @T.macro
     def produce(A, B, A0_s, A1_s, B_s, full, empty, mb, nb, k_first, n_steps, g0):
@@ -387,7 +405,41 @@ def _streamk_ws_program(M: int, N: int, K: int, *, block_N: int, block_K: int, s
             T.copy(S, D[r0:r0 + half, c0:c0 + epi_cols])
 
     @T.macro
-    def consume(A_s, B_s, acc, H_s, F_s, C, W, full, empty, w, begin, end, lane, wg):
+    def fixup_piece(acc, W, C, L, F, Sum, slot, lt, wg):
+        """Chunk by chunk: store this piece's fp32 chunk to workspace slot ``slot`` from registers, count it
+        on the chunk's counter (one thread, acq_rel, between two barriers of the warpgroup); the arrival
+        that finds all the tile's other pieces counted resets the counter and writes C's chunk: the
+        pieces added in worker order (as :func:`streamk_ws_fixup` does), its own from registers, the
+        others read back from the workspace."""
+        T.warpgroup_fence_operand(acc, num_regs=acc_regs)
+        tid = T.get_thread_binding() % 128
+        w_lo = sk_owner(lt * ipt, q, r, T.if_then_else)
+        w_hi = sk_owner((lt + 1) * ipt - 1, q, r, T.if_then_else)
+        mb, nb = raster(s.dp_tiles + lt, panel, s.grid_m, s.grid_n, T.min)
+        for h in T.unroll(n_chunks):
+            T.call_extern("handle", f"skqf::store_partial<{epi_cols}>",
+                          T.address_of(W[slot * WS_BLOCK_M + wg * half, h * epi_cols]), block_N, acc.data,
+                          h * epi_cols // 2, tid)
+            T.sync_threads(barrier_id=_EPILOGUE_BARRIER[wg], arrive_count=128)
+            if tid == 0:
+                F[wg] = T.atomic_add(L[(lt * 2 + wg) * n_chunks + h], 1, memory_order="acq_rel", return_prev=True)
+            T.sync_threads(barrier_id=_EPILOGUE_BARRIER[wg], arrive_count=128)
+            if F[wg] == w_hi - w_lo:
+                if tid == 0:
+                    L[(lt * 2 + wg) * n_chunks + h] = 0  # every piece has arrived: ready for the next launch
+                for c in T.serial(s.max_contrib):
+                    if w_lo + c <= w_hi:
+                        src_slot = sk_slot(w_lo + c, lt, q, r, ipt, s.max_segments, T.min)
+                        src = src_slot * WS_BLOCK_M + wg * half
+                        T.call_extern("handle", f"skqf::add_slice<{epi_cols}>", Sum.data,
+                                      T.address_of(W[src, h * epi_cols]), block_N, tid, c, acc.data,
+                                      h * epi_cols // 2, src_slot == slot)
+                T.call_extern("handle", f"skqf::store_sum<{epi_cols}>",
+                              T.address_of(C[mb * WS_BLOCK_M + wg * half, nb * block_N + h * epi_cols]), N,
+                              Sum.data, tid)
+
+    @T.macro
+    def consume(A_s, B_s, acc, H_s, F_s, C, W, full, empty, w, begin, end, lane, wg, L=None, F=None, Sum=None):
         """One consumer warpgroup (rows ``wg * 64`` of every tile): whole tiles, then tail pieces."""
         if has_dp:
             for t in T.serial(s.dp_rounds):
@@ -401,11 +453,13 @@ def _streamk_ws_program(M: int, N: int, K: int, *, block_N: int, block_K: int, s
                 it1 = T.min(end, (lt + 1) * ipt)
                 if it0 < it1:
                     mainloop(A_s, B_s, acc, full, empty, it1 - it0, s.dp_rounds * ipt + it0 - begin, lane)
-                    store(acc, F_s, W, (w * s.max_segments + seg) * WS_BLOCK_M + wg * half, 0, wg)
+                    if fixup:
+                        fixup_piece(acc, W, C, L, F, Sum, w * s.max_segments + seg, lt, wg)
+                    else:
+                        store(acc, F_s, W, (w * s.max_segments + seg) * WS_BLOCK_M + wg * half, 0, wg)
 
-    @T.prim_func
-    def main(A: T.Tensor((M, K), T.float16), B: T.Tensor((N, K), T.float16), C: T.Tensor((M, N), T.float16),
-             W: T.Tensor((w_rows, block_N), T.float32)):
+    @T.macro
+    def body(A, B, C, W, L):
         with T.Kernel(workers, threads=WS_THREADS) as w:
             A0_s = T.alloc_shared((stages, half, block_K), T.float16)
             A1_s = T.alloc_shared((stages, half, block_K), T.float16)
@@ -417,7 +471,7 @@ def _streamk_ws_program(M: int, N: int, K: int, *, block_N: int, block_K: int, s
                 H1_s = T.alloc_shared((half, epi_cols), T.float16)
             else:
                 H0_s = H1_s = None
-            if has_sk:  # fp32 staging of tail pieces
+            if has_sk and not fixup:  # fp32 staging of tail pieces
                 F0_s = T.alloc_shared((half, epi_cols), T.float32)
                 F1_s = T.alloc_shared((half, epi_cols), T.float32)
             else:
@@ -425,6 +479,12 @@ def _streamk_ws_program(M: int, N: int, K: int, *, block_N: int, block_K: int, s
             T.annotate_layout(_swizzled(A0_s, A1_s, B_s, H0_s, H1_s, F0_s, F1_s))
             full = T.alloc_barrier([128] * stages)
             empty = T.alloc_barrier([empty_arrivals(1)] * stages)
+            if fixup:  # each consumer's last count and its sum of one chunk
+                T.import_source(_FIXUP_SRC)
+                F = T.alloc_shared((2,), T.int32)
+                Sum = T.alloc_local((epi_cols // 2,), T.float32)
+            else:
+                F = Sum = None
             tx = T.get_thread_binding()
             lane = tx % 32  # noqa: F841 (used by the consumers)
             begin = w * q + T.min(w, r)
@@ -446,10 +506,24 @@ def _streamk_ws_program(M: int, N: int, K: int, *, block_N: int, block_K: int, s
                                     s.dp_rounds * ipt + it0 - begin)
             elif tx < 256:
                 T.inc_max_nreg(CONSUMER_REGS)
-                consume(A0_s, B_s, C0_l, H0_s, F0_s, C, W, full, empty, w, begin, end, lane, 0)
+                consume(A0_s, B_s, C0_l, H0_s, F0_s, C, W, full, empty, w, begin, end, lane, 0, L, F, Sum)
             else:
                 T.inc_max_nreg(CONSUMER_REGS)
-                consume(A1_s, B_s, C1_l, H1_s, F1_s, C, W, full, empty, w, begin, end, lane, 1)
+                consume(A1_s, B_s, C1_l, H1_s, F1_s, C, W, full, empty, w, begin, end, lane, 1, L, F, Sum)
+
+    if fixup:
+        @T.prim_func
+        def main_last(A: T.Tensor((M, K), T.float16), B: T.Tensor((N, K), T.float16),
+                      C: T.Tensor((M, N), T.float16), W: T.Tensor((w_rows, block_N), T.float32),
+                      L: T.Tensor((s.sk_tiles * 2 * n_chunks,), T.int32)):
+            body(A, B, C, W, L)
+
+        return main_last
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), T.float16), B: T.Tensor((N, K), T.float16), C: T.Tensor((M, N), T.float16),
+             W: T.Tensor((w_rows, block_N), T.float32)):
+        body(A, B, C, W, None)
 
     return main
 
@@ -475,6 +549,37 @@ def streamk_ws(
     finishes the tail tiles."""
     return _streamk_ws_program(M, N, K, block_N=block_N, block_K=block_K, stages=stages, panel=panel,
                                inflight=inflight, epi_cols=epi_cols, workers=workers, dp_waves=dp_waves)
+
+
+def _ws_last_pass_configs() -> dict:
+    from kernels.gemm.ws import WS_FIXUP_PASS_CONFIGS
+
+    return WS_FIXUP_PASS_CONFIGS
+
+
+@tilelang.jit(target=TARGET, pass_configs=_ws_last_pass_configs())
+def streamk_ws_last(
+    M: int,
+    N: int,
+    K: int,
+    block_N: int = 256,
+    block_K: int = 64,
+    stages: int = 3,
+    panel: int = 8,
+    inflight: int = 0,
+    epi_cols: int = 64,
+    workers: int = SMS,
+    dp_waves: int = -1,
+):
+    """:func:`streamk_ws` with the fix-up inside (no second kernel), "the last piece reduces": the kernel
+    takes ``(A, B, C, W, L)``; every tail piece stores its fp32 chunks (``epi_cols`` columns of a
+    consumer's 64 rows) from registers into its workspace slot and counts each on the chunk's int32
+    counter in ``L`` (:func:`sk_fixup_counters` of them, acq_rel atomic); the arrival that sees the
+    tile's other pieces all counted resets the counter to 0 and writes the chunk of C in fp16, the
+    pieces added in worker order (its own from registers, the others read back from the workspace).  Nobody waits for another block.  ``L`` zero before
+    the first launch (the caller allocates it zeroed); every complete launch leaves it zero."""
+    return _streamk_ws_program(M, N, K, block_N=block_N, block_K=block_K, stages=stages, panel=panel,
+                               inflight=inflight, epi_cols=epi_cols, workers=workers, dp_waves=dp_waves, fixup=True)
 
 
 @tilelang.jit(target=TARGET)
@@ -511,10 +616,14 @@ def streamk_ws_fixup(M: int, N: int, K: int, block_N: int = 256, block_K: int = 
 
 
 def ws_config(block_N: int = 256, stages: int = 3, epi_cols: int = 64, dp_waves: int = -1, inflight: int = 0,
-              panel: int = 8) -> dict[str, Any]:
-    """One configuration of :func:`build_ws` (K blocks of 64)."""
-    return dict(block_N=block_N, block_K=64, stages=stages, epi_cols=epi_cols, dp_waves=dp_waves, inflight=inflight,
-                panel=panel)
+              panel: int = 8, fixup: bool = False) -> dict[str, Any]:
+    """One configuration of :func:`build_ws` (K blocks of 64); ``fixup`` (the tail tiles summed inside
+    the kernel, :func:`streamk_ws_last`) is kept only when set (earlier configurations unchanged)."""
+    cfg = dict(block_N=block_N, block_K=64, stages=stages, epi_cols=epi_cols, dp_waves=dp_waves, inflight=inflight,
+               panel=panel)
+    if fixup:
+        cfg["fixup"] = True
+    return cfg
 
 
 def ws_label(cfg: dict[str, Any]) -> str:
@@ -522,12 +631,16 @@ def ws_label(cfg: dict[str, Any]) -> str:
     d = cfg["dp_waves"]
     kind = "sk" if d == 0 else ("dp+sk" if d == -1 else f"dp{d}+sk")
     return (f"{kind} 128x{cfg['block_N']} st{cfg['stages']} e{cfg['epi_cols']}"
-            + (f" if{cfg['inflight']}" if cfg["inflight"] else "") + (f" p{cfg['panel']}" if cfg["panel"] != 8 else ""))
+            + (f" if{cfg['inflight']}" if cfg["inflight"] else "") + (f" p{cfg['panel']}" if cfg["panel"] != 8 else "")
+            + (" last" if cfg.get("fixup") else ""))
 
 
 def build_ws(M: int, N: int, K: int, cfg: dict[str, Any], workers: int = SMS) -> tuple[Any, Any]:
-    """(stream-K kernel, fix-up kernel or None when nothing is streamed) of one configuration."""
+    """(stream-K kernel, fix-up kernel or None when nothing is streamed or the fix-up is inside the
+    kernel, ``fixup``) of one configuration."""
     kw = {k: cfg[k] for k in ("block_N", "block_K", "stages", "panel", "inflight", "epi_cols", "dp_waves")}
+    if cfg.get("fixup"):
+        return streamk_ws_last(M, N, K, workers=workers, **kw), None
     s = ws_schedule(M, N, K, cfg["block_N"], cfg["block_K"], workers, cfg["dp_waves"])
     fix = None
     if s.sk_tiles:
@@ -546,12 +659,26 @@ def check_ws_inputs(a: Any, b: Any, cfg: dict[str, Any]) -> tuple[int, int, int]
 
 def make_ws_runner(a: Any, b: Any, cfg: dict[str, Any], workers: int = SMS):
     """``fn(c)``: the stream-K kernel (whole tiles into ``c``, pieces into an fp32 workspace), then
-    the fix-up of the tail tiles."""
+    the fix-up of the tail tiles.  With ``fixup`` one kernel does both; the runner owns its workspace
+    (filled with NaN: a chunk summed before every piece has landed shows in the result) and its
+    counters (allocated zeroed here, once; every complete launch leaves them zero), exposed as
+    ``fn.counters`` (:func:`kernels.gemm.splitk.check_counters`)."""
     import torch
 
     M, N, K = check_ws_inputs(a, b, cfg)
     gemm, fix = build_ws(M, N, K, cfg, workers)
     s = ws_schedule(M, N, K, cfg["block_N"], cfg["block_K"], workers, cfg["dp_waves"])
+    if cfg.get("fixup"):
+        wl = torch.full((max(s.slots, 1) * 128, cfg["block_N"]), float("nan"), dtype=torch.float32, device=a.device)
+        counters = torch.zeros(sk_fixup_counters(M, N, K, cfg["block_N"], cfg["block_K"], workers, cfg["dp_waves"],
+                                                 cfg["epi_cols"]), dtype=torch.int32, device=a.device)
+
+        def last(c: Any) -> Any:
+            gemm(a, b, c, wl, counters)
+            return c
+
+        last.counters = counters
+        return last
     w = torch.empty((max(s.slots, 1) * 128, cfg["block_N"]), dtype=torch.float32, device=a.device)
 
     def fn(c: Any) -> Any:

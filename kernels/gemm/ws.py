@@ -22,7 +22,10 @@ barrier, ``T.wgmma_gemm``, ``T.wait_wgmma``, ``T.alloc_barrier`` /
   the time, such as attention scores);
 * ``cluster_reduce`` (split-K) -- the blocks of one tile's K slices form a thread-block cluster
   and sum their fp32 partials through distributed shared memory instead of a workspace and a
-  second kernel.
+  second kernel;
+* ``fixup`` (split-K) -- "the last block reduces": every block stores its fp32 partial chunk to the
+  workspace and counts it on a per-chunk counter (an acq_rel atomic); the block that arrives last
+  adds the slices in index order and writes C (no second kernel, no waiting on another block).
 
 Layout of one block (384 threads):
 
@@ -139,6 +142,107 @@ __device__ __forceinline__ void cluster_sum8(Out* dst, float* lo, float* hi) {
 """
 
 
+#: Device code of the ``fixup`` epilogue.  The wgmma accumulator of one consumer (64 rows) holds, in
+#: thread ``t``'s registers ``acc[4c + 2r + e]``, the element (row ``16 (t / 32) + (t % 32) / 4 + 8r``,
+#: column ``8c + 2 (t % 4) + e``); both helpers walk one chunk of ``COLS`` columns in that order, two
+#: adjacent columns per access (8-byte fp32 pairs, 4-byte 16-bit pairs).  ``sum_store`` adds the ``S``
+#: slices left to right -- its own (``mine``) from the registers, the others read from the workspace at
+#: the L2 (``ld.global.cg``, predicated rather than branched around, so the loads of a chunk overlap) --
+#: and stores the sum as 16-bit pairs; ``add_slice`` / ``store_sum`` do the same for a number of slices
+#: known only at run time (stream-K's tail tiles), one slice per call into a register sum.
+_FIXUP_SRC = r"""
+namespace skqf {
+template <typename Out>
+__device__ __forceinline__ void st2(Out* p, float a, float b) {
+  Out v[2] = {Out(a), Out(b)};
+  *reinterpret_cast<unsigned*>(p) = *reinterpret_cast<unsigned*>(v);
+}
+// an fp32 pair read at the L2 unless `keep` (then v keeps its value): volatile, so the compiler keeps it
+// after the barrier that follows the acquiring count; no branch, so the loads of a chunk overlap
+__device__ __forceinline__ void ld2_unless(float2& v, const float* p, int keep) {
+  asm volatile("{\n .reg .pred q;\n setp.eq.s32 q, %2, 0;\n @q ld.global.cg.v2.f32 {%0, %1}, [%3];\n}"
+               : "+f"(v.x), "+f"(v.y) : "r"(keep), "l"(p) : "memory");
+}
+template <int COLS>
+__device__ __forceinline__ void store_partial(float* dst, int ld, const float* acc, int off, int tid) {
+  const int row = 16 * (tid >> 5) + ((tid & 31) >> 2), col = 2 * (tid & 3);
+#pragma unroll
+  for (int c = 0; c < COLS / 8; ++c)
+#pragma unroll
+    for (int r = 0; r < 2; ++r)
+      *reinterpret_cast<float2*>(dst + (row + 8 * r) * ld + 8 * c + col) =
+          make_float2(acc[off + 4 * c + 2 * r], acc[off + 4 * c + 2 * r + 1]);
+}
+template <int COLS, int S, typename Out>
+__device__ __forceinline__ void sum_store(Out* dst, int ld, const float* part, int slice, const float* acc, int off,
+                                          int mine, int tid) {
+  const int row = 16 * (tid >> 5) + ((tid & 31) >> 2), col = 2 * (tid & 3);
+  float2 sum[COLS / 8][2];
+#pragma unroll
+  for (int k = 0; k < S; ++k)
+#pragma unroll
+    for (int c = 0; c < COLS / 8; ++c)
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        float2 v = make_float2(acc[off + 4 * c + 2 * r], acc[off + 4 * c + 2 * r + 1]);
+        ld2_unless(v, part + k * slice + (row + 8 * r) * ld + 8 * c + col, k == mine);
+        if (k == 0) {
+          sum[c][r] = v;
+        } else {
+          sum[c][r].x += v.x;
+          sum[c][r].y += v.y;
+        }
+      }
+#pragma unroll
+  for (int c = 0; c < COLS / 8; ++c)
+#pragma unroll
+    for (int r = 0; r < 2; ++r) st2(dst + (row + 8 * r) * ld + 8 * c + col, sum[c][r].x, sum[c][r].y);
+}
+template <int COLS>
+__device__ __forceinline__ void add_slice(float* sum, const float* src, int ld, int tid, int first, const float* acc,
+                                          int off, int mine) {
+  const int row = 16 * (tid >> 5) + ((tid & 31) >> 2), col = 2 * (tid & 3);
+  float2 v[COLS / 8][2];
+#pragma unroll
+  for (int c = 0; c < COLS / 8; ++c)
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      v[c][r] = make_float2(acc[off + 4 * c + 2 * r], acc[off + 4 * c + 2 * r + 1]);
+      ld2_unless(v[c][r], src + (row + 8 * r) * ld + 8 * c + col, mine);
+    }
+#pragma unroll
+  for (int c = 0; c < COLS / 8; ++c)
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float* s = sum + 4 * c + 2 * r;
+      if (first == 0) {
+        s[0] = v[c][r].x;
+        s[1] = v[c][r].y;
+      } else {
+        s[0] += v[c][r].x;
+        s[1] += v[c][r].y;
+      }
+    }
+}
+template <int COLS, typename Out>
+__device__ __forceinline__ void store_sum(Out* dst, int ld, const float* sum, int tid) {
+  const int row = 16 * (tid >> 5) + ((tid & 31) >> 2), col = 2 * (tid & 3);
+#pragma unroll
+  for (int c = 0; c < COLS / 8; ++c)
+#pragma unroll
+    for (int r = 0; r < 2; ++r) st2(dst + (row + 8 * r) * ld + 8 * c + col, sum[4 * c + 2 * r], sum[4 * c + 2 * r + 1]);
+}
+}  // namespace skqf
+"""
+
+
+def fixup_slot(tid: int, c: int, r: int) -> tuple[int, int, int]:
+    """(row within the consumer's 64, first of the two columns within the chunk, register index of the
+    pair within the chunk) that thread ``tid`` of a consumer stores and sums for 8-column group ``c``,
+    row half ``r`` -- the addressing of :data:`_FIXUP_SRC`, in Python for the emulation tests."""
+    return 16 * (tid >> 5) + ((tid & 31) >> 2) + 8 * r, 8 * c + 2 * (tid & 3), 4 * c + 2 * r
+
+
 def stages_ahead(stages: int, inflight: int) -> int:
     """Stages the producer can fill ahead of the consumers: each consumer holds the stage it
     computes on plus the ``inflight`` ones whose wgmma it has not waited for yet."""
@@ -152,10 +256,23 @@ def ws_grid(M: int, N: int, block_N: int, cluster: int) -> tuple[int, int]:
     return -(-N // block_N), -(-nm // cluster) * cluster
 
 
+def fixup_counters(M: int, N: int, block_N: int, epi_cols: int) -> int:
+    """Counters of a ``fixup`` split-K (int32, zero before the first launch, left zero by every
+    complete launch): one per chunk of ``epi_cols`` columns of each consumer's 64 rows of each
+    128 x ``block_N`` tile (M and N whole tiles)."""
+    return (M // WS_BLOCK_M) * (N // block_N) * 2 * (block_N // epi_cols)
+
+
+def fixup_counter(tile_m, tile_n, wg, h, grid_n: int, n_chunks: int):
+    """Index of the counter of chunk ``h`` of consumer ``wg``'s rows of tile (``tile_m``, ``tile_n``)
+    (ints or TIR expressions)."""
+    return ((tile_m * grid_n + tile_n) * 2 + wg) * n_chunks + h
+
+
 def _ws_program(M: int, N: int, K: int, *, fp8: bool, block_N: int, block_K: int, stages: int, panel: int,
                 cluster: int, inflight: int, epi_cols: int, workers: int, dtype: str = "float16", batch: int = 1,
                 groups: int = 0, splits: int = 1, store_bufs: int = 1, evict_first: bool = False,
-                cluster_reduce: bool = False):
+                cluster_reduce: bool = False, fixup: bool = False):
     """The hand-written pipeline as a TileLang program: fp16 -> fp16 (``fp8=False``) or fp8 e4m3
     with per-tensor scales -> bf16 with two-level accumulation (``fp8=True``: every K block's
     wgmma result is a fresh fp32 partial, promoted into the fp32 accumulator by ordinary adds,
@@ -202,6 +319,15 @@ def _ws_program(M: int, N: int, K: int, *, fp8: bool, block_N: int, block_K: int
                 f"cluster_reduce stores C without clipping: M={M} must be a multiple of {WS_BLOCK_M}, "
                 f"N={N} of block_N={block_N}")
         check_cluster_reduce(splits, epi_cols or block_N)
+    # fixup: "the last block reduces" -- see :func:`splitk_ws`
+    require(not fixup or (splits > 1 and not cluster_reduce),
+            f"fixup needs splits > 1 and no cluster_reduce, got splits={splits}, cluster_reduce={cluster_reduce}")
+    if fixup:
+        require(splits * M * N < 2 ** 31, f"fixup: the workspace of {splits} x {M} x {N} must have fewer than 2^31 elements")
+        require(M % (WS_BLOCK_M * cluster) == 0 and N % block_N == 0,
+                f"fixup stores from registers without clipping: M={M} must be a multiple of "
+                f"{WS_BLOCK_M}*cluster = {WS_BLOCK_M * cluster}, "
+                f"N={N} of block_N={block_N}")
     half_dtype = T.bfloat16 if dtype == "bfloat16" else T.float16  # 16-bit in and out (fp8: bf16 out)
     in_dtype = T.float8_e4m3fn if fp8 else half_dtype
     out_dtype = T.bfloat16 if fp8 else half_dtype
@@ -419,7 +545,31 @@ def _ws_program(M: int, N: int, K: int, *, fp8: bool, block_N: int, block_K: int
                     T.mbarrier_arrive(bars[2 + wg], r)
 
     @T.macro
-    def consume(A_s, B_s, acc, p0, p1, C_s, C, SA, SB, full, empty, tile, g0, wg):
+    def epilogue_fixup(acc, P, C, L, F, tile, wg):
+        """The last block reduces, chunk by chunk of ``epi_cols`` columns: store this slice's fp32 chunk
+        to ``P`` from registers, then one thread counts it on the chunk's counter in ``L`` (acq_rel:
+        it releases the warpgroup's stores, ordered before it by the named barrier, and acquires the
+        others'); the arrival that finds ``splits - 1`` earlier ones resets the counter to 0 and,
+        after the barrier, adds the slices in index order (its own from registers) and writes C."""
+        T.warpgroup_fence_operand(acc, num_regs=acc_regs)
+        tid = T.get_thread_binding() % 128
+        r0 = tile[0] * WS_BLOCK_M + wg * half
+        for h in T.unroll(n_chunks):
+            c0 = tile[1] * block_N + h * epi_cols
+            T.call_extern("handle", f"skqf::store_partial<{epi_cols}>", T.address_of(P[tile[2] * M + r0, c0]), N,
+                          acc.data, h * epi_cols // 2, tid)
+            T.sync_threads(barrier_id=_EPILOGUE_BARRIER[wg], arrive_count=128)
+            if tid == 0:
+                F[wg] = T.atomic_add(L[fixup_counter(tile[0], tile[1], wg, h, grid_n, n_chunks)], 1, memory_order="acq_rel", return_prev=True)
+            T.sync_threads(barrier_id=_EPILOGUE_BARRIER[wg], arrive_count=128)
+            if F[wg] == splits - 1:
+                if tid == 0:
+                    L[fixup_counter(tile[0], tile[1], wg, h, grid_n, n_chunks)] = 0  # every slice has arrived: ready for the next launch
+                T.call_extern("handle", f"skqf::sum_store<{epi_cols}, {splits}>", T.address_of(C[r0, c0]), N,
+                              T.address_of(P[r0, c0]), M * N, acc.data, h * epi_cols // 2, tile[2], tid)
+
+    @T.macro
+    def consume(A_s, B_s, acc, p0, p1, C_s, C, SA, SB, full, empty, tile, g0, wg, F=None):
         lane = T.get_thread_binding() % 32
         if fp8:
             mainloop_fp8(A_s, B_s, acc, p0, p1, full, empty, g0, lane)
@@ -429,6 +579,8 @@ def _ws_program(M: int, N: int, K: int, *, fp8: bool, block_N: int, block_K: int
             epilogue_deferred(acc, C_s, C, tile, wg, g0 // n_ks)
         elif cluster_reduce:
             epilogue_cluster(acc, C_s, C, SA, tile, wg, g0 // n_ks)
+        elif fixup:
+            epilogue_fixup(acc, C, SA, SB, F, tile, wg)
         else:
             epilogue(acc, C_s, C, SA, SB, tile, wg)
 
@@ -441,6 +593,8 @@ def _ws_program(M: int, N: int, K: int, *, fp8: bool, block_N: int, block_K: int
             if deferred:
                 C0_s = T.alloc_shared((store_bufs, half, epi_cols), out_dtype)
                 C1_s = T.alloc_shared((store_bufs, half, epi_cols), out_dtype)
+            elif fixup:  # the fix-up stores from registers: no staging
+                C0_s = C1_s = None
             else:
                 C0_s = T.alloc_shared((half, epi_cols), out_dtype)
                 C1_s = T.alloc_shared((half, epi_cols), out_dtype)
@@ -457,11 +611,13 @@ def _ws_program(M: int, N: int, K: int, *, fp8: bool, block_N: int, block_K: int
             else:
                 P0a = P1a = P0b = P1b = None
             tile = T.alloc_local((3,) if splits > 1 else (2,), T.int32)
-            T.annotate_layout({
+            layouts = {
                 A0_s: make_swizzled_layout(A0_s), A1_s: make_swizzled_layout(A1_s),
                 B_s: make_swizzled_layout(B_s),
-                C0_s: make_swizzled_layout(C0_s), C1_s: make_swizzled_layout(C1_s),
-            })
+            }
+            if not fixup:
+                layouts.update({C0_s: make_swizzled_layout(C0_s), C1_s: make_swizzled_layout(C1_s)})
+            T.annotate_layout(layouts)
             full = T.alloc_barrier([128] * stages)
             if cluster > 1:
                 empty = T.alloc_cluster_barrier([empty_arrivals(cluster)] * stages)
@@ -470,6 +626,9 @@ def _ws_program(M: int, N: int, K: int, *, fp8: bool, block_N: int, block_K: int
             if cluster_reduce:  # ready[wg0], ready[wg1], done[wg0], done[wg1]: one arrival per block
                 T.import_source(_CLUSTER_SUM_SRC)
                 SA = T.alloc_cluster_barrier([splits] * 4)
+            F = T.alloc_shared((2,), T.int32) if fixup else None  # each consumer's last count
+            if fixup:
+                T.import_source(_FIXUP_SRC)
             tx = T.get_thread_binding()
             if cluster_reduce:
                 first_ct = ids // splits
@@ -492,13 +651,13 @@ def _ws_program(M: int, N: int, K: int, *, fp8: bool, block_N: int, block_K: int
                 for t in T.serial(rounds):
                     if first_ct + t * n_clusters < n_items:
                         item_of(first_ct + t * n_clusters, rank, tile)
-                        consume(A0_s, B_s, C0_l, P0a, P0b, C0_s, C, SA, SB, full, empty, tile, t * n_ks, 0)
+                        consume(A0_s, B_s, C0_l, P0a, P0b, C0_s, C, SA, SB, full, empty, tile, t * n_ks, 0, F)
             else:
                 T.inc_max_nreg(CONSUMER_REGS)
                 for t in T.serial(rounds):
                     if first_ct + t * n_clusters < n_items:
                         item_of(first_ct + t * n_clusters, rank, tile)
-                        consume(A1_s, B_s, C1_l, P1a, P1b, C1_s, C, SA, SB, full, empty, tile, t * n_ks, 1)
+                        consume(A1_s, B_s, C1_l, P1a, P1b, C1_s, C, SA, SB, full, empty, tile, t * n_ks, 1, F)
             if deferred:
                 T.tma_store_wait(0)  # no block leaves while a store still reads its shared memory
             if cluster > 1 or cluster_reduce:
@@ -520,6 +679,15 @@ def _ws_program(M: int, N: int, K: int, *, fp8: bool, block_N: int, block_K: int
             body(A, B, C, None, None, None)
 
         return main_split_cluster
+
+    if fixup:
+        @T.prim_func
+        def main_split_fixup(A: T.Tensor((M, K), in_dtype), B: T.Tensor((N, K), in_dtype),
+                             P: T.Tensor((splits * M, N), T.float32), C: T.Tensor((M, N), c_dtype),
+                             L: T.Tensor((fixup_counters(M, N, block_N, epi_cols),), T.int32)):
+            body(A, B, P, C, L, None)
+
+        return main_split_fixup
 
     if splits > 1:
         @T.prim_func
@@ -642,6 +810,45 @@ def splitk_ws(
     return _ws_program(M, N, K, fp8=False, block_N=block_N, block_K=block_K, stages=stages, panel=panel,
                        cluster=cluster, inflight=inflight, epi_cols=epi_cols, workers=workers, splits=splits,
                        **extra)
+
+
+#: The fix-up's partial and C stores come from the accumulator's registers at run-time tile offsets that
+#: tilelang cannot bound, so it would guard every element (and store them one by one); the fix-up
+#: needs whole tiles (checked when the program is built), so the guards are off for it.
+WS_FIXUP_PASS_CONFIGS = {**WS_PASS_CONFIGS, tilelang.PassConfigKey.TL_DISABLE_SAFE_MEMORY_ACCESS: True}
+
+
+@tilelang.jit(target=TARGET, pass_configs=WS_FIXUP_PASS_CONFIGS)
+def splitk_ws_fixup(
+    M: int,
+    N: int,
+    K: int,
+    splits: int,
+    block_N: int = 256,
+    block_K: int = 64,
+    stages: int = 4,
+    panel: int = 8,
+    cluster: int = 1,
+    inflight: int = 0,
+    epi_cols: int = 64,
+    workers: int = 132,
+):
+    """Split-K on the hand-written persistent pipeline with an in-kernel fix-up, "the last block
+    reduces" (arguments as in :func:`splitk_ws`).
+
+    "the last block reduces" -- the kernel takes ``(A, B, P, C, L)``: each item stores
+    its fp32 partial chunk by chunk (``epi_cols`` columns of a consumer's 64 rows) from registers into
+    the workspace ``P``, and one thread per consumer adds 1 to the chunk's int32 counter in ``L``
+    (:func:`fixup_counters` of them) with an acq_rel atomic; the arrival that sees ``splits - 1``
+    resets the counter to 0 and writes the chunk of C (fp16): the ``splits`` slices added in index order
+    (its own from registers, the others read back from the workspace), so the result does not depend
+    on which block comes last.  Nobody waits for
+    another block (any number of items per worker is safe).  ``L`` must be zero before the first
+    launch (the caller allocates it zeroed); every complete launch leaves it zero.  M a multiple of
+    ``128 * cluster``, N of ``block_N``."""
+    return _ws_program(M, N, K, fp8=False, block_N=block_N, block_K=block_K, stages=stages, panel=panel,
+                       cluster=cluster, inflight=inflight, epi_cols=epi_cols, workers=workers, splits=splits,
+                       fixup=True)
 
 
 #: fp8 adds one pass configuration: tilelang's buffer-initialisation check does not see that a

@@ -67,7 +67,7 @@ def test_plan_errors_name_the_constraint():
 
 
 def test_wave_model_predicts_the_gain_where_the_last_wave_is_poor():
-    sk = suite.candidates((1536, 1536, 8192))[0]
+    sk = streamk.ws_config(256, 4, 64, 0)  # 128 x 256 tiles streamed whole
     pred_awkward, w = suite.predicted_speedup(1536, 1536, 8192, sk, 132)
     pred_full, _ = suite.predicted_speedup(2048, 2048, 8192, sk, 132)
     assert w["tiles"] == 72 and w["waves_data_parallel"] == 1

@@ -13,19 +13,21 @@ Three shapes, chosen by the wave count (132 SMs, 128 x 256 tiles):
 * 2048 x 2048 x 8192 -- 128 tiles, one wave 97 % full: the model predicts almost nothing, and the
   fix-up is pure cost.
 
-Each stream-K time includes its fix-up.
+Each stream-K time includes its fix-up.  The fix-up inside the kernel (``fixup``, label ``last``):
+the last piece of a tail tile's chunk to be counted adds the tile's pieces and writes C; its counters
+are checked with every check of its runner (see :mod:`measure.suites.gemm.splitk_ws`).
 """
 from typing import Any
 
 from kernels.gemm.ladder import build_tuned
-from kernels.gemm.splitk import make_ws_runner as make_splitk_runner, ws_splitk_config
+from kernels.gemm.splitk import check_counters, make_ws_runner as make_splitk_runner, ws_splitk_config
 from kernels.gemm.streamk import build_ws, make_ws_runner, ws_config as _c, ws_label as label, ws_schedule
 from ledger.gemm import grid_waves
 from measure.search import par_build
 from measure.suites.common import sm_count
 from measure.suites.gemm.common import (BENCH_ROUNDS, SEARCH_ROUNDS, gemm_cost, gemm_tolerance, rel_fro_err,
                                         screen_workspace_candidates)
-from measure.suites.gemm.splitk_ws import NO_SPLIT
+from measure.suites.gemm.splitk_ws import NO_SPLIT, check_fixup_counters
 
 SHAPES = [(1536, 1536, 8192), (1024, 1024, 16384), (2048, 2048, 8192)]
 #: Targets of the issue by shape (vs cuBLAS; on the awkward shape also >= the data-parallel tiling).
@@ -37,14 +39,16 @@ TARGETS: dict[tuple[int, int, int], dict[str, float]] = {
 #: the same rounds there.
 SPLITK_BEST = ws_splitk_config(4)
 
-#: Candidates by shape.  128 x 256 tiles streamed whole (pure stream-K; four stages fit beside the
-#: fp32 staging only without the fp16 one), with a wgmma batch in flight; 128 x 128 tiles as full
-#: waves + a streamed tail (the classic hybrid) or streamed whole.
+#: Candidates by shape: the recorded bests -- 128 x 128 tiles as full waves + a streamed tail (the
+#: classic hybrid) on the awkward shape, 128 x 256 tiles streamed whole on the others -- and the same
+#: schedules with the fix-up inside the kernel (no second kernel; the pieces still go through the
+#: workspace): the hybrid with five or six stages (no fp32 staging: room for a sixth), 128 x 256
+#: tiles streamed whole (at most three pieces per tile).
 CANDIDATES: dict[tuple[int, int, int], list[dict[str, Any]]] = {
-    (1536, 1536, 8192): [_c(256, 4, 64, 0), _c(256, 3, 64, 0), _c(256, 4, 64, 0, inflight=1),
-                         _c(128, 5, 64, -1), _c(128, 5, 64, 0)],
-    (1024, 1024, 16384): [_c(256, 4, 64, 0), _c(256, 3, 64, 0)],
-    (2048, 2048, 8192): [_c(256, 4, 64, 0)],
+    (1536, 1536, 8192): [_c(128, 5, 64, -1), _c(128, 5, 64, -1, fixup=True), _c(128, 6, 64, -1, fixup=True),
+                         _c(256, 4, 64, 0, fixup=True)],
+    (1024, 1024, 16384): [_c(256, 4, 64, 0), _c(256, 4, 64, 0, fixup=True)],
+    (2048, 2048, 8192): [_c(256, 4, 64, 0), _c(256, 4, 64, 0, fixup=True)],
 }
 QUICK_SHAPE = (256, 512, 4096)
 
@@ -94,9 +98,20 @@ def gpu_suite(h: Any) -> None:
         b = h.rand((N, K), torch.float16)
         ref = torch.matmul(a.float(), b.float().t())
         tol = gemm_tolerance(K)
+        runners: dict[str, Any] = {}
+
+        def runner(cfg: dict[str, Any]) -> Any:
+            runners[label(cfg)] = make_ws_runner(a, b, cfg, sms)
+            return runners[label(cfg)]
+
         cands, rejected = screen_workspace_candidates(
-            candidates((M, N, K)), label, lambda cfg: built[f"{label(cfg)}@{M}"], lambda cfg: make_ws_runner(a, b, cfg, sms),
+            candidates((M, N, K)), label, lambda cfg: built[f"{label(cfg)}@{M}"], runner,
             lambda: h.poisoned((M, N), torch.float16), ref)
+        for lab in list(cands):  # a fix-up's two screened launches must leave its counters zero
+            left = check_counters(runners[lab])
+            if left:
+                del cands[lab]
+                rejected[lab] = f"{left} fix-up counters left non-zero"
         h.note(f"stream-K ws {shape} candidates", f"{len(cands)} valid of {len(candidates((M, N, K)))}", rejected=rejected)
         baselines: dict[str, Any] = {"cuBLAS": lambda: torch.matmul(a, b.t())}
         dp = built[f"dp@{M}"]["kernel"]
@@ -115,19 +130,26 @@ def gpu_suite(h: Any) -> None:
             h.error(f"stream-K ws {shape}", RuntimeError(f"no valid candidate: {rejected}"))
             continue
         best, _ = h.search(f"stream-K ws {shape}", cands, rounds=SEARCH_ROUNDS)
+        for lab in cands:  # every timed launch of a fix-up left its counters zero
+            if hasattr(runners[lab], "counters"):
+                check_fixup_counters(h, f"stream-K ws {shape} {lab} counters after the search", runners[lab])
         cfg = next(c for c in candidates((M, N, K)) if label(c) == best)
         c = h.poisoned((M, N), torch.float16)
         fn = make_ws_runner(a, b, cfg, sms)
         fn(c)
         err = rel_fro_err(c, ref)
         h.check(f"stream-K ws {shape}", c, ref, rel_fro_err=err, config=cfg, **tol)
+        check_fixup_counters(h, f"stream-K ws {shape} counters", fn)
         pred, waves = predicted_speedup(M, N, K, cfg, sms)
         flops, nbytes, src = gemm_cost(M, N, K, "fp16")
         s = ws_schedule(M, N, K, cfg["block_N"], cfg["block_K"], sms, cfg["dp_waves"])
         rec = h.bench(f"stream-K ws {shape}", lambda: fn(c), flops=flops, bytes=nbytes, ledger_source=src,
                       baselines=baselines, targets=TARGETS.get((M, N, K)), rounds=BENCH_ROUNDS, config=cfg, label=best,
                       shape=[M, N, K], rel_fro_err=err, predicted_speedup_vs_dp=pred, waves=waves,
-                      schedule=dict(s.__dict__, slots=s.slots), sms=sms)
+                      schedule=dict(s.__dict__, slots=s.slots), sms=sms, fixup=bool(cfg.get("fixup")))
+        # the output of the last timed launch, and the counters every timed launch left behind
+        h.check(f"stream-K ws {shape} after timing", c, ref, rel_fro_err=rel_fro_err(c, ref), config=cfg, **tol)
+        check_fixup_counters(h, f"stream-K ws {shape} counters after timing", fn)
         sp = rec["speedup"].get("data-parallel")
         if sp is not None:
             h.note(f"stream-K ws {shape} prediction", f"predicted {pred:.2f}x vs data-parallel, measured {sp:.2f}x",
