@@ -456,6 +456,20 @@ def _qk_store(results: dict | None) -> tuple[float | None, float | None]:
     return (min(new) * 1e3 if new else None, min(old) * 1e3 if old else None)
 
 
+#: The searches where the in-kernel fix-up (labels ending ``last``) ran beside the separate one.
+FIXUP_SEARCHES = {"skws": "split-K ws 1024x1024x16384", "skwsawk": "stream-K ws 1536x1536x8192"}
+
+
+def _fixup(results: dict | None, key: str) -> tuple[float | None, float | None]:
+    """Best time (µs) of the in-kernel fix-up ("the last block to arrive reduces", labels ending
+    ``last``) and of the separate reduction/fix-up kernel (neither ``last`` nor the cluster sum
+    ``dsmem``), in one search."""
+    ms = (search(results, FIXUP_SEARCHES[key]) or {}).get("ms") or {}
+    last = [t for k, t in ms.items() if t and k.endswith(" last")]
+    sep = [t for k, t in ms.items() if t and not k.endswith((" last", " dsmem"))]
+    return (min(last) * 1e3 if last else None, min(sep) * 1e3 if sep else None)
+
+
 def _bench_x(results: dict | None, name: str, base: str) -> float | None:
     return ((bench(results, name) or {}).get("speedup") or {}).get(base)
 
@@ -537,6 +551,10 @@ def library_values(results: dict | None) -> dict[str, str]:
     v["derived.gemm.lib.grp.experts"] = str(len(g["sizes"])) if g["sizes"] else d
     v["derived.gemm.lib.grp.smallest"] = str(min(g["sizes"])) if g["sizes"] else d
     v["derived.gemm.lib.grp.largest"] = str(max(g["sizes"])) if g["sizes"] else d
+    for key in FIXUP_SEARCHES:
+        last, sep = _fixup(results, key)
+        v[f"derived.gemm.lib.{key}.last_us"] = d if last is None else f"{last:.1f}"
+        v[f"derived.gemm.lib.{key}.sep_us"] = d if sep is None else f"{sep:.1f}"
     # split-K in the hand-written pipeline
     r = bench(results, "split-K ws 1024x1024x16384") or {}
     v["derived.gemm.lib.skws.splits"] = str((r.get("config") or {}).get("splits") or d)
@@ -744,6 +762,10 @@ def library_claims(results: dict | None) -> list:
     tgt, _ = _target(r, "cuBLAS")
     out.append(C.threshold("claim.gemm.lib.skws", (r.get("speedup") or {}).get("cuBLAS"), tgt or 0.0,
                            above="到了 cuBLAS 的水平", below="离 cuBLAS 还差一点"))
+    for key in FIXUP_SEARCHES:
+        out.append(C.compare(f"claim.gemm.lib.{key}.last", *_fixup(results, key), tol=0.02,
+                             lower="比单独的 kernel 快", tie="与单独的 kernel 相差不到 2%",
+                             higher="反而比单独的 kernel 慢"))
     # the tuned GEMM: fp16 repeats at 8192^3 and bf16
     out.append(C.every("claim.gemm.lib.fp16_repeats", [x >= 1.0 for x in _fp16_repeats(results)],
                        all_="每一次都不低于 1", some="{n} 次里有 {k} 次不低于 1", none="{n} 次里没有一次达到 1"))

@@ -714,3 +714,21 @@ def test_tma_decode_kernel_sentences_follow_the_search_records():
     v = tiles.library_values(res(21.2, 27.4))
     assert v["derived.gemm.lib.w4.tma.m16_us"] == "27.4" and v["derived.gemm.lib.w4.dec.wg_m16_us"] == "20.5"
     assert v["derived.gemm.lib.w4.dec.loadonly_us"] == "20.1" and v["derived.gemm.lib.w4.tma.loadonly_m1_us"] == "20.0"
+
+
+def test_in_kernel_fixup_sentences_follow_the_searches():
+    """The in-kernel fix-up ("last") against the separate reduction in the same search; the
+    cluster sum ("dsmem") is neither."""
+    from coursebook import tiles
+
+    def res(last, sep):
+        return {"suites": {"gemm.splitk_ws": {"records": [{"kind": "search", "name": "split-K ws 1024x1024x16384",
+                "ms": {"ws s=4 128x256 st4 e64 r32": sep / 1e3, "ws s=4 128x256 st4 e64 last": last / 1e3,
+                       "ws s=4 128x256 st4 e64 dsmem": 0.001}}]}}}
+
+    pick = lambda r: next(c for c in tiles.library_claims(r) if c.key == "claim.gemm.lib.skws.last").case  # noqa: E731
+    assert pick(res(62.0, 57.3)) == "higher"
+    assert pick(res(50.0, 57.3)) == "lower"
+    assert pick(res(57.5, 57.3)) == "tie"
+    v = tiles.library_values(res(62.0, 57.3))
+    assert v["derived.gemm.lib.skws.last_us"] == "62.0" and v["derived.gemm.lib.skws.sep_us"] == "57.3"
