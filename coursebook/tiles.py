@@ -703,20 +703,16 @@ def library_claims(results: dict | None) -> list:
         "slower": "测到的 {n} 个形状上，按字展开的配置都没有比逐元素展开的最快配置快",
         "split": "测到的 {n} 个形状里，按字展开只在 {k} 个上比逐元素展开的最快配置快"}, n=len(both), k=k_fast))
     dq = _decode_search(results)
-    pairs = [(dq[f"dec{m}"], dq[f"wg{m}"]) for m in (1, 16)]
-    case = None if any(a is None or b is None for a, b in pairs) else (
-        "slower" if all(a > b for a, b in pairs) else ("faster" if all(a < b for a, b in pairs) else "split"))
-    out.append(C.choose("claim.gemm.lib.w4.dec.result", case, {
-        "slower": "两个形状上它都比 wgmma 版本慢",
-        "faster": "两个形状上它都比 wgmma 版本快",
-        "split": "它在一个形状上比 wgmma 版本快，在另一个形状上慢"}))
-    tpairs = [(dq[f"tma{m}"], dq[f"wg{m}"]) for m in (1, 16)]
-    tcase = None if any(a is None or b is None for a, b in tpairs) else (
-        "slower" if all(a > b for a, b in tpairs) else ("faster" if all(a < b for a, b in tpairs) else "split"))
-    out.append(C.choose("claim.gemm.lib.w4.tma.result", tcase, {
-        "slower": "两个形状上它都比 wgmma 版本慢",
-        "faster": "两个形状上它都比 wgmma 版本快",
-        "split": "它在一个形状上比 wgmma 版本快，在另一个形状上慢"}))
+    cases = {}
+    for kind in ("dec", "tma"):  # each decode kernel's best against the wgmma kernel's, at M = 1 and 16
+        pairs = [(dq[f"{kind}{m}"], dq[f"wg{m}"]) for m in (1, 16)]
+        cases[kind] = None if any(a is None or b is None for a, b in pairs) else (
+            "slower" if all(a > b for a, b in pairs) else ("faster" if all(a < b for a, b in pairs) else "split"))
+        out.append(C.choose(f"claim.gemm.lib.w4.{kind}.result", cases[kind], {
+            "slower": "两个形状上它都比 wgmma 版本慢",
+            "faster": "两个形状上它都比 wgmma 版本快",
+            "split": "它在一个形状上比 wgmma 版本快，在另一个形状上慢"}))
+    case = cases["dec"]
     out.append(C.compare("claim.gemm.lib.w4.tma.loadonly", dq["tma_loadonly1"], dq["loadonly"], tol=0.1,
                          lower="明显短于寄存器直读的同一探针：这种读法本身更快",
                          tie="与寄存器直读的同一探针相差不到 10%：换了读法，只读不算的时间并没有变",
