@@ -103,15 +103,21 @@ def run(a: Any, b: Any, split_k: int, form: str = "tile", out: Any = None, **cfg
 
 # ---------------------------------------------------------------- split-K on the hand-written pipeline
 @tilelang.jit(target=TARGET)
-def splitk_reduce(splits: int, M: int, N: int, block_M: int = 16, block_N: int = 256, threads: int = 256):
+def splitk_reduce(splits: int, M: int, N: int, block_M: int = 16, block_N: int = 256, threads: int = 256,
+                  pdl: bool = False):
     """``C[m, n] = sum_s P[s * M + m, n]`` in fp32, cast to fp16 once: the second step of
     :func:`kernels.gemm.ws.splitk_ws` (each block reads its ``block_M x block_N`` piece of every
-    slice, 16-byte loads, and writes it once)."""
+    slice, 16-byte loads, and writes it once).  ``pdl``: launched as a programmatic dependent of the
+    split-K kernel (which signals early, ``splitk_ws(pdl=True)``), each block first waits until that
+    kernel has completed and its writes are visible (``T.pdl_sync``, ``cudaGridDependencySynchronize``):
+    the launch and the block scheduling overlap the split-K kernel instead of following it."""
     require(M % block_M == 0 and N % block_N == 0, f"{M}x{N} must be whole {block_M}x{block_N} pieces")
 
     @T.prim_func
     def main(P: T.Tensor((splits * M, N), T.float32), C: T.Tensor((M, N), T.float16)):
         with T.Kernel(N // block_N, M // block_M, threads=threads) as (bx, by):
+            if pdl:
+                T.pdl_sync()
             acc = T.alloc_fragment((block_M, block_N), T.float32)
             T.clear(acc)
             for s in T.serial(splits):
@@ -129,13 +135,14 @@ REDUCE_ROWS = 16
 
 def ws_splitk_config(splits: int, block_N: int = 256, stages: int = 4, cluster: int = 1, epi_cols: int = 64,
                      panel: int = 8, inflight: int = 0, reduce_rows: int = REDUCE_ROWS,
-                     cluster_reduce: bool = False, fixup: bool = False) -> dict[str, Any]:
+                     cluster_reduce: bool = False, fixup: bool = False, pdl: bool = False) -> dict[str, Any]:
     """One configuration of :func:`build_ws` (K blocks of 64); ``reduce_rows`` -- the reduction's
     rows per block -- is kept only when it is not the default (earlier configurations unchanged);
     ``cluster_reduce`` -- the slices summed inside the kernel, in a thread-block cluster (no
     workspace, no reduction kernel: :func:`kernels.gemm.ws.splitk_ws`) -- only when set; ``fixup``
     -- the last block of each chunk adds the slices from the workspace and writes C (no reduction
-    kernel) -- likewise."""
+    kernel) -- likewise; ``pdl`` -- the reduction launched as a programmatic dependent of the split-K
+    kernel (:func:`splitk_reduce`) -- likewise."""
     cfg = dict(splits=splits, block_N=block_N, block_K=64, stages=stages, cluster=cluster, epi_cols=epi_cols,
                panel=panel, inflight=inflight)
     if reduce_rows != REDUCE_ROWS:
@@ -147,6 +154,10 @@ def ws_splitk_config(splits: int, block_N: int = 256, stages: int = 4, cluster: 
         require(reduce_rows == REDUCE_ROWS and not cluster_reduce,
                 "fixup has no reduction kernel and no cluster sum: leave reduce_rows and cluster_reduce alone")
         cfg["fixup"] = True
+    if pdl:
+        require(not cluster_reduce and not fixup, "pdl overlaps the launch of the reduction kernel: "
+                                                  "cluster_reduce and fixup have none")
+        cfg["pdl"] = True
     return cfg
 
 
@@ -154,7 +165,8 @@ def ws_splitk_label(cfg: dict[str, Any]) -> str:
     return (f"ws s={cfg['splits']} 128x{cfg['block_N']} st{cfg['stages']} e{cfg['epi_cols']}"
             + (f" c{cfg['cluster']}" if cfg["cluster"] > 1 else "") + (f" if{cfg['inflight']}" if cfg["inflight"] else "")
             + (f" r{cfg['reduce_rows']}" if cfg.get("reduce_rows", REDUCE_ROWS) != REDUCE_ROWS else "")
-            + (" dsmem" if cfg.get("cluster_reduce") else "") + (" last" if cfg.get("fixup") else ""))
+            + (" dsmem" if cfg.get("cluster_reduce") else "") + (" last" if cfg.get("fixup") else "")
+            + (" pdl" if cfg.get("pdl") else ""))
 
 
 def build_ws(M: int, N: int, K: int, cfg: dict[str, Any], workers: int = SMS) -> tuple[Any, Any]:
@@ -171,8 +183,10 @@ def build_ws(M: int, N: int, K: int, cfg: dict[str, Any], workers: int = SMS) ->
     if cfg.get("fixup"):
         return splitk_ws_fixup(M, N, K, cfg["splits"], workers=workers - workers % cfg["cluster"], **kw), None
     rows = cfg.get("reduce_rows", REDUCE_ROWS)
-    return splitk_ws(M, N, K, cfg["splits"], workers=workers - workers % cfg["cluster"], **kw), \
-        (splitk_reduce(cfg["splits"], M, N) if rows == REDUCE_ROWS else splitk_reduce(cfg["splits"], M, N, block_M=rows))
+    pdl = dict(pdl=True) if cfg.get("pdl") else {}  # earlier configurations keep their exact builds
+    red = dict(block_M=rows) if rows != REDUCE_ROWS else {}
+    return (splitk_ws(M, N, K, cfg["splits"], workers=workers - workers % cfg["cluster"], **kw, **pdl),
+            splitk_reduce(cfg["splits"], M, N, **red, **pdl))
 
 
 def check_ws_inputs(a: Any, b: Any, cfg: dict[str, Any]) -> tuple[int, int, int]:

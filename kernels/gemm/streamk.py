@@ -334,7 +334,8 @@ def sk_fixup_counters(M: int, N: int, K: int, block_N: int, block_K: int, worker
 
 
 def _streamk_ws_program(M: int, N: int, K: int, *, block_N: int, block_K: int, stages: int, panel: int,
-                        inflight: int, epi_cols: int, workers: int, dp_waves: int, fixup: bool = False):
+                        inflight: int, epi_cols: int, workers: int, dp_waves: int, fixup: bool = False,
+                        pdl: bool = False):
     """Stream-K on the hand-written warp-specialised pipeline of :mod:`kernels.gemm.ws` (one
     TMA producer warpgroup, two wgmma consumer warpgroups of 64 rows, ``setmaxnreg``, full/empty
     barriers per stage, the producer's ring running on across work items): full tiles first,
@@ -486,6 +487,8 @@ def _streamk_ws_program(M: int, N: int, K: int, *, block_N: int, block_K: int, s
             else:
                 F = Sum = None
             tx = T.get_thread_binding()
+            if pdl:  # the fix-up kernel may be launched now; it waits for this one (T.pdl_sync)
+                T.pdl_trigger()
             lane = tx % 32  # noqa: F841 (used by the consumers)
             begin = w * q + T.min(w, r)
             end = begin + q + T.if_then_else(w < r, 1, 0)
@@ -541,14 +544,17 @@ def streamk_ws(
     epi_cols: int = 64,
     workers: int = SMS,
     dp_waves: int = -1,
+    pdl: bool = False,
 ):
     """Stream-K (``dp_waves=0``), or full waves + stream-K tail (``dp_waves=-1``: the last partial
     wave streamed; ``k``: the tiles after ``k`` full waves streamed), on the hand-written pipeline:
     ``workers`` persistent blocks of 384 threads, 128 x ``block_N`` tiles; whole tiles stored to C
     (fp16), tail pieces to the fp32 workspace (see :class:`WsSchedule`); :func:`streamk_ws_fixup`
-    finishes the tail tiles."""
+    finishes the tail tiles.  ``pdl``: the fix-up is launched as a programmatic dependent (see
+    :func:`streamk_ws_fixup`)."""
     return _streamk_ws_program(M, N, K, block_N=block_N, block_K=block_K, stages=stages, panel=panel,
-                               inflight=inflight, epi_cols=epi_cols, workers=workers, dp_waves=dp_waves)
+                               inflight=inflight, epi_cols=epi_cols, workers=workers, dp_waves=dp_waves,
+                               **(dict(pdl=True) if pdl else {}))
 
 
 def _ws_last_pass_configs() -> dict:
@@ -584,9 +590,11 @@ def streamk_ws_last(
 
 @tilelang.jit(target=TARGET)
 def streamk_ws_fixup(M: int, N: int, K: int, block_N: int = 256, block_K: int = 64, panel: int = 8,
-                     workers: int = SMS, dp_waves: int = -1, rows: int = 16, threads: int = 256):
+                     workers: int = SMS, dp_waves: int = -1, rows: int = 16, threads: int = 256, pdl: bool = False):
     """Fix-up of :func:`streamk_ws`: every tail tile's pieces (workers ``owner(first step)`` to
-    ``owner(last step)``) added in fp32 in worker order and cast to fp16 once, ``rows`` rows of a tile per block."""
+    ``owner(last step)``) added in fp32 in worker order and cast to fp16 once, ``rows`` rows of a tile per block.
+    ``pdl``: launched while the stream-K kernel (``pdl=True``) runs, each block first waits until it has
+    completed and its writes are visible (``T.pdl_sync``)."""
     from kernels.gemm.ws import WS_BLOCK_M
 
     s = ws_schedule(M, N, K, block_N, block_K, workers, dp_waves)
@@ -598,6 +606,8 @@ def streamk_ws_fixup(M: int, N: int, K: int, block_N: int = 256, block_K: int = 
     @T.prim_func
     def main(W: T.Tensor((w_rows, block_N), T.float32), C: T.Tensor((M, N), T.float16)):
         with T.Kernel(WS_BLOCK_M // rows, s.sk_tiles, threads=threads) as (bx, lt):
+            if pdl:
+                T.pdl_sync()
             acc = T.alloc_fragment((rows, block_N), T.float32)
             T.clear(acc)
             w_lo = sk_owner(lt * ipt, q, r, T.if_then_else)
@@ -616,13 +626,17 @@ def streamk_ws_fixup(M: int, N: int, K: int, block_N: int = 256, block_K: int = 
 
 
 def ws_config(block_N: int = 256, stages: int = 3, epi_cols: int = 64, dp_waves: int = -1, inflight: int = 0,
-              panel: int = 8, fixup: bool = False) -> dict[str, Any]:
+              panel: int = 8, fixup: bool = False, pdl: bool = False) -> dict[str, Any]:
     """One configuration of :func:`build_ws` (K blocks of 64); ``fixup`` (the tail tiles summed inside
-    the kernel, :func:`streamk_ws_last`) is kept only when set (earlier configurations unchanged)."""
+    the kernel, :func:`streamk_ws_last`) and ``pdl`` (the fix-up kernel launched as a programmatic
+    dependent) are kept only when set (earlier configurations unchanged)."""
     cfg = dict(block_N=block_N, block_K=64, stages=stages, epi_cols=epi_cols, dp_waves=dp_waves, inflight=inflight,
                panel=panel)
     if fixup:
         cfg["fixup"] = True
+    if pdl:
+        require(not fixup, "pdl overlaps the launch of the fix-up kernel: with fixup there is none")
+        cfg["pdl"] = True
     return cfg
 
 
@@ -632,7 +646,7 @@ def ws_label(cfg: dict[str, Any]) -> str:
     kind = "sk" if d == 0 else ("dp+sk" if d == -1 else f"dp{d}+sk")
     return (f"{kind} 128x{cfg['block_N']} st{cfg['stages']} e{cfg['epi_cols']}"
             + (f" if{cfg['inflight']}" if cfg["inflight"] else "") + (f" p{cfg['panel']}" if cfg["panel"] != 8 else "")
-            + (" last" if cfg.get("fixup") else ""))
+            + (" last" if cfg.get("fixup") else "") + (" pdl" if cfg.get("pdl") else ""))
 
 
 def build_ws(M: int, N: int, K: int, cfg: dict[str, Any], workers: int = SMS) -> tuple[Any, Any]:
@@ -642,10 +656,11 @@ def build_ws(M: int, N: int, K: int, cfg: dict[str, Any], workers: int = SMS) ->
     if cfg.get("fixup"):
         return streamk_ws_last(M, N, K, workers=workers, **kw), None
     s = ws_schedule(M, N, K, cfg["block_N"], cfg["block_K"], workers, cfg["dp_waves"])
+    pdl = dict(pdl=True) if cfg.get("pdl") and s.sk_tiles else {}  # earlier configurations keep their exact builds
     fix = None
     if s.sk_tiles:
-        fix = streamk_ws_fixup(M, N, K, cfg["block_N"], cfg["block_K"], cfg["panel"], workers, cfg["dp_waves"])
-    return streamk_ws(M, N, K, workers=workers, **kw), fix
+        fix = streamk_ws_fixup(M, N, K, cfg["block_N"], cfg["block_K"], cfg["panel"], workers, cfg["dp_waves"], **pdl)
+    return streamk_ws(M, N, K, workers=workers, **kw, **pdl), fix
 
 
 def check_ws_inputs(a: Any, b: Any, cfg: dict[str, Any]) -> tuple[int, int, int]:

@@ -256,16 +256,19 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
         else:
             T.mbarrier_arrive(empty[s])
 
-    require(probe in ("", "noexpand", "nomma"), f"probe must be '', 'noexpand' or 'nomma', got {probe!r}")
+    require(probe in ("", "noexpand", "nomma", "loadonly", "mmaonly"),
+            f"probe must be '', 'noexpand', 'nomma', 'loadonly' or 'mmaonly', got {probe!r}")
     require(inst in ("wgmma", "mma"), f"inst must be 'wgmma' or 'mma', got {inst!r}")
     require(not (wide and probe == "nomma"), "wide fills the register fragment that only the tensor-core work "
                                              "gives a layout: the nomma probe is for the per-element expansion")
-    if probe == "nomma":
+    if probe in ("nomma", "loadonly"):
         inst = "none"
 
     @T.macro
     def expand(W_s, S_s, Wf, s, ko, r0):
-        if wide and probe != "noexpand":
+        if probe in ("loadonly", "mmaonly"):  # timing probes: the ring alone, or the ring and the tensor-core
+            pass                               # work on registers left as they are (no expansion at all)
+        elif wide and probe != "noexpand":
             T.evaluate(T.call_extern("handle", f"w4w::expand<{block_K // 16}, {G}, {group}, {wide_rb}, {wide_plane}>",
                                      T.access_ptr(W_s[s, 0, 0], "r"), T.access_ptr(S_s[0, 0], "r"), r0, 0,
                                      ko * block_K, Wf.data))
@@ -301,7 +304,9 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
     @T.macro
     def expand_c(W_s, S_s, Wf, s, ko, r0, c0):
         """:func:`expand` of the K piece ``[c0, c0 + kc)`` of stage ``s`` (``chunk``)."""
-        if wide and probe != "noexpand":
+        if probe in ("loadonly", "mmaonly"):
+            pass
+        elif wide and probe != "noexpand":
             T.evaluate(T.call_extern("handle", f"w4w::expand<{kc // 16}, {G}, {group}, {wide_rb}, {wide_plane}>",
                                      T.access_ptr(W_s[s, 0, 0], "r"), T.access_ptr(S_s[0, 0], "r"), r0, c0 // 2,
                                      ko * block_K + c0, Wf.data))
@@ -577,8 +582,11 @@ def w4a16_gemm(
     ``split`` = ``"k"`` (two consumers on alternate K blocks of 64 weight rows) or ``"n"``
     (each consumer its own 64 rows); ``cluster`` = blocks along N sharing the activation
     tile by TMA multicast; ``probe="noexpand"`` = a timing probe that skips the expansion
-    (wrong results: the time of the same pipeline without the ALU work); ``wide`` = the
-    word-wide expansion.
+    (wrong results: the time of the same pipeline without the ALU work), ``"nomma"`` one without
+    the tensor-core work, ``"loadonly"`` one whose consumers only wait for each stage and release
+    it (the TMA ring alone), ``"mmaonly"`` the ring and the tensor-core work on registers that are
+    never filled (no expansion, not even the scale reads of ``noexpand``); ``wide`` = the word-wide
+    expansion.
     """
     return _program(M, N, K, group=group, block_M=block_M, block_K=block_K, stages=stages, split=split,
                     cluster=cluster, probe=probe, stages_w=stages_w, kpair=kpair, chunk=chunk, wide=wide)

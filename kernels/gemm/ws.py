@@ -272,13 +272,15 @@ def fixup_counter(tile_m, tile_n, wg, h, grid_n: int, n_chunks: int):
 def _ws_program(M: int, N: int, K: int, *, fp8: bool, block_N: int, block_K: int, stages: int, panel: int,
                 cluster: int, inflight: int, epi_cols: int, workers: int, dtype: str = "float16", batch: int = 1,
                 groups: int = 0, splits: int = 1, store_bufs: int = 1, evict_first: bool = False,
-                cluster_reduce: bool = False, fixup: bool = False):
+                cluster_reduce: bool = False, fixup: bool = False, pdl: bool = False):
     """The hand-written pipeline as a TileLang program: fp16 -> fp16 (``fp8=False``) or fp8 e4m3
     with per-tensor scales -> bf16 with two-level accumulation (``fp8=True``: every K block's
     wgmma result is a fresh fp32 partial, promoted into the fp32 accumulator by ordinary adds,
     as ``lowp.fp8_gemm_promoted(promote=1)`` does).  Arguments: see :func:`rung4_ws` and
     :func:`fp8_ws`.  ``store_bufs`` / ``evict_first``: see :func:`rung4_ws`; ``cluster_reduce``: see
-    :func:`splitk_ws`."""
+    :func:`splitk_ws`; ``pdl``: every thread signals at its start that the next kernel of the stream may
+    be scheduled (``griddepcontrol.launch_dependents``, programmatic dependent launch): a second kernel
+    that waits for this one with ``T.pdl_sync()`` is then launched while this one runs."""
     require(cluster in (1, 2), f"cluster must be 1 or 2 blocks, got {cluster}")
     require(inflight in (0, 1), f"inflight must be 0 or 1, got {inflight}")
     require(stages >= 2 + inflight, f"stages={stages}: need at least {2 + inflight} with inflight={inflight}")
@@ -630,6 +632,8 @@ def _ws_program(M: int, N: int, K: int, *, fp8: bool, block_N: int, block_K: int
             if fixup:
                 T.import_source(_FIXUP_SRC)
             tx = T.get_thread_binding()
+            if pdl:
+                T.pdl_trigger()
             if cluster_reduce:
                 first_ct = ids // splits
                 rank = ids % splits
@@ -795,6 +799,7 @@ def splitk_ws(
     epi_cols: int = 64,
     workers: int = 132,
     cluster_reduce: bool = False,
+    pdl: bool = False,
 ):
     """Split-K on the hand-written persistent pipeline: ``tiles * splits`` work items, item ``w``
     computing K slice ``w // tiles`` of tile ``w % tiles`` and storing its fp32 partial (TMA) into
@@ -805,8 +810,14 @@ def splitk_ws(
     rank = K slice, ``workers / splits`` clusters walking the tiles) and, chunk by chunk of
     ``epi_cols`` columns, each sums ``64 / splits`` rows of every consumer's half from the fp32
     staging of all blocks of the cluster (distributed shared memory) and writes them to C ``[M, N]``
-    in fp16: no workspace, no second kernel.  Needs ``cluster=1``, M and N whole tiles."""
+    in fp16: no workspace, no second kernel.  Needs ``cluster=1``, M and N whole tiles.
+
+    ``pdl=True``: the kernel lets the reduction be launched while it runs (see :func:`_ws_program`);
+    :func:`kernels.gemm.splitk.splitk_reduce` ``(pdl=True)`` waits for it."""
     extra = dict(cluster_reduce=True) if cluster_reduce else {}
+    if pdl:
+        require(not cluster_reduce, "pdl overlaps the launch of the reduction kernel: cluster_reduce has none")
+        extra["pdl"] = True
     return _ws_program(M, N, K, fp8=False, block_N=block_N, block_K=block_K, stages=stages, panel=panel,
                        cluster=cluster, inflight=inflight, epi_cols=epi_cols, workers=workers, splits=splits,
                        **extra)

@@ -92,7 +92,8 @@ def _suite_cfgs() -> dict[str, dict]:
 #: (name, M, suite label or "cuBLAS", probe).  Winners of the recorded H200 searches: the wgmma
 #: form ``m16_k512_s4_k`` at M = 1, its mma.sync form at M = 16 (the probes were recorded on the
 #: wgmma form, so it is profiled at M = 16 too); the decode kernel ``dec_r64_kw1_sk8_d4`` at both;
-#: ``loadonly`` of the decode winner and of the configuration whose probe the suite recorded.
+#: ``loadonly`` of the decode winner and of the configuration whose probe the suite recorded; the
+#: word-wide wgmma winners of the later searches (M = 1 and 16) with their ``loadonly`` probes.
 #: Every TileLang launch follows a cuBLAS launch or another TileLang launch, and the two cuBLAS
 #: launches are separated by TileLang ones (see :func:`group_launches`).
 PROFILED: tuple[tuple[str, int, str, str], ...] = (
@@ -107,6 +108,12 @@ PROFILED: tuple[tuple[str, int, str, str], ...] = (
     ("wgmma nomma M=16", 16, "m16_k512_s4_k", "nomma"),
     ("wgmma noexpand M=16", 16, "m16_k512_s4_k", "noexpand"),
     ("decode best M=16", 16, "dec_r64_kw1_sk8_d4", ""),
+    # the word-wide winners of the later searches and their rings alone (``loadonly``)
+    ("wide winner M=1", 1, "m16_k512_s6_k_wd", ""),
+    ("wide loadonly M=1", 1, "m16_k512_s6_k_wd", "loadonly"),
+    ("wide winner M=16", 16, "m16_k256_s4_w8_k_wd", ""),
+    ("wide loadonly M=16", 16, "m16_k256_s4_w8_k_wd", "loadonly"),
+    ("wide mmaonly M=16", 16, "m16_k256_s4_w8_k_wd", "mmaonly"),
 )
 ORDER = tuple(p[0] for p in PROFILED)
 

@@ -99,7 +99,9 @@ RAGGED: list[tuple[tuple[int, int, int], dict[str, Any]]] = [
 
 #: Timing probes (the same pipeline with one part left out, wrong results): ``noexpand`` skips
 #: the weight expansion, ``nomma`` the tensor-core work; for the recorded decode winner and for
-#: its form in pieces.  ``loadonly``: the decode kernel with only its register loads.
+#: its form in pieces.  ``loadonly``: the decode kernel with only its register loads; for the
+#: wgmma kernel, its TMA ring alone (consumers wait for a stage and release it); ``mmaonly``: the
+#: ring and the tensor-core work without any expansion (the registers are never filled).
 PROBES: list[tuple[tuple[int, int, int], dict[str, Any], str]] = [
     ((16, 8192, 8192), _c(16, 512, 4), "nomma"),
     ((16, 8192, 8192), _c(16, 512, 4), "noexpand"),
@@ -112,6 +114,11 @@ PROBES: list[tuple[tuple[int, int, int], dict[str, Any], str]] = [
     ((1, 8192, 8192), _t(128, 4, 4, 1), "loadonly"),
     ((1, 8192, 8192), _t(128, 2, 4, 2), "loadonly"),
     ((16, 8192, 8192), _t(128, 4, 4, 1), "loadonly"),
+    # the word-wide winners' rings alone: consumers that wait for each stage and release it
+    ((1, 8192, 8192), _c(16, 512, 6, wide=True), "loadonly"),
+    ((16, 8192, 8192), _c(16, 256, 4, stages_w=8, wide=True), "loadonly"),
+    ((1, 8192, 8192), _c(16, 512, 6, wide=True), "mmaonly"),
+    ((16, 8192, 8192), _c(16, 256, 4, stages_w=8, wide=True), "mmaonly"),
 ]
 
 
