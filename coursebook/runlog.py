@@ -70,6 +70,7 @@ TOKENS: tuple[tuple[str, str], ...] = (
     (r"kp", "簇里两个线程块沿 K 分摊同一组 128 行权重，部分和经 SM 之间的拷贝相加"),
     (r"mma", "张量核指令用 warp 级的 mma.sync（m16n8k16），不用 wgmma"),
     (r"x(\d+)", "每级流水按 {0} 个 K 分段展开进两块轮用的寄存器缓冲，一段的张量核乘法与下一段的展开重叠"),
+    (r"q(\d+)", "{0} 个消费者 warpgroup 轮流取 K 块（各自累加，最后经共享内存相加）"),
     (r"wd", "int4 展开按 32 位字做：每次从共享内存读 16 字节，一条 prmt、一条 lop3 和两条 f16x2 指令得到两个权重"),
     # the decode-shaped W4A16 kernel (kernels.gemm.w4a16_dec.label)
     (r"dec", "解码形状（M ≤ 16）的 W4A16 写法：权重以 128 位访存直接读进寄存器，不经共享内存，张量核用 mma.sync"),

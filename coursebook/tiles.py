@@ -470,6 +470,16 @@ def _fixup(results: dict | None, key: str) -> tuple[float | None, float | None]:
     return (min(last) * 1e3 if last else None, min(sep) * 1e3 if sep else None)
 
 
+def _pdl(results: dict | None, key: str) -> tuple[float | None, float | None]:
+    """Best time (µs) of the separate reduction/fix-up kernel launched as a programmatic dependent
+    (labels ending ``pdl``) and launched plainly (neither ``pdl`` nor ``last`` nor ``dsmem``), in one
+    search."""
+    ms = (search(results, FIXUP_SEARCHES[key]) or {}).get("ms") or {}
+    pdl = [t for k, t in ms.items() if t and k.endswith(" pdl")]
+    plain = [t for k, t in ms.items() if t and not k.endswith((" pdl", " last", " dsmem"))]
+    return (min(pdl) * 1e3 if pdl else None, min(plain) * 1e3 if plain else None)
+
+
 def _bench_x(results: dict | None, name: str, base: str) -> float | None:
     return ((bench(results, name) or {}).get("speedup") or {}).get(base)
 
@@ -555,6 +565,9 @@ def library_values(results: dict | None) -> dict[str, str]:
         last, sep = _fixup(results, key)
         v[f"derived.gemm.lib.{key}.last_us"] = d if last is None else f"{last:.1f}"
         v[f"derived.gemm.lib.{key}.sep_us"] = d if sep is None else f"{sep:.1f}"
+        pdl, plain = _pdl(results, key)
+        v[f"derived.gemm.lib.{key}.pdl_us"] = d if pdl is None else f"{pdl:.1f}"
+        v[f"derived.gemm.lib.{key}.plain_us"] = d if plain is None else f"{plain:.1f}"
     # split-K in the hand-written pipeline
     r = bench(results, "split-K ws 1024x1024x16384") or {}
     v["derived.gemm.lib.skws.splits"] = str((r.get("config") or {}).get("splits") or d)
@@ -758,6 +771,15 @@ def library_claims(results: dict | None) -> list:
     tgt, _ = _target(r, "cuBLAS")
     out.append(C.threshold("claim.gemm.lib.skws", (r.get("speedup") or {}).get("cuBLAS"), tgt or 0.0,
                            above="到了 cuBLAS 的水平", below="离 cuBLAS 还差一点"))
+    lab = str(r.get("label") or "")
+    out.append(C.choose("claim.gemm.lib.skws.form", None if not r else ("pdl" if lab.endswith(" pdl") else "plain"), {
+        "pdl": "（归并 kernel 用下文的程序化依赖启动）", "plain": "（归并 kernel 普通启动）"}))
+    out.append(C.threshold("claim.gemm.lib.skws.gap", (r.get("speedup") or {}).get("cuBLAS"), tgt or 0.0,
+                           above="目标达到了，这条 split-K 可以直接替换库调用",
+                           below="这一次运行没有测出一个对任何 kernel 都成立的上限，所以这里只能如实写出差距"))
+    for key in FIXUP_SEARCHES:
+        out.append(C.compare(f"claim.gemm.lib.{key}.pdl", *_pdl(results, key), tol=0.01,
+                             lower="比普通启动快", tie="与普通启动相差不到 1%", higher="反而比普通启动慢"))
     for key in FIXUP_SEARCHES:
         out.append(C.compare(f"claim.gemm.lib.{key}.last", *_fixup(results, key), tol=0.02,
                              lower="比单独的 kernel 快", tie="与单独的 kernel 相差不到 2%",

@@ -135,7 +135,7 @@ def smem_bytes(k: int, *, group: int, block_m: int, block_k: int, stages: int, r
     weight tile (``rows x block_k/2`` bytes); the block's scales for the whole K (``rows x
     k/group`` fp16); one ``block_m x 64`` fp16 C staging tile per consumer that stores
     (``split_k``: one, else ``consumers``); with ``split_k`` the ``64 x block_m`` fp32 tile
-    the second consumer hands to the first.  ``stages_w`` > 0: the weight tiles have a ring of
+    each consumer but the first hands to the first.  ``stages_w`` > 0: the weight tiles have a ring of
     their own, ``stages_w`` deep, and ``stages`` counts the activation ring only.  ``k_pair``:
     two blocks split K and every consumer of the upper block hands its ``64 x block_m`` fp32
     partial to the lower one (one such tile per consumer in each block).
@@ -148,7 +148,7 @@ def smem_bytes(k: int, *, group: int, block_m: int, block_k: int, stages: int, r
     ring = stages * block_m * block_k * fp16 + (stages_w or stages) * rows * block_k * i4
     scales = rows * math.ceil(k / group) * fp16
     c_stage = (1 if split_k else consumers) * block_m * wg_rows * fp16
-    reduce = wg_rows * block_m * fp32 * (1 if split_k else (consumers if k_pair else 0))
+    reduce = wg_rows * block_m * fp32 * ((consumers - 1) if split_k else (consumers if k_pair else 0))
     return int(ring + scales + c_stage + reduce)
 
 

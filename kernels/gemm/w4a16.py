@@ -98,6 +98,9 @@ WG_ROWS = 64
 THREADS = 384
 PRODUCER_REGS = 40
 CONSUMER_REGS = 232
+#: ``consumers=4``: threads, and the registers the producer keeps and each consumer takes
+#: (128 * 32 + 512 * 120 = 65536, the register file).
+Q4_REGS = (640, 32, 120)
 #: Shared memory one block may use on an H100/H200 SM (bytes).
 SMEM_LIMIT = 232448
 #: The word-wide expansion (``wide``): one 16-byte run of each of a thread's two weight rows per
@@ -167,14 +170,14 @@ def block_rows(split: str) -> int:
 
 
 def smem_bytes(K: int, *, group: int, block_M: int, block_K: int, stages: int, split: str, stages_w: int = 0,
-               kpair: bool = False) -> int:
+               kpair: bool = False, consumers: int = 2) -> int:
     """Shared memory of one block, from the ledger (:func:`ledger.w4a16.smem_bytes`): the ring
     (activation tile fp16 + packed weight tile), the block's scales for the whole K, the C
-    staging tile(s) and, for ``split="k"``, the fp32 tile the second consumer hands to the first."""
+    staging tile(s) and, for ``split="k"``, the fp32 tile each other consumer hands to the first."""
     from ledger.w4a16 import smem_bytes as ledger_smem
 
     return ledger_smem(K, group=group, block_m=block_M, block_k=block_K, stages=stages, rows=block_rows(split),
-                       split_k=split == "k", stages_w=stages_w, k_pair=kpair)
+                       split_k=split == "k", stages_w=stages_w, k_pair=kpair, consumers=consumers)
 
 
 def grid(M: int, N: int, *, block_M: int, split: str, kpair: bool = False) -> tuple[int, int]:
@@ -184,7 +187,7 @@ def grid(M: int, N: int, *, block_M: int, split: str, kpair: bool = False) -> tu
 
 def check_config(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, stages: int, split: str,
                  cluster: int, stages_w: int = 0, kpair: bool = False, chunk: int = 0, wide: bool = False,
-                 inst: str = "wgmma") -> None:
+                 inst: str = "wgmma", consumers: int = 2) -> None:
     """Every constraint of one configuration, each failure naming it (ValueError)."""
     rows = block_rows(split)
     for name, v in (("M", M), ("N", N), ("K", K), ("group", group), ("block_K", block_K), ("stages", stages)):
@@ -199,6 +202,13 @@ def check_config(M: int, N: int, K: int, *, group: int, block_M: int, block_K: i
     require(cluster in (1, 2, 4), f"cluster must be 1, 2 or 4 blocks, got {cluster}")
     require((N // rows) % cluster == 0, f"the {N // rows} blocks along N must fill clusters of {cluster}")
     n_k = K // block_K
+    require(consumers in (2, 4), f"consumers must be 2 or 4 warpgroups, got {consumers}")
+    if consumers == 4:
+        require(split == "k" and stages_w == 0 and not chunk and not kpair,
+                "consumers=4 takes K blocks in turn on one ring: split='k', no stages_w, chunk or kpair")
+        require(n_k % 4 == 0 and stages % 4 == 0,
+                f"four consumers take the K blocks in turn and each ring slot must serve one of them: "
+                f"K/block_K={n_k} and stages={stages} must be multiples of 4")
     if split == "k":
         require(n_k % 2 == 0, f"split='k' alternates K blocks between two consumers: K/block_K={n_k} must be even")
         # a ring slot must always go to the same consumer: with an odd ring the two consumers share
@@ -227,15 +237,18 @@ def check_config(M: int, N: int, K: int, *, group: int, block_M: int, block_K: i
     require(g % 8 == 0, f"K/group={g} must be a multiple of 8: the block's scale rows are copied by TMA, "
                         f"whole 16-byte rows")
     sm = smem_bytes(K, group=group, block_M=block_M, block_K=block_K, stages=stages, split=split, stages_w=stages_w,
-                    kpair=kpair)
+                    kpair=kpair, consumers=consumers)
     require(sm <= SMEM_LIMIT, f"{sm} bytes of shared memory exceed the {SMEM_LIMIT} a block may use")
 
 
 def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, stages: int, split: str,
              cluster: int, probe: str = "", stages_w: int = 0, kpair: bool = False, inst: str = "wgmma",
-             chunk: int = 0, wide: bool = False):
+             chunk: int = 0, wide: bool = False, consumers: int = 2):
     check_config(M, N, K, group=group, block_M=block_M, block_K=block_K, stages=stages, split=split,
-                 cluster=cluster, stages_w=stages_w, kpair=kpair, chunk=chunk, wide=wide, inst=inst)
+                 cluster=cluster, stages_w=stages_w, kpair=kpair, chunk=chunk, wide=wide, inst=inst,
+                 consumers=consumers)
+    nc = consumers
+    threads, producer_regs, consumer_regs = (THREADS, PRODUCER_REGS, CONSUMER_REGS) if nc == 2 else Q4_REGS
     kc = chunk or block_K  # K expanded into one register buffer
     wide_rb, wide_plane = min(block_K // 2, 128), block_rows(split) * 128  # wide: swizzle row bytes, plane bytes
     n_c = block_K // kc
@@ -392,6 +405,44 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
         T.sync_threads(barrier_id=_BAR_EPI[wg], arrive_count=128)
         T.copy(C_s, C[m0:m0 + block_M, c0:c0 + WG_ROWS])
 
+    @T.macro
+    def produce(A, Bq, S, A_s, W_s, S_s, full, empty, sbar, m0, n0):
+        """``consumers=4``: the one-ring producer (the block's scales, then per K block the activation
+        tile and the packed weight tile into one slot)."""
+        T.tma_copy(S[n0:n0 + rows, 0:G], S_s, barrier=sbar)
+        T.barrier_arrive(sbar)
+        for ko in T.serial(n_k):
+            s = ko % stages
+            T.barrier_wait(empty[s], ko // stages % 2 ^ 1)
+            k0 = ko * block_K
+            if cluster > 1:
+                T.tma_copy(A[m0:m0 + block_M, k0:k0 + block_K], A_s[s, :, :], barrier=full[s],
+                           cluster_mask=(1 << cluster) - 1)
+            else:
+                T.tma_copy(A[m0:m0 + block_M, k0:k0 + block_K], A_s[s, :, :], barrier=full[s])
+            T.tma_copy(Bq[n0:n0 + rows, k0 // 2:(k0 + block_K) // 2], W_s[s, :, :], barrier=full[s])
+            T.barrier_arrive(full[s])
+
+    @T.macro
+    def consume_q(A_s, W_s, S_s, Wf, acc, R_s, C_s, C, full, empty, sbar, tx, m0, n0, c):
+        """``consumers=4``: consumer ``c`` takes the K blocks ``c, c+4, ...``; consumers 1..3 hand their
+        partials to consumer 0 through shared memory, which adds them (in that order) and stores."""
+        T.inc_max_nreg(consumer_regs)
+        lane = tx % 32
+        T.barrier_wait(sbar, 0)
+        T.clear(acc)
+        for i in T.serial(n_k // nc):
+            step(A_s, W_s, S_s, Wf, acc, full, empty, nc * i + c, 0, lane)
+        if c > 0:
+            T.copy(acc, R_s[c - 1, :, :])
+            T.sync_threads(barrier_id=_BAR_BOTH, arrive_count=128 * nc)
+        else:
+            T.sync_threads(barrier_id=_BAR_BOTH, arrive_count=128 * nc)
+            for q in T.serial(nc - 1):
+                for j, m in T.Parallel(WG_ROWS, block_M):
+                    acc[j, m] = acc[j, m] + R_s[q, j, m]
+            store(acc, C_s, C, m0, n0, 0)
+
     @T.prim_func
     def main(
         A: T.Tensor((M, K), T.float16),
@@ -399,7 +450,7 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
         S: T.Tensor((N, G), T.float16),
         C: T.Tensor((M, N), T.float16),
     ):
-        with T.Kernel(grid_n, grid_m, threads=THREADS, cluster_dims=(cdim, 1, 1)) as (bx, by):
+        with T.Kernel(grid_n, grid_m, threads=threads, cluster_dims=(cdim, 1, 1)) as (bx, by):
             if wide:
                 T.import_source(_WIDE_SRC)
             A_s = T.alloc_shared((stages, block_M, block_K), T.float16)
@@ -413,7 +464,15 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
                 W1b = T.alloc_fragment((WG_ROWS, kc), T.float16)
             acc0 = T.alloc_fragment((WG_ROWS, block_M), T.float32)
             acc1 = T.alloc_fragment((WG_ROWS, block_M), T.float32)
-            if split == "k":
+            if nc == 4:  # the third and fourth consumers' register buffers and accumulators
+                W2 = T.alloc_fragment((WG_ROWS, kc), T.float16)
+                W3 = T.alloc_fragment((WG_ROWS, kc), T.float16)
+                acc2 = T.alloc_fragment((WG_ROWS, block_M), T.float32)
+                acc3 = T.alloc_fragment((WG_ROWS, block_M), T.float32)
+            if nc == 4:  # the partials of consumers 1..3, added by consumer 0
+                R_s = T.alloc_shared((nc - 1, WG_ROWS, block_M), T.float32)
+                C1_s = C0_s
+            elif split == "k":
                 R_s = T.alloc_shared((WG_ROWS, block_M), T.float32)
                 C1_s = C0_s
             else:
@@ -448,111 +507,124 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
                 krank = 0
                 kbase = 0
             m0 = by * block_M
-            if decoupled and tx < 128:
-                T.dec_max_nreg(PRODUCER_REGS)  # the whole warpgroup, before its warps part ways
-                if tx < 32:  # producer warp 0: the block's scales, then the weight ring
+            if nc == 2:
+                if decoupled and tx < 128:
+                    T.dec_max_nreg(PRODUCER_REGS)  # the whole warpgroup, before its warps part ways
+                    if tx < 32:  # producer warp 0: the block's scales, then the weight ring
+                        T.tma_copy(S[n0:n0 + rows, 0:G], S_s, barrier=sbar)
+                        T.barrier_arrive(sbar)
+                        for t in T.serial(n_loc):
+                            s = t % sw
+                            T.barrier_wait(wempty[s], t // sw % 2 ^ 1)
+                            kw = (kbase + t) * (block_K // 2)
+                            T.tma_copy(Bq[n0:n0 + rows, kw:kw + block_K // 2], W_s[s, :, :], barrier=wfull[s])
+                            T.barrier_arrive(wfull[s])
+                    elif tx < 64:  # producer warp 1: the activation ring (multicast in a cluster)
+                        for t in T.serial(n_loc):
+                            s = t % stages
+                            T.barrier_wait(empty[s], t // stages % 2 ^ 1)
+                            k0 = (kbase + t) * block_K
+                            if cluster > 1:
+                                T.tma_copy(A[m0:m0 + block_M, k0:k0 + block_K], A_s[s, :, :], barrier=full[s],
+                                           cluster_mask=(1 << cluster) - 1)
+                            else:
+                                T.tma_copy(A[m0:m0 + block_M, k0:k0 + block_K], A_s[s, :, :], barrier=full[s])
+                            T.barrier_arrive(full[s])
+                elif tx < 128:
+                    T.dec_max_nreg(PRODUCER_REGS)
                     T.tma_copy(S[n0:n0 + rows, 0:G], S_s, barrier=sbar)
                     T.barrier_arrive(sbar)
-                    for t in T.serial(n_loc):
-                        s = t % sw
-                        T.barrier_wait(wempty[s], t // sw % 2 ^ 1)
-                        kw = (kbase + t) * (block_K // 2)
-                        T.tma_copy(Bq[n0:n0 + rows, kw:kw + block_K // 2], W_s[s, :, :], barrier=wfull[s])
-                        T.barrier_arrive(wfull[s])
-                elif tx < 64:  # producer warp 1: the activation ring (multicast in a cluster)
-                    for t in T.serial(n_loc):
-                        s = t % stages
-                        T.barrier_wait(empty[s], t // stages % 2 ^ 1)
-                        k0 = (kbase + t) * block_K
+                    for ko in T.serial(n_k):
+                        s = ko % stages
+                        T.barrier_wait(empty[s], ko // stages % 2 ^ 1)
+                        k0 = ko * block_K
                         if cluster > 1:
                             T.tma_copy(A[m0:m0 + block_M, k0:k0 + block_K], A_s[s, :, :], barrier=full[s],
                                        cluster_mask=(1 << cluster) - 1)
                         else:
                             T.tma_copy(A[m0:m0 + block_M, k0:k0 + block_K], A_s[s, :, :], barrier=full[s])
+                        T.tma_copy(Bq[n0:n0 + rows, k0 // 2:(k0 + block_K) // 2], W_s[s, :, :], barrier=full[s])
                         T.barrier_arrive(full[s])
-            elif tx < 128:
-                T.dec_max_nreg(PRODUCER_REGS)
-                T.tma_copy(S[n0:n0 + rows, 0:G], S_s, barrier=sbar)
-                T.barrier_arrive(sbar)
-                for ko in T.serial(n_k):
-                    s = ko % stages
-                    T.barrier_wait(empty[s], ko // stages % 2 ^ 1)
-                    k0 = ko * block_K
-                    if cluster > 1:
-                        T.tma_copy(A[m0:m0 + block_M, k0:k0 + block_K], A_s[s, :, :], barrier=full[s],
-                                   cluster_mask=(1 << cluster) - 1)
+                elif tx < 256:
+                    T.inc_max_nreg(CONSUMER_REGS)
+                    lane = tx % 32
+                    T.barrier_wait(sbar, 0)
+                    T.clear(acc0)
+                    if split == "k":
+                        for i in T.serial(n_k // 2):
+                            if decoupled:
+                                step2(A_s, W_s, S_s, W0, acc0, wfull, wempty, full, empty, 2 * i, 2 * i, 0, lane)
+                            else:
+                                if n_c > 1:
+                                    step_c(A_s, W_s, S_s, W0, W0b, acc0, full, empty, 2 * i, 0, lane)
+                                else:
+                                    step(A_s, W_s, S_s, W0, acc0, full, empty, 2 * i, 0, lane)
+                        T.sync_threads(barrier_id=_BAR_BOTH, arrive_count=256)
+                        for j, m in T.Parallel(WG_ROWS, block_M):
+                            acc0[j, m] = acc0[j, m] + R_s[j, m]
                     else:
-                        T.tma_copy(A[m0:m0 + block_M, k0:k0 + block_K], A_s[s, :, :], barrier=full[s])
-                    T.tma_copy(Bq[n0:n0 + rows, k0 // 2:(k0 + block_K) // 2], W_s[s, :, :], barrier=full[s])
-                    T.barrier_arrive(full[s])
-            elif tx < 256:
-                T.inc_max_nreg(CONSUMER_REGS)
-                lane = tx % 32
-                T.barrier_wait(sbar, 0)
-                T.clear(acc0)
-                if split == "k":
-                    for i in T.serial(n_k // 2):
-                        if decoupled:
-                            step2(A_s, W_s, S_s, W0, acc0, wfull, wempty, full, empty, 2 * i, 2 * i, 0, lane)
-                        else:
-                            if n_c > 1:
-                                step_c(A_s, W_s, S_s, W0, W0b, acc0, full, empty, 2 * i, 0, lane)
+                        for ko in T.serial(n_loc):
+                            if decoupled:
+                                step2(A_s, W_s, S_s, W0, acc0, wfull, wempty, full, empty, ko, kbase + ko, 0, lane)
                             else:
-                                step(A_s, W_s, S_s, W0, acc0, full, empty, 2 * i, 0, lane)
-                    T.sync_threads(barrier_id=_BAR_BOTH, arrive_count=256)
-                    for j, m in T.Parallel(WG_ROWS, block_M):
-                        acc0[j, m] = acc0[j, m] + R_s[j, m]
-                else:
-                    for ko in T.serial(n_loc):
-                        if decoupled:
-                            step2(A_s, W_s, S_s, W0, acc0, wfull, wempty, full, empty, ko, kbase + ko, 0, lane)
-                        else:
-                            if n_c > 1:
-                                step_c(A_s, W_s, S_s, W0, W0b, acc0, full, empty, ko, 0, lane)
-                            else:
-                                step(A_s, W_s, S_s, W0, acc0, full, empty, ko, 0, lane)
-                if kpair:
-                    if krank == 1:
-                        hand_over(acc0, R0_s, rbar, tx, 0)
-                    else:
-                        take_over(acc0, R0_s, rbar, 0)
-                        store(acc0, C0_s, C, m0, n0, 0)
-                else:
-                    store(acc0, C0_s, C, m0, n0, 0)
-            else:
-                T.inc_max_nreg(CONSUMER_REGS)
-                lane = tx % 32
-                T.barrier_wait(sbar, 0)
-                T.clear(acc1)
-                if split == "k":
-                    for i in T.serial(n_k // 2):
-                        if decoupled:
-                            step2(A_s, W_s, S_s, W1, acc1, wfull, wempty, full, empty, 2 * i + 1, 2 * i + 1, 0, lane)
-                        else:
-                            if n_c > 1:
-                                step_c(A_s, W_s, S_s, W1, W1b, acc1, full, empty, 2 * i + 1, 0, lane)
-                            else:
-                                step(A_s, W_s, S_s, W1, acc1, full, empty, 2 * i + 1, 0, lane)
-                    T.copy(acc1, R_s)
-                    T.sync_threads(barrier_id=_BAR_BOTH, arrive_count=256)
-                else:
-                    for ko in T.serial(n_loc):
-                        if decoupled:
-                            step2(A_s, W_s, S_s, W1, acc1, wfull, wempty, full, empty, ko, kbase + ko, WG_ROWS,
-                                  lane)
-                        else:
-                            if n_c > 1:
-                                step_c(A_s, W_s, S_s, W1, W1b, acc1, full, empty, ko, WG_ROWS, lane)
-                            else:
-                                step(A_s, W_s, S_s, W1, acc1, full, empty, ko, WG_ROWS, lane)
+                                if n_c > 1:
+                                    step_c(A_s, W_s, S_s, W0, W0b, acc0, full, empty, ko, 0, lane)
+                                else:
+                                    step(A_s, W_s, S_s, W0, acc0, full, empty, ko, 0, lane)
                     if kpair:
                         if krank == 1:
-                            hand_over(acc1, R1_s, rbar, tx, 1)
+                            hand_over(acc0, R0_s, rbar, tx, 0)
                         else:
-                            take_over(acc1, R1_s, rbar, 1)
-                            store(acc1, C1_s, C, m0, n0 + WG_ROWS, 1)
+                            take_over(acc0, R0_s, rbar, 0)
+                            store(acc0, C0_s, C, m0, n0, 0)
                     else:
-                        store(acc1, C1_s, C, m0, n0 + WG_ROWS, 1)
+                        store(acc0, C0_s, C, m0, n0, 0)
+                else:
+                    T.inc_max_nreg(CONSUMER_REGS)
+                    lane = tx % 32
+                    T.barrier_wait(sbar, 0)
+                    T.clear(acc1)
+                    if split == "k":
+                        for i in T.serial(n_k // 2):
+                            if decoupled:
+                                step2(A_s, W_s, S_s, W1, acc1, wfull, wempty, full, empty, 2 * i + 1, 2 * i + 1, 0, lane)
+                            else:
+                                if n_c > 1:
+                                    step_c(A_s, W_s, S_s, W1, W1b, acc1, full, empty, 2 * i + 1, 0, lane)
+                                else:
+                                    step(A_s, W_s, S_s, W1, acc1, full, empty, 2 * i + 1, 0, lane)
+                        T.copy(acc1, R_s)
+                        T.sync_threads(barrier_id=_BAR_BOTH, arrive_count=256)
+                    else:
+                        for ko in T.serial(n_loc):
+                            if decoupled:
+                                step2(A_s, W_s, S_s, W1, acc1, wfull, wempty, full, empty, ko, kbase + ko, WG_ROWS,
+                                      lane)
+                            else:
+                                if n_c > 1:
+                                    step_c(A_s, W_s, S_s, W1, W1b, acc1, full, empty, ko, WG_ROWS, lane)
+                                else:
+                                    step(A_s, W_s, S_s, W1, acc1, full, empty, ko, WG_ROWS, lane)
+                        if kpair:
+                            if krank == 1:
+                                hand_over(acc1, R1_s, rbar, tx, 1)
+                            else:
+                                take_over(acc1, R1_s, rbar, 1)
+                                store(acc1, C1_s, C, m0, n0 + WG_ROWS, 1)
+                        else:
+                            store(acc1, C1_s, C, m0, n0 + WG_ROWS, 1)
+            else:  # four consumers take the K blocks in turn on the one ring (split="k")
+                if tx < 128:
+                    T.dec_max_nreg(producer_regs)
+                    produce(A, Bq, S, A_s, W_s, S_s, full, empty, sbar, m0, n0)
+                elif tx < 256:
+                    consume_q(A_s, W_s, S_s, W0, acc0, R_s, C0_s, C, full, empty, sbar, tx, m0, n0, 0)
+                elif tx < 384:
+                    consume_q(A_s, W_s, S_s, W1, acc1, R_s, C0_s, C, full, empty, sbar, tx, m0, n0, 1)
+                elif tx < 512:
+                    consume_q(A_s, W_s, S_s, W2, acc2, R_s, C0_s, C, full, empty, sbar, tx, m0, n0, 2)
+                else:
+                    consume_q(A_s, W_s, S_s, W3, acc3, R_s, C0_s, C, full, empty, sbar, tx, m0, n0, 3)
             if cdim > 1:
                 T.cluster_sync()  # no block leaves while a peer may still arrive on (or copy into) it
 
@@ -575,6 +647,7 @@ def w4a16_gemm(
     kpair: bool = False,
     chunk: int = 0,
     wide: bool = False,
+    consumers: int = 2,
 ):
     """W4A16 with the weights expanded into wgmma's register operand (see the module docstring).
 
@@ -586,10 +659,11 @@ def w4a16_gemm(
     the tensor-core work, ``"loadonly"`` one whose consumers only wait for each stage and release
     it (the TMA ring alone), ``"mmaonly"`` the ring and the tensor-core work on registers that are
     never filled (no expansion, not even the scale reads of ``noexpand``); ``wide`` = the word-wide
-    expansion.
+    expansion; ``consumers`` = consumer warpgroups (2, or 4 taking the K blocks in turn).
     """
     return _program(M, N, K, group=group, block_M=block_M, block_K=block_K, stages=stages, split=split,
-                    cluster=cluster, probe=probe, stages_w=stages_w, kpair=kpair, chunk=chunk, wide=wide)
+                    cluster=cluster, probe=probe, stages_w=stages_w, kpair=kpair, chunk=chunk, wide=wide,
+                    consumers=consumers)
 
 
 #: The warp-level tensor-core path: tilelang's wgmma lowering switched off, T.gemm on m16n8k16.
@@ -612,6 +686,7 @@ def w4a16_gemm_mma(
     kpair: bool = False,
     chunk: int = 0,
     wide: bool = False,
+    consumers: int = 2,
 ):
     """:func:`w4a16_gemm` on the warp-level ``mma.sync`` m16n8k16 instruction instead of wgmma:
     each warp multiplies its 16 weight rows, the tensor-core work is issued in m16 x n8 x k16
@@ -619,19 +694,22 @@ def w4a16_gemm_mma(
     warpgroup."""
     return _program(M, N, K, group=group, block_M=block_M, block_K=block_K, stages=stages, split=split,
                     cluster=cluster, probe=probe, stages_w=stages_w, kpair=kpair, inst="mma", chunk=chunk,
-                    wide=wide)
+                    wide=wide, consumers=consumers)
 
 
 def config(block_M: int, block_K: int, stages: int, split: str = "k", cluster: int = 1, stages_w: int = 0,
-           kpair: bool = False, inst: str = "wgmma", chunk: int = 0, wide: bool = False) -> dict[str, Any]:
-    """One configuration as the suite's tables and :func:`build` take it (``chunk`` and ``wide`` only
-    when set, so the configurations of the recorded runs keep their form)."""
+           kpair: bool = False, inst: str = "wgmma", chunk: int = 0, wide: bool = False,
+           consumers: int = 2) -> dict[str, Any]:
+    """One configuration as the suite's tables and :func:`build` take it (``chunk``, ``wide`` and
+    ``consumers`` only when set, so the configurations of the recorded runs keep their form)."""
     cfg = dict(block_M=block_M, block_K=block_K, stages=stages, split=split, cluster=cluster, stages_w=stages_w,
                kpair=kpair, inst=inst)
     if chunk:
         cfg["chunk"] = chunk
     if wide:
         cfg["wide"] = True
+    if consumers != 2:
+        cfg["consumers"] = consumers
     return cfg
 
 
@@ -649,7 +727,7 @@ def label(cfg: dict[str, Any]) -> str:
             + (f"_w{cfg['stages_w']}" if cfg.get("stages_w") else "") + f"_{cfg['split']}"
             + (f"_c{cfg['cluster']}" if cfg.get("cluster", 1) > 1 else "") + ("_kp" if cfg.get("kpair") else "")
             + ("_mma" if cfg.get("inst") == "mma" else "") + (f"_x{cfg['chunk']}" if cfg.get("chunk") else "")
-            + ("_wd" if cfg.get("wide") else ""))
+            + (f"_q{cfg['consumers']}" if cfg.get("consumers", 2) != 2 else "") + ("_wd" if cfg.get("wide") else ""))
 
 
 def build(M: int, N: int, K: int, group: int, cfg: dict[str, Any], probe: str = "") -> Any:

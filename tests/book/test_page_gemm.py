@@ -732,3 +732,31 @@ def test_in_kernel_fixup_sentences_follow_the_searches():
     assert pick(res(57.5, 57.3)) == "tie"
     v = tiles.library_values(res(62.0, 57.3))
     assert v["derived.gemm.lib.skws.last_us"] == "62.0" and v["derived.gemm.lib.skws.sep_us"] == "57.3"
+
+
+def test_pdl_sentences_follow_the_searches_and_the_bench():
+    """The reduction launched as a programmatic dependent ("pdl") against the plain launch in the same
+    search (the in-kernel fix-up and the cluster sum are neither); the winner's launch form and the
+    gap sentence follow the bench."""
+    from coursebook import tiles
+
+    def res(pdl, plain, x=1.0, best="ws s=4 128x256 st4 e64 r32 pdl"):
+        return {"suites": {"gemm.splitk_ws": {"records": [
+            {"kind": "search", "name": "split-K ws 1024x1024x16384",
+             "ms": {"ws s=4 128x256 st4 e64 r32": plain / 1e3, "ws s=4 128x256 st4 e64 r32 pdl": pdl / 1e3,
+                    "ws s=4 128x256 st4 e64 last": 0.040, "ws s=4 128x256 st4 e64 dsmem": 0.001}},
+            {"kind": "bench", "name": "split-K ws 1024x1024x16384", "ms": pdl / 1e3, "label": best,
+             "speedup": {"cuBLAS": x}, "targets": {"speedup:cuBLAS": {"target": 1.0, "met": x >= 1.0}},
+             "config": {"splits": 4}}]}}}
+
+    pick = lambda r, k: next(c for c in tiles.library_claims(r) if c.key == k).case  # noqa: E731
+    assert pick(res(55.6, 57.2), "claim.gemm.lib.skws.pdl") == "lower"
+    assert pick(res(58.0, 57.2), "claim.gemm.lib.skws.pdl") == "higher"
+    assert pick(res(57.3, 57.2), "claim.gemm.lib.skws.pdl") == "tie"
+    assert pick(res(55.6, 57.2), "claim.gemm.lib.skws.form") == "pdl"
+    assert pick(res(55.6, 57.2, best="ws s=4 128x256 st4 e64 r32"), "claim.gemm.lib.skws.form") == "plain"
+    assert pick(res(55.6, 57.2, x=1.004), "claim.gemm.lib.skws.gap") == "above"
+    assert pick(res(55.6, 57.2, x=0.998), "claim.gemm.lib.skws.gap") == "below"
+    v = tiles.library_values(res(55.6, 57.2))
+    assert v["derived.gemm.lib.skws.pdl_us"] == "55.6" and v["derived.gemm.lib.skws.plain_us"] == "57.2"
+    assert v["derived.gemm.lib.skws.sep_us"] == "55.6"  # the separate reduction, either launch

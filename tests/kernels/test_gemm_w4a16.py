@@ -104,7 +104,7 @@ def test_grid_and_shared_memory_are_what_the_ledger_says(built):
         assert info.grid == (gn, gm, 1), name
         want = lw.smem_bytes(K, group=128, block_m=cfg["block_M"], block_k=cfg["block_K"], stages=cfg["stages"],
                              rows=w4a16.block_rows(cfg["split"]), split_k=cfg["split"] == "k",
-                             stages_w=cfg["stages_w"], k_pair=cfg["kpair"])
+                             stages_w=cfg["stages_w"], k_pair=cfg["kpair"], consumers=cfg.get("consumers", 2))
         assert info.dyn_smem_bytes == want <= w4a16.SMEM_LIMIT, name
     # the decode grid: one block per 64 weight rows, 128 of them for 132 SMs
     assert built["decode"][3].grid == (128, 1, 1)
@@ -188,6 +188,36 @@ def test_pieces_alternate_two_register_buffers_and_wait_only_for_the_older_wgmma
 
 
 @pytest.mark.slow
+def test_four_consumers_take_every_fourth_k_block_and_hand_three_partials_to_the_first():
+    from kernels.gemm.lowered import ptxas_report
+
+    M, N, K = 16, 8192, 8192
+    cfg = w4a16.config(16, 256, 8, wide=True, consumers=4)
+    kern = w4a16.build(M, N, K, 128, cfg)
+    src, info = kern.get_kernel_source(), launch_info(kern)
+    n_k = K // cfg["block_K"]
+    assert info.block == (640, 1, 1) and "__launch_bounds__(640, 1)" in src and info.grid == (128, 1, 1)
+    # the shared memory the ledger counts: the ring, the scales, one C staging tile, three fp32 partials
+    assert info.dyn_smem_bytes == lw.smem_bytes(K, group=128, block_m=16, block_k=256, stages=8, rows=64,
+                                                consumers=4) <= w4a16.SMEM_LIMIT
+    assert f"for (int ko = 0; ko < {n_k}; ++ko)" in src  # the producer walks every K block
+    # consumer c waits on the ring slot of K block 4 i + c: slot (i % 2) * 4 + c of the 8, always its own,
+    # in a loop of n_k / 4 steps
+    waits = re.findall(r"full\[\(*\((i_\d+) & 1\) \* 4\)(?: \+ (\d)\))?\]\.wait", src)
+    assert sorted(int(c or 0) for _, c in waits) == [0, 1, 2, 3], waits
+    for var, _ in waits:
+        assert f"for (int {var} = 0; {var} < {n_k // 4}; ++{var})" in src, var
+    # the register file split: the producer keeps 32, each of the four consumers takes 120 (4 * 128 * 120 +
+    # 128 * 32 = 65536), and the consumer code fits it without spilling
+    assert src.count("warpgroup_reg_dealloc<32>") == 1 and src.count("warpgroup_reg_alloc<120>") == 4
+    assert src.count("__sync_thread_partial(1, 512)") == 4  # the three hand-overs and the adder meet once
+    rep = ptxas_report(src)
+    assert rep["spill_bytes"] == 0 and not rep["serialized_wgmma"], rep["text"][-400:]
+    assert rep["registers"] <= w4a16.Q4_REGS[2]
+    assert w4a16.label(cfg) == "m16_k256_s8_k_q4_wd"
+
+
+@pytest.mark.slow
 def test_pieces_keep_the_register_budget_and_no_serialised_wgmma(built):
     from kernels.gemm.lowered import ptxas_report
 
@@ -229,6 +259,11 @@ def test_configuration_errors_name_the_constraint():
         (dict(chunk=96), "chunk=96"),
         (dict(chunk=256), "even number of pieces"),
         (dict(chunk=64, stages_w=8), "stages_w must be 0"),
+        (dict(consumers=3), "consumers must be 2 or 4"),
+        (dict(consumers=4, stages=6), "multiples of 4"),
+        (dict(consumers=4, block_K=4096), "multiples of 4"),
+        (dict(consumers=4, stages_w=8), "one ring"),
+        (dict(consumers=4, split="n"), "one ring"),
     ]
     for change, msg in bad:
         with pytest.raises(ValueError, match=msg):

@@ -44,7 +44,8 @@ CANDIDATES: list[dict[str, Any]] = [
     _c(4, fixup=True), _c(4, epi_cols=128, fixup=True), _c(2, fixup=True),
     _c(2, block_N=128, stages=7, fixup=True),
     # the recorded best with the reduction launched as a programmatic dependent of the split-K kernel
-    _c(4, reduce_rows=32, pdl=True), _c(4, pdl=True),
+    _c(4, reduce_rows=32, pdl=True), _c(4, pdl=True), _c(4, reduce_rows=64, pdl=True),
+    _c(4, reduce_rows=32, cluster=2, pdl=True),
 ]
 #: The same pipeline without a split (persistent, 128 x 256, clusters of two): the no-split baseline.
 NO_SPLIT = dict(ws=True, block_M=128, block_N=256, block_K=64, stages=4, threads=256, panel=8, inflight=0, epi_cols=128,

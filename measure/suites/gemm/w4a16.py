@@ -56,6 +56,12 @@ CANDIDATES: dict[str, list[dict[str, Any]]] = {
                _d(128, 1, 4, 4), _d(128, 1, 4, 2), _d(128, 1, 4, 6), _d(128, 1, 4, 8), _d(64, 1, 4, 4),
                _d(64, 1, 4, 8), _d(64, 2, 4, 4), _d(128, 1, 8, 4), _d(128, 1, 8, 8), _d(64, 1, 8, 4),
                _d(256, 1, 4, 4), _d(256, 1, 4, 8),
+               # four consumer warpgroups taking the K blocks in turn (``consumers=4``, 640 threads): twice the
+               # warps to hide the expansion's latencies behind one another (the recorded profile: the ring alone
+               # and the ring with the tensor-core work both ran in ~2/3 of the whole kernel's time)
+               _c(16, 256, 8, wide=True, consumers=4), _c(16, 128, 8, wide=True, consumers=4),
+               _c(16, 128, 16, wide=True, consumers=4), _c(16, 256, 12, wide=True, consumers=4),
+               _c(16, 256, 8, cluster=2, wide=True, consumers=4),
                # the TMA decode kernel (kernels.gemm.w4a16_tma): the weights through a TMA ring (`stages` slots of
                # `gps` 128-k groups), expanded word-wide from shared memory into mma.sync; split K over a cluster
                # of `split` blocks of `rows` weight rows; 256 blocks at 2 per SM or 128 at 1 per SM
@@ -63,7 +69,8 @@ CANDIDATES: dict[str, list[dict[str, Any]]] = {
     "m64": [_c(64, 256, 4), _c(64, 128, 6, stages_w=8), _c(64, 256, 4, chunk=64), _c(64, 256, 4, chunk=128),
             _c(64, 512, 2, chunk=128), _c(64, 256, 4, chunk=128, wide=True), _c(64, 256, 4, wide=True),
             _c(64, 512, 2, chunk=128, wide=True), _c(64, 256, 4, cluster=2, chunk=128, wide=True),
-            _c(64, 256, 4, inst="mma", chunk=128, wide=True), _c(64, 128, 6, stages_w=8, wide=True)],
+            _c(64, 256, 4, inst="mma", chunk=128, wide=True), _c(64, 128, 6, stages_w=8, wide=True),
+            _c(64, 128, 8, wide=True, consumers=4), _c(64, 128, 4, wide=True, consumers=4)],
     "m128": [_c(128, 64, 8, cluster=2), _c(128, 128, 4, cluster=2, chunk=64), _c(128, 256, 2, cluster=2, chunk=64),
              _c(128, 128, 4, chunk=64), _c(128, 128, 4, chunk=64, wide=True),
              _c(128, 128, 4, cluster=2, chunk=64, wide=True), _c(128, 128, 4, wide=True)],
@@ -95,6 +102,9 @@ RAGGED: list[tuple[tuple[int, int, int], dict[str, Any]]] = [
     ((5, 1024, 2048), _t(128, 4, 4, 1)),
     ((13, 512, 1024), _t(64, 1, 2, 2)),
     ((3, 768, 1024), _t(256, 2, 2, 1)),
+    ((5, 1024, 2048), _c(16, 256, 8, wide=True, consumers=4)),
+    ((100, 2048, 1024), _c(64, 128, 4, wide=True, consumers=4)),
+    ((13, 1024, 1024), _c(16, 128, 8, cluster=2, consumers=4)),
 ]
 
 #: Timing probes (the same pipeline with one part left out, wrong results): ``noexpand`` skips
@@ -119,6 +129,8 @@ PROBES: list[tuple[tuple[int, int, int], dict[str, Any], str]] = [
     ((16, 8192, 8192), _c(16, 256, 4, stages_w=8, wide=True), "loadonly"),
     ((1, 8192, 8192), _c(16, 512, 6, wide=True), "mmaonly"),
     ((16, 8192, 8192), _c(16, 256, 4, stages_w=8, wide=True), "mmaonly"),
+    ((16, 8192, 8192), _c(16, 256, 8, wide=True, consumers=4), "loadonly"),
+    ((16, 8192, 8192), _c(16, 256, 8, wide=True, consumers=4), "mmaonly"),
 ]
 
 
