@@ -98,9 +98,12 @@ WG_ROWS = 64
 THREADS = 384
 PRODUCER_REGS = 40
 CONSUMER_REGS = 232
-#: ``consumers=4``: threads, and the registers the producer keeps and each consumer takes
-#: (128 * 32 + 512 * 120 = 65536, the register file).
-Q4_REGS = (640, 32, 120)
+#: ``consumers=4``: threads, and the registers the producer keeps and each consumer takes.  A block
+#: of 640 threads is launched with 96 registers per thread (65536 / 640, rounded down to a multiple
+#: of 8); ``setmaxnreg`` only moves registers inside that allocation, so the producer warpgroup's
+#: 128 * (96 - 32) = 8192 released registers are what the four consumers can take: 16 each, 112.
+#: Asking for more leaves a consumer waiting in ``setmaxnreg.inc`` for ever (a hang on the H200).
+Q4_REGS = (640, 32, 112)
 #: Shared memory one block may use on an H100/H200 SM (bytes).
 SMEM_LIMIT = 232448
 #: The word-wide expansion (``wide``): one 16-byte run of each of a thread's two weight rows per
