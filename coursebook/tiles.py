@@ -447,6 +447,37 @@ def _wide_search(results: dict | None) -> dict:
     return out
 
 
+def _ring(results: dict | None, shape: str = "16x8192x8192") -> dict:
+    """The word-wide kernel's ring probes at one decode shape: among the configurations (labels ending
+    ``_wd``) with a ``loadonly`` probe (the TMA ring alone), the one whose ring is fastest: its ``full``
+    and ``loadonly`` times and, when recorded, its ``mmaonly`` time (the ring and the tensor-core work),
+    in µs; an empty dict when no such probe ran."""
+    best: dict = {}
+    for r in records(results, "gemm.w4a16", kind="search"):
+        m = re.fullmatch(rf"w4a16 probe loadonly {shape} (\S+_wd)", r.get("name", ""))
+        ms = r.get("ms") or {}
+        if not m or not ms.get("loadonly") or not ms.get("full"):
+            continue
+        if best and ms["loadonly"] * 1e3 >= best["loadonly"]:
+            continue
+        mo = ((search(results, f"w4a16 probe mmaonly {shape} {m.group(1)}") or {}).get("ms") or {}).get("mmaonly")
+        best = {"label": m.group(1), "full": ms["full"] * 1e3, "loadonly": ms["loadonly"] * 1e3,
+                "mmaonly": mo * 1e3 if mo else None}
+    return best
+
+
+def _q4(results: dict | None) -> dict:
+    """Per decode shape (M = 1, 16): the best time (µs) among the word-wide candidates with four
+    consumer warpgroups (``_q4``) and among those with two; ``None`` where the search has none."""
+    out: dict = {}
+    for key, shape in W4_SHAPES[:2]:
+        ms = (search(results, f"w4a16 {shape}") or {}).get("ms") or {}
+        four = [t for k, t in ms.items() if t and k.endswith("_q4_wd")]
+        two = [t for k, t in ms.items() if t and k.endswith("_wd") and "_q4" not in k]
+        out[key] = (min(four) * 1e3 if four else None, min(two) * 1e3 if two else None)
+    return out
+
+
 def _qk_store(results: dict | None) -> tuple[float | None, float | None]:
     """The scores product's search: the best time (µs) with the overlapped store (two staging
     buffers in turn, ``_b2``, and/or the L2 evict-first hint, ``_ef``) and without either."""
@@ -532,6 +563,18 @@ def library_values(results: dict | None) -> dict[str, str]:
     v["derived.gemm.lib.w4.probe.need_us"] = f"{base16 * 1e3 / tgt16:.1f}" if base16 and tgt16 else d
     v["derived.gemm.lib.w4.probe.overlap_x"] = (f"{base16 * 1e3 / max(p['nomma'], p['noexpand']):.2f}"
                                                 if base16 and p.get("nomma") and p.get("noexpand") else d)
+    ring = _ring(results)
+    for k in ("full", "loadonly", "mmaonly"):
+        v[f"derived.gemm.lib.w4.ring.{k}_us"] = f"{ring[k]:.1f}" if ring.get(k) else d
+    need = base16 * 1e3 / tgt16 if base16 and tgt16 else None
+    v["derived.gemm.lib.w4.ring.need_pct"] = f"{100 * ring['loadonly'] / need:.0f}" if ring and need else d
+    from ledger.w4a16 import WS_BLOCKS, setmaxnreg_split
+
+    for k, x in setmaxnreg_split(*WS_BLOCKS[4]).items():  # the four-consumer block's register budget
+        v[f"derived.gemm.lib.w4.q4.{k}"] = str(x)
+    for key, (four, two) in _q4(results).items():
+        v[f"derived.gemm.lib.w4.q4.{key}_us"] = d if four is None else f"{four:.1f}"
+        v[f"derived.gemm.lib.w4.q4.{key}_two_us"] = d if two is None else f"{two:.1f}"
     new, old = _qk_store(results)
     v["derived.gemm.lib.bmm.qk.store_new_us"] = d if new is None else f"{new:.1f}"
     v["derived.gemm.lib.bmm.qk.store_old_us"] = d if old is None else f"{old:.1f}"
@@ -707,6 +750,25 @@ def library_claims(results: dict | None) -> list:
     out.append(C.compare("claim.gemm.lib.w4.overlap", longer, need,
                          lower="两者中较长的那个也短于目标要求的时间：只要把展开完全藏进张量核乘法的阴影里，这个结构就够得着目标",
                          higher="两者中较长的那个已经长于目标要求的时间：即使完全重叠，这个结构也够不着目标"))
+    ring = _ring(results)
+    frac = ring["loadonly"] / need if ring and need else None
+    out.append(C.choose("claim.gemm.lib.w4.ring", None if frac is None else (
+        "all" if frac >= 1 else "most" if frac >= 0.8 else "room"), {
+        "all": "只留环形缓冲就已经超过了目标允许的时间：这个结构光是搬运就够不着目标",
+        "most": "只留环形缓冲就用去了目标允许时间的 {pct}%：留给展开和乘法的余地已经不到两成，"
+                "要够着目标，先得让搬运本身更快",
+        "room": "只留环形缓冲只用去目标允许时间的 {pct}%：差距主要出在展开与乘法没有藏到搬运后面"},
+        pct=f"{100 * frac:.0f}" if frac else ""))
+    q4 = [(a, b) for a, b in _q4(results).values() if a is not None and b is not None]
+    k_q4 = sum(a < b * 0.98 for a, b in q4)
+    k_tie = sum(abs(a / b - 1) <= 0.02 for a, b in q4)
+    out.append(C.choose("claim.gemm.lib.w4.q4", None if not q4 else (
+        "faster" if k_q4 == len(q4) else "tie" if k_tie == len(q4) else "slower" if k_q4 == 0 and k_tie == 0
+        else "mixed"), {
+        "faster": "两个形状上四个计算 warpgroup 都快出 2% 以上",
+        "tie": "两个形状上两者相差都不到 2%：warp 多了一倍，时间却几乎没动，可见卡住它的已经不是展开的延迟",
+        "slower": "两个形状上四个计算 warpgroup 都更慢",
+        "mixed": "两个形状上结果不一：四个计算 warpgroup 没有稳定地更快"}))
     ws = _wide_search(results)
     both = [(a, b) for a, b in (ws[k] for k, _ in W4_SHAPES) if a is not None and b is not None]
     k_fast = sum(a < b for a, b in both)

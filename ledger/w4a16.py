@@ -152,6 +152,33 @@ def smem_bytes(k: int, *, group: int, block_m: int, block_k: int, stages: int, r
     return int(ring + scales + c_stage + reduce)
 
 
+#: 32-bit registers of one SM's register file (Hopper), the pool a block's warps share.
+REGISTER_FILE = 65536
+#: The swap-AB kernel's warp-specialised blocks: (threads, registers the producer warpgroup keeps) for
+#: two consumer warpgroups and for four (``consumers=4``).
+WS_BLOCKS = {2: (384, 40), 4: (640, 32)}
+
+
+def setmaxnreg_split(threads: int, keep: int, warpgroup: int = 128) -> dict:
+    """The register budget of a warp-specialised block whose first warpgroup (the producer) lowers its
+    registers with ``setmaxnreg.dec`` to ``keep`` and whose other warpgroups raise theirs with
+    ``setmaxnreg.inc``.  A block is launched with ``launch`` registers per thread (the register file
+    over the threads, rounded down to a multiple of 8, which is what ptxas allocates under
+    ``__launch_bounds__(threads, 1)``); ``setmaxnreg`` only moves registers inside that allocation, so
+    the consumers can take exactly what the producer frees: ``take`` each.  Asking for more leaves a
+    consumer waiting in ``setmaxnreg.inc`` for ever."""
+    for name, v in (("threads", threads), ("keep", keep), ("warpgroup", warpgroup)):
+        check_size(name, v)
+    if threads % warpgroup or threads <= warpgroup:
+        raise ValueError(f"threads={threads} must be a multiple of {warpgroup}, more than one warpgroup")
+    launch = REGISTER_FILE // threads // 8 * 8
+    if not 24 <= keep <= launch or keep % 8:
+        raise ValueError(f"keep={keep} must be a multiple of 8 from 24 to the launch allocation {launch}")
+    freed = warpgroup * (launch - keep)
+    extra = freed // (threads - warpgroup) // 8 * 8
+    return {"threads": threads, "launch": launch, "keep": keep, "freed": freed, "extra": extra, "take": launch + extra}
+
+
 def dec_smem_bytes(k: int, *, nt: int, rows: int, wk: int, split: int, pad: int = 32) -> int:
     """Shared memory of one block of the decode kernel (:mod:`kernels.gemm.w4a16_dec`): the block's
     activation slice (``8*nt`` rows of ``k/split`` fp16, each row padded by ``pad`` halves) and the

@@ -85,6 +85,7 @@ import tilelang.language as T
 from tilelang.layout import make_swizzled_layout
 
 from kernels.gemm.common import TARGET, check_cuda, check_matrix, require
+from ledger.w4a16 import WS_BLOCKS, setmaxnreg_split
 
 #: Pass configuration: the kernel places every barrier itself (as :mod:`kernels.gemm.ws`).
 W4_PASS_CONFIGS = {
@@ -94,16 +95,16 @@ W4_PASS_CONFIGS = {
 
 #: Weight rows per consumer warpgroup: wgmma's M.
 WG_ROWS = 64
-#: One producer and two consumer warpgroups.
-THREADS = 384
-PRODUCER_REGS = 40
-CONSUMER_REGS = 232
+#: One producer and two consumer warpgroups; the registers the producer keeps and each consumer takes
+#: (:func:`ledger.w4a16.setmaxnreg_split`: 168 per thread at launch, the producer frees 128 * 128).
+THREADS, PRODUCER_REGS = WS_BLOCKS[2]
+CONSUMER_REGS = setmaxnreg_split(THREADS, PRODUCER_REGS)["take"]
 #: ``consumers=4``: threads, and the registers the producer keeps and each consumer takes.  A block
-#: of 640 threads is launched with 96 registers per thread (65536 / 640, rounded down to a multiple
-#: of 8); ``setmaxnreg`` only moves registers inside that allocation, so the producer warpgroup's
-#: 128 * (96 - 32) = 8192 released registers are what the four consumers can take: 16 each, 112.
-#: Asking for more leaves a consumer waiting in ``setmaxnreg.inc`` for ever (a hang on the H200).
-Q4_REGS = (640, 32, 112)
+#: of 640 threads is launched with 96 registers per thread; ``setmaxnreg`` only moves registers inside
+#: that allocation, so the producer warpgroup's 128 * (96 - 32) = 8192 released registers are what the
+#: four consumers can take: 16 each, 112.  Asking for more leaves a consumer waiting in
+#: ``setmaxnreg.inc`` for ever (120 each hung on the H200).
+Q4_REGS = (*WS_BLOCKS[4], setmaxnreg_split(*WS_BLOCKS[4])["take"])
 #: Shared memory one block may use on an H100/H200 SM (bytes).
 SMEM_LIMIT = 232448
 #: The word-wide expansion (``wide``): one 16-byte run of each of a thread's two weight rows per

@@ -71,3 +71,21 @@ def test_figures_are_registered_with_their_source():
     assert figs["gemm.w4a16.m1.w4_bound"].value == "memory"
     assert figs["gemm.w4a16.s4096.gain_bound"].value == pytest.approx(1.0)
     assert figs["gemm.w4a16.w4_compute_bound_from_m"].value == round(lw.compute_bound_from(8192, 8192))
+
+
+def test_setmaxnreg_split_gives_the_consumers_exactly_what_the_producer_frees():
+    from ledger.w4a16 import REGISTER_FILE, WS_BLOCKS, setmaxnreg_split
+
+    two, four = setmaxnreg_split(*WS_BLOCKS[2]), setmaxnreg_split(*WS_BLOCKS[4])
+    assert (two["launch"], two["take"]) == (168, 232)  # the recorded two-consumer kernels
+    assert (four["threads"], four["launch"], four["keep"], four["extra"], four["take"]) == (640, 96, 32, 16, 112)
+    for b in (two, four):
+        assert b["launch"] * b["threads"] <= REGISTER_FILE
+        # what the consumers take never exceeds what the producer freed (else setmaxnreg.inc waits for ever)
+        assert (b["threads"] - 128) * b["extra"] <= b["freed"] == 128 * (b["launch"] - b["keep"])
+    with pytest.raises(ValueError, match="multiple of 128"):
+        setmaxnreg_split(500, 32)
+    with pytest.raises(ValueError, match="keep=20"):
+        setmaxnreg_split(640, 20)
+    with pytest.raises(ValueError, match="keep=100"):
+        setmaxnreg_split(640, 100)
