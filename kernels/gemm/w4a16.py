@@ -411,8 +411,8 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
 
     @T.macro
     def produce(A, Bq, S, A_s, W_s, S_s, full, empty, sbar, m0, n0):
-        """``consumers=4``: the one-ring producer (the block's scales, then per K block the activation
-        tile and the packed weight tile into one slot)."""
+        """The one-ring producer (the block's scales, then per K block the activation tile and the
+        packed weight tile into one slot)."""
         T.tma_copy(S[n0:n0 + rows, 0:G], S_s, barrier=sbar)
         T.barrier_arrive(sbar)
         for ko in T.serial(n_k):
@@ -536,19 +536,7 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
                             T.barrier_arrive(full[s])
                 elif tx < 128:
                     T.dec_max_nreg(PRODUCER_REGS)
-                    T.tma_copy(S[n0:n0 + rows, 0:G], S_s, barrier=sbar)
-                    T.barrier_arrive(sbar)
-                    for ko in T.serial(n_k):
-                        s = ko % stages
-                        T.barrier_wait(empty[s], ko // stages % 2 ^ 1)
-                        k0 = ko * block_K
-                        if cluster > 1:
-                            T.tma_copy(A[m0:m0 + block_M, k0:k0 + block_K], A_s[s, :, :], barrier=full[s],
-                                       cluster_mask=(1 << cluster) - 1)
-                        else:
-                            T.tma_copy(A[m0:m0 + block_M, k0:k0 + block_K], A_s[s, :, :], barrier=full[s])
-                        T.tma_copy(Bq[n0:n0 + rows, k0 // 2:(k0 + block_K) // 2], W_s[s, :, :], barrier=full[s])
-                        T.barrier_arrive(full[s])
+                    produce(A, Bq, S, A_s, W_s, S_s, full, empty, sbar, m0, n0)
                 elif tx < 256:
                     T.inc_max_nreg(CONSUMER_REGS)
                     lane = tx % 32
