@@ -448,15 +448,16 @@ def _wide_search(results: dict | None) -> dict:
 
 
 def _ring(results: dict | None, shape: str = "16x8192x8192") -> dict:
-    """The word-wide kernel's ring probes at one decode shape: among the configurations (labels ending
-    ``_wd``) with a ``loadonly`` probe (the TMA ring alone), the one whose ring is fastest: its ``full``
+    """The word-wide kernel's ring probes at one decode shape: among the two-consumer configurations
+    (labels ending ``_wd``, not ``_q4``) with a ``loadonly`` probe (the TMA ring alone), the one whose
+    ring is fastest (the page introduces the four-consumer form after these probes): its ``full``
     and ``loadonly`` times and, when recorded, its ``mmaonly`` time (the ring and the tensor-core work),
     in µs; an empty dict when no such probe ran."""
     best: dict = {}
     for r in records(results, "gemm.w4a16", kind="search"):
         m = re.fullmatch(rf"w4a16 probe loadonly {shape} (\S+_wd)", r.get("name", ""))
         ms = r.get("ms") or {}
-        if not m or not ms.get("loadonly") or not ms.get("full"):
+        if not m or "_q4" in m.group(1) or not ms.get("loadonly") or not ms.get("full"):
             continue
         if best and ms["loadonly"] * 1e3 >= best["loadonly"]:
             continue

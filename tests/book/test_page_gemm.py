@@ -760,3 +760,40 @@ def test_pdl_sentences_follow_the_searches_and_the_bench():
     v = tiles.library_values(res(55.6, 57.2))
     assert v["derived.gemm.lib.skws.pdl_us"] == "55.6" and v["derived.gemm.lib.skws.plain_us"] == "57.2"
     assert v["derived.gemm.lib.skws.sep_us"] == "55.6"  # the separate reduction, either launch
+
+
+def test_ring_and_four_consumer_sentences_follow_the_searches():
+    """The ring probe sentence compares the two-consumer ring alone with the time the target allows
+    (the four-consumer probes are left to the next sentence); the four-consumer sentence compares the
+    best of each form at M = 1 and 16, within 2 % a tie."""
+    from coursebook import tiles
+
+    def res(lo, m1=(20.5, 20.8), m16=(20.4, 19.6), q4_lo=5.0):
+        recs = [{"kind": "bench", "name": "w4a16 16x8192x8192", "ms": 0.020, "shape": [16, 8192, 8192],
+                 "baselines": {tiles.W4_BASE: 0.045}, "speedup": {tiles.W4_BASE: 2.2},
+                 "targets": {f"speedup:{tiles.W4_BASE}": {"target": 2.5, "met": False}}},
+                {"kind": "search", "name": "w4a16 probe loadonly 16x8192x8192 m16_k256_s4_w8_k_wd",
+                 "ms": {"full": 0.0202, "loadonly": lo / 1e3}},
+                {"kind": "search", "name": "w4a16 probe mmaonly 16x8192x8192 m16_k256_s4_w8_k_wd",
+                 "ms": {"full": 0.0202, "mmaonly": 0.0194}},
+                {"kind": "search", "name": "w4a16 probe loadonly 16x8192x8192 m16_k256_s8_k_q4_wd",
+                 "ms": {"full": 0.0205, "loadonly": q4_lo / 1e3}}]
+        for shape, (four, two) in (("1x8192x8192", m1), ("16x8192x8192", m16)):
+            recs.append({"kind": "search", "name": f"w4a16 {shape}",
+                         "ms": {"m16_k256_s8_k_q4_wd": four / 1e3, "m16_k512_s4_k_wd": two / 1e3,
+                                "m16_k512_s4_k": 0.0228, "dec_r64_kw1_sk8_d4": 0.0249}})
+        return {"suites": {"gemm.w4a16": {"records": recs}}}
+
+    pick = lambda r, k: next(c for c in tiles.library_claims(r) if c.key == k).case  # noqa: E731
+    # need = 45 us / 2.5 = 18 us; the q4 probe (5 us) is not the one the sentence reads
+    assert pick(res(17.6), "claim.gemm.lib.w4.ring") == "most"
+    assert pick(res(18.5), "claim.gemm.lib.w4.ring") == "all"
+    assert pick(res(9.0), "claim.gemm.lib.w4.ring") == "room"
+    v = tiles.library_values(res(17.6))
+    assert v["derived.gemm.lib.w4.ring.loadonly_us"] == "17.6" and v["derived.gemm.lib.w4.ring.need_pct"] == "98"
+    assert v["derived.gemm.lib.w4.ring.mmaonly_us"] == "19.4" and v["derived.gemm.lib.w4.probe.need_us"] == "18.0"
+    assert v["derived.gemm.lib.w4.q4.m16_us"] == "20.4" and v["derived.gemm.lib.w4.q4.m16_two_us"] == "19.6"
+    assert pick(res(17.6), "claim.gemm.lib.w4.q4") == "mixed"
+    assert pick(res(17.6, m1=(18.0, 20.8), m16=(18.0, 20.0)), "claim.gemm.lib.w4.q4") == "faster"
+    assert pick(res(17.6, m1=(20.6, 20.8), m16=(20.1, 20.0)), "claim.gemm.lib.w4.q4") == "tie"
+    assert pick(res(17.6, m1=(22.0, 20.8), m16=(22.0, 20.0)), "claim.gemm.lib.w4.q4") == "slower"
