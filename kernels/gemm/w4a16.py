@@ -191,7 +191,7 @@ def grid(M: int, N: int, *, block_M: int, split: str, kpair: bool = False) -> tu
 
 def check_config(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, stages: int, split: str,
                  cluster: int, stages_w: int = 0, kpair: bool = False, chunk: int = 0, wide: bool = False,
-                 inst: str = "wgmma", consumers: int = 2) -> None:
+                 inst: str = "wgmma", consumers: int = 2, tiled: bool = False) -> None:
     """Every constraint of one configuration, each failure naming it (ValueError)."""
     rows = block_rows(split)
     for name, v in (("M", M), ("N", N), ("K", K), ("group", group), ("block_K", block_K), ("stages", stages)):
@@ -207,6 +207,8 @@ def check_config(M: int, N: int, K: int, *, group: int, block_M: int, block_K: i
     require((N // rows) % cluster == 0, f"the {N // rows} blocks along N must fill clusters of {cluster}")
     n_k = K // block_K
     require(consumers in (2, 4), f"consumers must be 2 or 4 warpgroups, got {consumers}")
+    if tiled:
+        require(stages_w == 0 and not kpair, "tiled weights are read by the one-ring producer: no stages_w or kpair")
     if consumers == 4:
         require(split == "k" and stages_w == 0 and not chunk and not kpair,
                 "consumers=4 takes K blocks in turn on one ring: split='k', no stages_w, chunk or kpair")
@@ -247,10 +249,10 @@ def check_config(M: int, N: int, K: int, *, group: int, block_M: int, block_K: i
 
 def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, stages: int, split: str,
              cluster: int, probe: str = "", stages_w: int = 0, kpair: bool = False, inst: str = "wgmma",
-             chunk: int = 0, wide: bool = False, consumers: int = 2):
+             chunk: int = 0, wide: bool = False, consumers: int = 2, tiled: bool = False):
     check_config(M, N, K, group=group, block_M=block_M, block_K=block_K, stages=stages, split=split,
                  cluster=cluster, stages_w=stages_w, kpair=kpair, chunk=chunk, wide=wide, inst=inst,
-                 consumers=consumers)
+                 consumers=consumers, tiled=tiled)
     nc = consumers
     threads, producer_regs, consumer_regs = (THREADS, PRODUCER_REGS, CONSUMER_REGS) if nc == 2 else Q4_REGS
     kc = chunk or block_K  # K expanded into one register buffer
@@ -424,7 +426,11 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
                            cluster_mask=(1 << cluster) - 1)
             else:
                 T.tma_copy(A[m0:m0 + block_M, k0:k0 + block_K], A_s[s, :, :], barrier=full[s])
-            T.tma_copy(Bq[n0:n0 + rows, k0 // 2:(k0 + block_K) // 2], W_s[s, :, :], barrier=full[s])
+            if tiled:  # the block's K block ko is one contiguous run of rows * block_K / 2 bytes
+                t0 = (n0 // rows * n_k + ko) * rows
+                T.tma_copy(Bq[t0:t0 + rows, 0:block_K // 2], W_s[s, :, :], barrier=full[s])
+            else:
+                T.tma_copy(Bq[n0:n0 + rows, k0 // 2:(k0 + block_K) // 2], W_s[s, :, :], barrier=full[s])
             T.barrier_arrive(full[s])
 
     @T.macro
@@ -450,7 +456,7 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
     @T.prim_func
     def main(
         A: T.Tensor((M, K), T.float16),
-        Bq: T.Tensor((N, KP), T.uint8),
+        Bq: T.Tensor(((N, KP) if not tiled else (N * n_k, block_K // 2)), T.uint8),
         S: T.Tensor((N, G), T.float16),
         C: T.Tensor((M, N), T.float16),
     ):
@@ -640,6 +646,7 @@ def w4a16_gemm(
     chunk: int = 0,
     wide: bool = False,
     consumers: int = 2,
+    tiled: bool = False,
 ):
     """W4A16 with the weights expanded into wgmma's register operand (see the module docstring).
 
@@ -655,7 +662,7 @@ def w4a16_gemm(
     """
     return _program(M, N, K, group=group, block_M=block_M, block_K=block_K, stages=stages, split=split,
                     cluster=cluster, probe=probe, stages_w=stages_w, kpair=kpair, chunk=chunk, wide=wide,
-                    consumers=consumers)
+                    consumers=consumers, tiled=tiled)
 
 
 #: The warp-level tensor-core path: tilelang's wgmma lowering switched off, T.gemm on m16n8k16.
@@ -679,6 +686,7 @@ def w4a16_gemm_mma(
     chunk: int = 0,
     wide: bool = False,
     consumers: int = 2,
+    tiled: bool = False,
 ):
     """:func:`w4a16_gemm` on the warp-level ``mma.sync`` m16n8k16 instruction instead of wgmma:
     each warp multiplies its 16 weight rows, the tensor-core work is issued in m16 x n8 x k16
@@ -686,12 +694,12 @@ def w4a16_gemm_mma(
     warpgroup."""
     return _program(M, N, K, group=group, block_M=block_M, block_K=block_K, stages=stages, split=split,
                     cluster=cluster, probe=probe, stages_w=stages_w, kpair=kpair, inst="mma", chunk=chunk,
-                    wide=wide, consumers=consumers)
+                    wide=wide, consumers=consumers, tiled=tiled)
 
 
 def config(block_M: int, block_K: int, stages: int, split: str = "k", cluster: int = 1, stages_w: int = 0,
            kpair: bool = False, inst: str = "wgmma", chunk: int = 0, wide: bool = False,
-           consumers: int = 2) -> dict[str, Any]:
+           consumers: int = 2, tiled: bool = False) -> dict[str, Any]:
     """One configuration as the suite's tables and :func:`build` take it (``chunk``, ``wide`` and
     ``consumers`` only when set, so the configurations of the recorded runs keep their form)."""
     cfg = dict(block_M=block_M, block_K=block_K, stages=stages, split=split, cluster=cluster, stages_w=stages_w,
@@ -702,7 +710,23 @@ def config(block_M: int, block_K: int, stages: int, split: str = "k", cluster: i
         cfg["wide"] = True
     if consumers != 2:
         cfg["consumers"] = consumers
+    if tiled:
+        cfg["tiled"] = True
     return cfg
+
+
+def tile_weights(packed: Any, cfg: dict[str, Any]) -> Any:
+    """The packed weights ``[N, K/2]`` repacked once, offline, for a ``tiled`` configuration: every
+    (block, K block) tile of ``rows x block_K/2`` bytes contiguous, tiles of one block in K order
+    (``[N/rows * K/block_K * rows, block_K/2]``); the same bytes, so the ledger's count is unchanged.
+    Other configurations take ``packed`` as it is."""
+    if not cfg.get("tiled"):
+        return packed
+    rows, bk = block_rows(cfg["split"]), cfg["block_K"]
+    N, KP = packed.shape
+    require(N % rows == 0 and (2 * KP) % bk == 0, f"[{N}, {KP}] packed weights do not split into {rows} x {bk // 2} tiles")
+    n_k = 2 * KP // bk
+    return packed.reshape(N // rows, rows, n_k, bk // 2).permute(0, 2, 1, 3).contiguous().reshape(N * n_k, bk // 2)
 
 
 def label(cfg: dict[str, Any]) -> str:
@@ -719,7 +743,8 @@ def label(cfg: dict[str, Any]) -> str:
             + (f"_w{cfg['stages_w']}" if cfg.get("stages_w") else "") + f"_{cfg['split']}"
             + (f"_c{cfg['cluster']}" if cfg.get("cluster", 1) > 1 else "") + ("_kp" if cfg.get("kpair") else "")
             + ("_mma" if cfg.get("inst") == "mma" else "") + (f"_x{cfg['chunk']}" if cfg.get("chunk") else "")
-            + (f"_q{cfg['consumers']}" if cfg.get("consumers", 2) != 2 else "") + ("_wd" if cfg.get("wide") else ""))
+            + (f"_q{cfg['consumers']}" if cfg.get("consumers", 2) != 2 else "") + ("_tl" if cfg.get("tiled") else "")
+            + ("_wd" if cfg.get("wide") else ""))
 
 
 def build(M: int, N: int, K: int, group: int, cfg: dict[str, Any], probe: str = "") -> Any:

@@ -14,7 +14,7 @@ import os
 from typing import Any
 
 from kernels.gemm.lowp import dequant_weight, pack_int4
-from kernels.gemm.w4a16 import build, config as _c, label
+from kernels.gemm.w4a16 import build, config as _c, label, tile_weights
 from kernels.gemm.w4a16_dec import config as _d
 from kernels.gemm.w4a16_tma import config as _t
 from ledger.w4a16 import DECODE_SHAPES, SQUARE_SHAPE, fp16_cost, gain_bound, roofline, w4a16_cost
@@ -62,6 +62,10 @@ CANDIDATES: dict[str, list[dict[str, Any]]] = {
                _c(16, 256, 8, wide=True, consumers=4), _c(16, 128, 8, wide=True, consumers=4),
                _c(16, 128, 16, wide=True, consumers=4), _c(16, 256, 12, wide=True, consumers=4),
                _c(16, 256, 8, cluster=2, wide=True, consumers=4),
+               # the weights repacked offline so that every stage's tile is one contiguous run (``tiled``)
+               _c(16, 512, 6, wide=True, tiled=True), _c(16, 512, 4, wide=True, tiled=True),
+               _c(16, 256, 8, wide=True, tiled=True), _c(16, 256, 8, wide=True, consumers=4, tiled=True),
+               _c(16, 128, 16, wide=True, consumers=4, tiled=True),
                # the TMA decode kernel (kernels.gemm.w4a16_tma): the weights through a TMA ring (`stages` slots of
                # `gps` 128-k groups), expanded word-wide from shared memory into mma.sync; split K over a cluster
                # of `split` blocks of `rows` weight rows; 256 blocks at 2 per SM or 128 at 1 per SM
@@ -70,10 +74,12 @@ CANDIDATES: dict[str, list[dict[str, Any]]] = {
             _c(64, 512, 2, chunk=128), _c(64, 256, 4, chunk=128, wide=True), _c(64, 256, 4, wide=True),
             _c(64, 512, 2, chunk=128, wide=True), _c(64, 256, 4, cluster=2, chunk=128, wide=True),
             _c(64, 256, 4, inst="mma", chunk=128, wide=True), _c(64, 128, 6, stages_w=8, wide=True),
-            _c(64, 128, 8, wide=True, consumers=4), _c(64, 128, 4, wide=True, consumers=4)],
+            _c(64, 128, 8, wide=True, consumers=4), _c(64, 128, 4, wide=True, consumers=4),
+            _c(64, 256, 4, wide=True, tiled=True), _c(64, 128, 6, wide=True, tiled=True)],
     "m128": [_c(128, 64, 8, cluster=2), _c(128, 128, 4, cluster=2, chunk=64), _c(128, 256, 2, cluster=2, chunk=64),
              _c(128, 128, 4, chunk=64), _c(128, 128, 4, chunk=64, wide=True),
-             _c(128, 128, 4, cluster=2, chunk=64, wide=True), _c(128, 128, 4, wide=True)],
+             _c(128, 128, 4, cluster=2, chunk=64, wide=True), _c(128, 128, 4, wide=True),
+             _c(128, 128, 4, chunk=64, wide=True, tiled=True)],
     "square": [_c(256, 64, 4, "n"), _c(256, 64, 4, "n", chunk=32), _c(256, 128, 2, "n", wide=True)],
 }
 
@@ -105,6 +111,9 @@ RAGGED: list[tuple[tuple[int, int, int], dict[str, Any]]] = [
     ((5, 1024, 2048), _c(16, 256, 8, wide=True, consumers=4)),
     ((100, 2048, 1024), _c(64, 128, 4, wide=True, consumers=4)),
     ((13, 1024, 1024), _c(16, 128, 8, cluster=2, consumers=4)),
+    ((5, 1024, 2048), _c(16, 512, 4, wide=True, tiled=True)),
+    ((100, 2048, 1024), _c(64, 128, 6, wide=True, tiled=True)),
+    ((13, 1024, 2048), _c(16, 256, 8, wide=True, consumers=4, tiled=True)),
 ]
 
 #: Timing probes (the same pipeline with one part left out, wrong results): ``noexpand`` skips
@@ -131,6 +140,9 @@ PROBES: list[tuple[tuple[int, int, int], dict[str, Any], str]] = [
     ((16, 8192, 8192), _c(16, 256, 4, stages_w=8, wide=True), "mmaonly"),
     ((16, 8192, 8192), _c(16, 256, 8, wide=True, consumers=4), "loadonly"),
     ((16, 8192, 8192), _c(16, 256, 8, wide=True, consumers=4), "mmaonly"),
+    ((16, 8192, 8192), _c(16, 256, 8, wide=True, consumers=4, tiled=True), "loadonly"),
+    ((16, 8192, 8192), _c(16, 512, 4, wide=True, tiled=True), "loadonly"),
+    ((16, 8192, 8192), _c(16, 512, 4, wide=True), "loadonly"),
 ]
 
 
@@ -213,7 +225,8 @@ def gpu_suite(h: Any, skip: tuple[str, ...] = (), *, shapes: "list[tuple[int, in
         a, packed, scales, w16 = make_inputs(h, M, N, K, group)
         ref = torch.matmul(a.float(), w16.float().t())
         c = h.poisoned((M, N), torch.float16)
-        launch(f"{label(cfg)} {M}x{N}x{K}", lambda k=built[key]["kernel"]: k(a, packed, scales, c))
+        wq = tile_weights(packed, cfg)
+        launch(f"{label(cfg)} {M}x{N}x{K}", lambda k=built[key]["kernel"]: k(a, wq, scales, c))
         h.check(name, c, ref, rel_fro_err=rel_fro_err(c, ref), config=cfg, **gemm_tolerance(K))
         del a, packed, scales, w16, ref, c
 
@@ -221,6 +234,16 @@ def gpu_suite(h: Any, skip: tuple[str, ...] = (), *, shapes: "list[tuple[int, in
         shape = f"{M}x{N}x{K}"
         a, packed, scales, w16 = make_inputs(h, M, N, K, group)
         ref = torch.matmul(a.float(), w16.float().t())
+        tiles: dict = {}
+
+        def weights(cfg: dict[str, Any]) -> Any:  # the tiled copy made once per tile shape (offline repacking)
+            if not cfg.get("tiled"):
+                return packed
+            key = (cfg["split"], cfg["block_K"])
+            if key not in tiles:
+                tiles[key] = tile_weights(packed, cfg)
+            return tiles[key]
+
         cands: dict[str, Any] = {}
         rejected: dict[str, str] = {}
         for cfg in CANDIDATES[regime(M)]:
@@ -229,7 +252,7 @@ def gpu_suite(h: Any, skip: tuple[str, ...] = (), *, shapes: "list[tuple[int, in
                 rejected[label(cfg)] = (rec or {}).get("error") or "skipped"
                 continue
             c = h.poisoned((M, N), torch.float16)
-            fn = (lambda k=rec["kernel"], c=c: k(a, packed, scales, c))
+            fn = (lambda k=rec["kernel"], c=c, w=weights(cfg): k(a, w, scales, c))
             launch(f"{label(cfg)} {shape}", fn)
             e = rel_fro_err(c, ref)
             if e < 1e-2:  # a wrong or unwritten tile gives O(1) or NaN
@@ -249,12 +272,13 @@ def gpu_suite(h: Any, skip: tuple[str, ...] = (), *, shapes: "list[tuple[int, in
         cfg = next(c for c in CANDIDATES[regime(M)] if label(c) == best)
         kern = built[f"{best}@{shape}"]["kernel"]
         c = h.poisoned((M, N), torch.float16)
-        kern(a, packed, scales, c)
+        wb = weights(cfg)
+        kern(a, wb, scales, c)
         err = rel_fro_err(c, ref)
         h.check(f"w4a16 {shape}", c, ref, rel_fro_err=err, config=cfg, **gemm_tolerance(K))
         w4 = roofline(w4a16_cost(M, N, K, group))
         f16 = roofline(fp16_cost(M, N, K))
-        rec = h.bench(f"w4a16 {shape}", lambda: kern(a, packed, scales, c), flops=w4.cost.flops, bytes=w4.cost.bytes,
+        rec = h.bench(f"w4a16 {shape}", lambda: kern(a, wb, scales, c), flops=w4.cost.flops, bytes=w4.cost.bytes,
                       ledger_source=source_of(w4a16_cost),
                       baselines={"cuBLAS fp16 weights": lambda: torch.matmul(a, w16.t())},
                       targets={"speedup:cuBLAS fp16 weights": TARGETS.get(M, 1.0)}, rounds=BENCH_ROUNDS,
@@ -273,10 +297,11 @@ def gpu_suite(h: Any, skip: tuple[str, ...] = (), *, shapes: "list[tuple[int, in
             if (pm, pn, pk) != (M, N, K) or not pr or pr["kernel"] is None or not full or full["kernel"] is None:
                 continue
             cp = h.poisoned((M, N), torch.float16)
-            launch(f"{probe}:{label(pcfg)} {shape}", lambda k=pr["kernel"]: k(a, packed, scales, cp))
+            wp = weights(pcfg)
+            launch(f"{probe}:{label(pcfg)} {shape}", lambda k=pr["kernel"]: k(a, wp, scales, cp))
             h.search(f"w4a16 probe {probe} {shape} {label(pcfg)}",
-                     {"full": lambda k=full["kernel"]: k(a, packed, scales, c),
-                      probe: lambda k=pr["kernel"]: k(a, packed, scales, cp)}, rounds=SEARCH_ROUNDS)
+                     {"full": lambda k=full["kernel"]: k(a, wp, scales, c),
+                      probe: lambda k=pr["kernel"]: k(a, wp, scales, cp)}, rounds=SEARCH_ROUNDS)
             del cp
-        del a, packed, scales, w16, ref, c
+        del a, packed, scales, w16, ref, c, tiles
         torch.cuda.empty_cache()
