@@ -309,3 +309,34 @@ def test_the_reference_expands_weights_like_the_kernel():
     magic = (q | 0x6400).view(torch.float16)  # 1024 + q
     kern16 = (magic - torch.tensor(1032.0, dtype=torch.float16)) * scales.repeat_interleave(128, dim=1)
     assert torch.equal(kern16, ref16)
+
+
+def test_tiled_weights_put_each_stage_tile_in_one_contiguous_run():
+    """tile_weights: tile (block nb, K block ko) of rows x block_K/2 bytes is rows (nb * n_k + ko) * rows
+    onward of the repacked tensor, the same bytes; untiled configurations take the weights as they are."""
+    N, K = 256, 2048
+    packed = torch.randint(0, 256, (N, K // 2), dtype=torch.uint8)
+    for cfg in (w4a16.config(16, 512, 4, wide=True, tiled=True), w4a16.config(64, 128, 6, wide=True, tiled=True),
+                w4a16.config(256, 128, 2, "n", wide=True, tiled=True)):
+        rows, bk = w4a16.block_rows(cfg["split"]), cfg["block_K"]
+        n_k = K // bk
+        t = w4a16.tile_weights(packed, cfg)
+        assert t.shape == (N * n_k, bk // 2) and t.is_contiguous()
+        for nb in range(N // rows):
+            for ko in range(n_k):
+                r0 = (nb * n_k + ko) * rows
+                assert torch.equal(t[r0:r0 + rows], packed[nb * rows:(nb + 1) * rows, ko * bk // 2:(ko + 1) * bk // 2])
+    assert w4a16.tile_weights(packed, w4a16.config(16, 512, 4, wide=True)) is packed
+    assert w4a16.label(w4a16.config(16, 512, 4, wide=True, tiled=True)) == "m16_k512_s4_k_tl_wd"
+    with pytest.raises(ValueError, match="no stages_w or kpair"):
+        w4a16.check_config(1, 8192, 8192, group=128, block_M=16, block_K=256, stages=4, split="k", cluster=1,
+                           stages_w=8, tiled=True)
+
+
+@pytest.mark.slow
+def test_tiled_producer_reads_one_tile_per_k_block_at_its_row():
+    cfg = w4a16.config(16, 512, 4, wide=True, tiled=True)
+    src = w4a16.build(5, 1024, 2048, 128, cfg).get_kernel_source()
+    loads = [ln.strip() for ln in src.splitlines() if "tma_load(Bq_desc" in ln]
+    # two 128-byte planes of the 256-byte tile rows, at row (bx * n_k + ko) * 64 with n_k = 4, column 0 or 128
+    assert loads and all("(i_1 * 128), ((((int)blockIdx.x) * 256) + (ko * 64))" in ln for ln in loads), loads
