@@ -153,6 +153,65 @@ __device__ __forceinline__ void expand(const void* wsp, const void* ssp, int row
 }  // namespace w4w
 """
 
+#: The interleaved expansion (``perm``): the weights are repacked once, offline (:func:`interleave_weights`),
+#: so that the 8 weights a thread's fragment needs from 32 k of a row are the 8 nibbles of one 32-bit
+#: word, in the order two masks pick pairs from: nibbles (0, 4) are k (2t, 2t+1), (1, 5) are k
+#: (2t+8, 2t+9), then, after a shift by 8, (16+2t, 17+2t) and (24+2t, 25+2t).  Each thread's four such
+#: words for 128 k of a row are one 16-byte unit (a thread of the quad reads its own unit, no byte
+#: lanes to select), and one ``lop3`` per pair replaces ``prmt`` + ``lop3``; the arithmetic after it is
+#: the word-wide expansion's (a pair at 16 times its value is brought back by (1/16, -72) instead of
+#: (1, -1032)), so the fragment holds the same fp16 values bit for bit.
+_PERM_SRC = r"""
+#include <cuda_fp16.h>
+namespace w4p {
+template <int NKI, int G, int GROUP, int RB, int PLANE>
+__device__ __forceinline__ void expand(const void* wsp, const void* ssp, int row0, int cb0, int kg, void* fragp) {
+  const unsigned char* ws = (const unsigned char*)wsp;
+  const unsigned short* ss = (const unsigned short*)ssp;
+  unsigned* frag = (unsigned*)fragp;
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const int rb = row0 + 16 * ((threadIdx.x >> 5) & 3) + g;
+  const __half2 one = __halves2half2(__ushort_as_half(0x3C00), __ushort_as_half(0x3C00));
+  const __half2 m1032 = __halves2half2(__ushort_as_half(0xE408), __ushort_as_half(0xE408));
+  const __half2 sixteenth = __halves2half2(__ushort_as_half(0x2C00), __ushort_as_half(0x2C00));
+  const __half2 m72 = __halves2half2(__ushort_as_half(0xD480), __ushort_as_half(0xD480));
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int r = rb + 8 * h;
+#pragma unroll
+    for (int u = 0; u < NKI / 8; ++u) {
+      // this thread's 16-byte unit of the 64-byte run of 128 k, where tilelang's swizzle put it
+      const int b = cb0 + 64 * u + 16 * t;
+      const int off = RB == 128 ? (b >> 7) * PLANE + r * 128 + ((((b >> 4) & 7) ^ (r & 7)) << 4)
+                                : r * 64 + ((((b >> 4) & 3) ^ ((r >> 1) & 3)) << 4);
+      const uint4 v = *(const uint4*)(ws + off);
+      const unsigned w[4] = {v.x, v.y, v.z, v.w};
+      // one scale for the whole run (GROUP and kg are multiples of 128: check_config)
+      const unsigned s1 = ss[r * G + (kg + 128 * u) / GROUP];
+      const unsigned s2 = s1 | (s1 << 16);
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        const unsigned x[4] = {(w[c] & 0x000F000Fu) | 0x64006400u, (w[c] & 0x00F000F0u) | 0x64006400u,
+                               ((w[c] >> 8) & 0x000F000Fu) | 0x64006400u, ((w[c] >> 8) & 0x00F000F0u) | 0x64006400u};
+        const int st = 2 * (4 * u + c);  // the chunk's first 16-k step in the piece
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          const __half2 q = (j & 1) ? __hfma2(*(const __half2*)&x[j], sixteenth, m72)
+                                    : __hfma2(*(const __half2*)&x[j], one, m1032);
+          const __half2 z = __hmul2(q, *(const __half2*)&s2);
+          frag[(st + (j >> 1)) * 4 + h + 2 * (j & 1)] = *(const unsigned*)&z;
+        }
+      }
+    }
+  }
+}
+}  // namespace w4p
+"""
+
+#: For :func:`interleave_weights`: the k (inside its 32-k chunk) of nibble ``n`` of thread ``t``'s word.
+PERM_NIBBLE_K = tuple(tuple((2 * t, 2 * t + 8, 16 + 2 * t, 24 + 2 * t, 2 * t + 1, 2 * t + 9, 17 + 2 * t, 25 + 2 * t)[n]
+                            for n in range(8)) for t in range(4))
+
 #: Named barriers: 1 = both consumers (split-K reduction), 2/3 = one consumer's epilogue.
 _BAR_BOTH, _BAR_EPI = 1, (2, 3)
 
@@ -191,7 +250,7 @@ def grid(M: int, N: int, *, block_M: int, split: str, kpair: bool = False) -> tu
 
 def check_config(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, stages: int, split: str,
                  cluster: int, stages_w: int = 0, kpair: bool = False, chunk: int = 0, wide: bool = False,
-                 inst: str = "wgmma", consumers: int = 2, tiled: bool = False) -> None:
+                 inst: str = "wgmma", consumers: int = 2, tiled: bool = False, perm: bool = False) -> None:
     """Every constraint of one configuration, each failure naming it (ValueError)."""
     rows = block_rows(split)
     for name, v in (("M", M), ("N", N), ("K", K), ("group", group), ("block_K", block_K), ("stages", stages)):
@@ -239,6 +298,11 @@ def check_config(M: int, N: int, K: int, *, group: int, block_M: int, block_K: i
                                             f"block_K must be 128, 256 or 512, got {block_K}")
         require(group % 32 == 0, f"wide reads 32 k of a row at a time under one scale: group={group} must be a "
                                  f"multiple of 32")
+    if perm:
+        require(wide, "perm (the interleaved weights) is a form of the word-wide expansion: it needs wide=True")
+        require((chunk or block_K) % 128 == 0 and group % 128 == 0,
+                f"perm reads 128 k of a row, under one scale, per 16-byte unit: the expanded piece (chunk or "
+                f"block_K = {chunk or block_K}) and group={group} must be multiples of 128")
     g = K // group
     require(g % 8 == 0, f"K/group={g} must be a multiple of 8: the block's scale rows are copied by TMA, "
                         f"whole 16-byte rows")
@@ -249,15 +313,16 @@ def check_config(M: int, N: int, K: int, *, group: int, block_M: int, block_K: i
 
 def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, stages: int, split: str,
              cluster: int, probe: str = "", stages_w: int = 0, kpair: bool = False, inst: str = "wgmma",
-             chunk: int = 0, wide: bool = False, consumers: int = 2, tiled: bool = False):
+             chunk: int = 0, wide: bool = False, consumers: int = 2, tiled: bool = False, perm: bool = False):
     check_config(M, N, K, group=group, block_M=block_M, block_K=block_K, stages=stages, split=split,
                  cluster=cluster, stages_w=stages_w, kpair=kpair, chunk=chunk, wide=wide, inst=inst,
-                 consumers=consumers, tiled=tiled)
+                 consumers=consumers, tiled=tiled, perm=perm)
     nc = consumers
     threads, producer_regs, consumer_regs = (THREADS, PRODUCER_REGS, CONSUMER_REGS) if nc == 2 else Q4_REGS
     kc = chunk or block_K  # K expanded into one register buffer
     wide_rb, wide_plane = min(block_K // 2, 128), block_rows(split) * 128  # wide: swizzle row bytes, plane bytes
     n_c = block_K // kc
+    wide_ns = "w4p" if perm else "w4w"  # the interleaved or the byte-lane word-wide expansion
     decoupled = stages_w > 0
     rows = block_rows(split)
     KP, G = K // 2, K // group
@@ -288,7 +353,7 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
         if probe in ("loadonly", "mmaonly"):  # timing probes: the ring alone, or the ring and the tensor-core
             pass                               # work on registers left as they are (no expansion at all)
         elif wide and probe != "noexpand":
-            T.evaluate(T.call_extern("handle", f"w4w::expand<{block_K // 16}, {G}, {group}, {wide_rb}, {wide_plane}>",
+            T.evaluate(T.call_extern("handle", f"{wide_ns}::expand<{block_K // 16}, {G}, {group}, {wide_rb}, {wide_plane}>",
                                      T.access_ptr(W_s[s, 0, 0], "r"), T.access_ptr(S_s[0, 0], "r"), r0, 0,
                                      ko * block_K, Wf.data))
         elif probe == "noexpand":  # timing probe: the scale in every register, the packed tile unread
@@ -326,7 +391,7 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
         if probe in ("loadonly", "mmaonly"):
             pass
         elif wide and probe != "noexpand":
-            T.evaluate(T.call_extern("handle", f"w4w::expand<{kc // 16}, {G}, {group}, {wide_rb}, {wide_plane}>",
+            T.evaluate(T.call_extern("handle", f"{wide_ns}::expand<{kc // 16}, {G}, {group}, {wide_rb}, {wide_plane}>",
                                      T.access_ptr(W_s[s, 0, 0], "r"), T.access_ptr(S_s[0, 0], "r"), r0, c0 // 2,
                                      ko * block_K + c0, Wf.data))
         elif probe == "noexpand":
@@ -462,7 +527,7 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
     ):
         with T.Kernel(grid_n, grid_m, threads=threads, cluster_dims=(cdim, 1, 1)) as (bx, by):
             if wide:
-                T.import_source(_WIDE_SRC)
+                T.import_source(_PERM_SRC if perm else _WIDE_SRC)
             A_s = T.alloc_shared((stages, block_M, block_K), T.float16)
             W_s = T.alloc_shared((sw, rows, block_K // 2), T.uint8)
             S_s = T.alloc_shared((rows, G), T.float16)
@@ -647,6 +712,7 @@ def w4a16_gemm(
     wide: bool = False,
     consumers: int = 2,
     tiled: bool = False,
+    perm: bool = False,
 ):
     """W4A16 with the weights expanded into wgmma's register operand (see the module docstring).
 
@@ -662,7 +728,7 @@ def w4a16_gemm(
     """
     return _program(M, N, K, group=group, block_M=block_M, block_K=block_K, stages=stages, split=split,
                     cluster=cluster, probe=probe, stages_w=stages_w, kpair=kpair, chunk=chunk, wide=wide,
-                    consumers=consumers, tiled=tiled)
+                    consumers=consumers, tiled=tiled, perm=perm)
 
 
 #: The warp-level tensor-core path: tilelang's wgmma lowering switched off, T.gemm on m16n8k16.
@@ -687,6 +753,7 @@ def w4a16_gemm_mma(
     wide: bool = False,
     consumers: int = 2,
     tiled: bool = False,
+    perm: bool = False,
 ):
     """:func:`w4a16_gemm` on the warp-level ``mma.sync`` m16n8k16 instruction instead of wgmma:
     each warp multiplies its 16 weight rows, the tensor-core work is issued in m16 x n8 x k16
@@ -694,12 +761,12 @@ def w4a16_gemm_mma(
     warpgroup."""
     return _program(M, N, K, group=group, block_M=block_M, block_K=block_K, stages=stages, split=split,
                     cluster=cluster, probe=probe, stages_w=stages_w, kpair=kpair, inst="mma", chunk=chunk,
-                    wide=wide, consumers=consumers, tiled=tiled)
+                    wide=wide, consumers=consumers, tiled=tiled, perm=perm)
 
 
 def config(block_M: int, block_K: int, stages: int, split: str = "k", cluster: int = 1, stages_w: int = 0,
            kpair: bool = False, inst: str = "wgmma", chunk: int = 0, wide: bool = False,
-           consumers: int = 2, tiled: bool = False) -> dict[str, Any]:
+           consumers: int = 2, tiled: bool = False, perm: bool = False) -> dict[str, Any]:
     """One configuration as the suite's tables and :func:`build` take it (``chunk``, ``wide`` and
     ``consumers`` only when set, so the configurations of the recorded runs keep their form)."""
     cfg = dict(block_M=block_M, block_K=block_K, stages=stages, split=split, cluster=cluster, stages_w=stages_w,
@@ -712,6 +779,8 @@ def config(block_M: int, block_K: int, stages: int, split: str = "k", cluster: i
         cfg["consumers"] = consumers
     if tiled:
         cfg["tiled"] = True
+    if perm:
+        cfg["perm"] = True
     return cfg
 
 
@@ -729,6 +798,43 @@ def tile_weights(packed: Any, cfg: dict[str, Any]) -> Any:
     return packed.reshape(N // rows, rows, n_k, bk // 2).permute(0, 2, 1, 3).contiguous().reshape(N * n_k, bk // 2)
 
 
+def perm_source_k() -> list[int]:
+    """For :func:`interleave_weights`: the k (inside a run of 128) whose nibble lands at nibble position
+    ``j`` of the run's 64 repacked bytes (byte ``j // 2``, low nibble for even ``j``).  Byte ``16 t + 4 c
+    + i`` is byte ``i`` of thread ``t``'s word for the chunk ``[32 c, 32 c + 32)``."""
+    out = []
+    for j in range(128):
+        p, hi = divmod(j, 2)
+        t, rest = divmod(p, 16)
+        c, i = divmod(rest, 4)
+        out.append(32 * c + PERM_NIBBLE_K[t][2 * i + hi])
+    return out
+
+
+def interleave_weights(packed: Any) -> Any:
+    """The packed weights ``[N, K/2]`` (two int4 per byte, low nibble = even k) repacked once, offline,
+    for a ``perm`` configuration: inside every run of 128 k of a row the nibbles are reordered as
+    :data:`PERM_NIBBLE_K` says, so that each thread of the expansion reads one 16-byte unit and picks
+    fp16 pairs with one mask each.  The same bytes of the same row in the same 64-byte run: the
+    ledger's count, the tiling and the TMA boxes are unchanged."""
+    import torch
+
+    N, KP = packed.shape
+    require(packed.dtype == torch.uint8 and (2 * KP) % 128 == 0,
+            f"interleave_weights takes [N, K/2] uint8 with K a multiple of 128, got {list(packed.shape)} {packed.dtype}")
+    q = torch.stack((packed & 15, packed >> 4), dim=-1).reshape(N, 2 * KP // 128, 128)
+    idx = torch.tensor(perm_source_k(), dtype=torch.long, device=packed.device)
+    q = q[:, :, idx].reshape(N, KP, 2)
+    return (q[..., 0] | (q[..., 1] << 4)).contiguous()
+
+
+def kernel_weights(packed: Any, cfg: dict[str, Any]) -> Any:
+    """The weights as configuration ``cfg`` reads them: ``packed`` itself, or repacked once, offline
+    (``perm``: :func:`interleave_weights`, then ``tiled``: :func:`tile_weights`)."""
+    w = interleave_weights(packed) if cfg.get("perm") else packed
+    return tile_weights(w, cfg)
+
+
 def label(cfg: dict[str, Any]) -> str:
     """Short printable name of a configuration (the record's ``label``)."""
     if cfg.get("inst") == "dec":
@@ -743,7 +849,7 @@ def label(cfg: dict[str, Any]) -> str:
             + (f"_w{cfg['stages_w']}" if cfg.get("stages_w") else "") + f"_{cfg['split']}"
             + (f"_c{cfg['cluster']}" if cfg.get("cluster", 1) > 1 else "") + ("_kp" if cfg.get("kpair") else "")
             + ("_mma" if cfg.get("inst") == "mma" else "") + (f"_x{cfg['chunk']}" if cfg.get("chunk") else "")
-            + (f"_q{cfg['consumers']}" if cfg.get("consumers", 2) != 2 else "") + ("_tl" if cfg.get("tiled") else "")
+            + (f"_q{cfg['consumers']}" if cfg.get("consumers", 2) != 2 else "") + ("_tl" if cfg.get("tiled") else "") + ("_il" if cfg.get("perm") else "")
             + ("_wd" if cfg.get("wide") else ""))
 
 

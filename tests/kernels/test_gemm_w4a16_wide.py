@@ -173,3 +173,126 @@ def test_wide_kernels_lower_to_word_loads_and_f16x2_math(fresh_compiles):
         src = w4a16.build(M, 8192, 8192, 128, cfg).get_kernel_source()
         assert "w4w::expand<" in src and "ushort byte" not in src, w4a16.label(cfg)
         assert "wgmma_rs<" in src, w4a16.label(cfg)
+
+
+def _emulate_perm(tile: np.ndarray, scales: np.ndarray, *, rows: int, row_bytes: int, nki: int, row0: int, cb0: int,
+                  kg: int, group: int, tx: int) -> dict[int, tuple[np.float16, np.float16]]:
+    """The inline CUDA ``w4p::expand`` (``perm``) of thread ``tx``: its own 16-byte unit of each 64-byte
+    run, four masks per 32-bit word, the same f16x2 arithmetic as ``w4w``."""
+    g, t = (tx & 31) >> 2, tx & 3
+    rb = row0 + 16 * ((tx >> 5) & 3) + g
+    out = {}
+    for h in range(2):
+        r = rb + 8 * h
+        for u in range(nki // 8):
+            off = w4a16.wide_offset(r, cb0 + 64 * u + 16 * t, rows=rows, row_bytes=row_bytes)
+            words = [int.from_bytes(tile[off + 4 * c:off + 4 * c + 4].tobytes(), "little") for c in range(4)]
+            s = scales[r, (kg + 128 * u) // group]
+            for c in range(4):
+                w = words[c]
+                xs = [(w & 0x000F000F) | 0x64006400, (w & 0x00F000F0) | 0x64006400,
+                      ((w >> 8) & 0x000F000F) | 0x64006400, ((w >> 8) & 0x00F000F0) | 0x64006400]
+                for j, x in enumerate(xs):
+                    lo, hi = _h(x & 0xFFFF), _h(x >> 16)
+                    mul, add = (0.0625, 72.0) if j & 1 else (1.0, 1032.0)
+                    qlo = np.float16(np.float32(lo) * np.float32(mul) - np.float32(add))
+                    qhi = np.float16(np.float32(hi) * np.float32(mul) - np.float32(add))
+                    out[(2 * (4 * u + c) + (j >> 1)) * 4 + h + 2 * (j & 1)] = (
+                        np.float16(np.float32(qlo) * np.float32(s)), np.float16(np.float32(qhi) * np.float32(s)))
+    return out
+
+
+@pytest.mark.parametrize("rows,row_bytes,nki,row0,cb0", [
+    (64, 128, 16, 0, 0),     # split K, stages of 256 k
+    (64, 256, 32, 0, 0),     # stages of 512 k: both 128-byte planes
+    (64, 256, 8, 0, 192),    # ... a piece of 128 k in the second plane
+    (64, 64, 8, 0, 0),       # stages of 128 k (64-byte rows)
+    (128, 128, 16, 64, 0),   # split N: the second consumer's 64 rows
+])
+def test_interleaved_expansion_fills_the_fragment_like_the_per_element_one(rows, row_bytes, nki, row0, cb0):
+    """interleave_weights + w4p::expand give every fragment register the bits the per-element expansion of
+    the original packed weights gives (the offline repacking changes where a nibble is, not its value)."""
+    import torch
+
+    rng = np.random.default_rng(rows * 1000 + row_bytes + cb0 + 7)
+    group, G = 128, 64
+    logical = rng.integers(0, 256, size=(rows, row_bytes), dtype=np.uint8)
+    scales = (rng.random((rows, G), dtype=np.float32) * 0.04 + 0.01).astype(np.float16)
+    inter = w4a16.interleave_weights(torch.from_numpy(logical)).numpy()
+    assert inter.shape == logical.shape and not np.array_equal(inter, logical)
+    tile = np.zeros(rows * row_bytes, dtype=np.uint8)
+    for r in range(rows):
+        for b in range(row_bytes):
+            tile[w4a16.wide_offset(r, b, rows=rows, row_bytes=row_bytes)] = inter[r, b]
+    kg = 3 * 2 * row_bytes + 2 * cb0
+    for tx in range(128):
+        got = _emulate_perm(tile, scales, rows=rows, row_bytes=row_bytes, nki=nki, row0=row0, cb0=cb0, kg=kg,
+                            group=group, tx=tx)
+        want = _expected(logical, scales, nki=nki, row0=row0, cb0=cb0, kg=kg, group=group, tx=tx)
+        assert set(got) == set(want) == set(range(4 * nki)), tx
+        for f in want:
+            assert got[f][0].view(np.uint16) == want[f][0].view(np.uint16), (tx, f)
+            assert got[f][1].view(np.uint16) == want[f][1].view(np.uint16), (tx, f)
+
+
+def test_interleaving_permutes_nibbles_inside_each_run_and_perm_configurations_are_checked():
+    import torch
+
+    src = w4a16.perm_source_k()
+    assert sorted(src) == list(range(128))  # a permutation of the run's 128 k
+    packed = torch.randint(0, 256, (64, 512), dtype=torch.uint8)
+    inter = w4a16.interleave_weights(packed)
+    nib = lambda p: torch.stack((p & 15, p >> 4), -1).reshape(p.shape[0], -1, 128)  # noqa: E731
+    assert torch.equal(nib(inter), nib(packed)[:, :, torch.tensor(src)])
+    cfg = w4a16.config(16, 512, 4, wide=True, tiled=True, perm=True)
+    assert w4a16.label(cfg) == "m16_k512_s4_k_tl_il_wd"
+    assert torch.equal(w4a16.kernel_weights(packed, cfg), w4a16.tile_weights(inter, cfg))
+    assert w4a16.kernel_weights(packed, w4a16.config(16, 512, 4, wide=True)) is packed
+    base = dict(group=128, block_M=16, block_K=256, stages=4, split="k", cluster=1)
+    with pytest.raises(ValueError, match="needs wide=True"):
+        w4a16.check_config(16, 8192, 8192, **base, perm=True)
+    with pytest.raises(ValueError, match="multiples of 128"):
+        w4a16.check_config(16, 8192, 8192, **{**base, "group": 64}, wide=True, perm=True)
+    with pytest.raises(ValueError, match="multiples of 128"):
+        w4a16.check_config(16, 8192, 8192, **base, chunk=64, wide=True, perm=True)
+    with pytest.raises(ValueError, match="K a multiple of 128"):
+        w4a16.interleave_weights(torch.zeros((8, 96), dtype=torch.uint8))
+
+
+def _ptx_ops(ns: str, src: str, tmp_path) -> int:
+    """Instructions of one ``expand`` of 512 k of two rows (a thread's share of a 64 x 512 tile), from
+    nvcc's PTX for sm_90a, without the test wrapper's own stores and the loop that fills shared memory."""
+    import subprocess
+
+    from kernels.gemm.common import TARGET  # noqa: F401  (the arch the kernels are built for)
+
+    cu = tmp_path / f"{ns}.cu"
+    cu.write_text(src + "\n__global__ void k(unsigned* out, int kg) {\n"
+                  "  __shared__ __align__(128) unsigned char ws[64 * 256];\n  __shared__ unsigned short ss[64 * 64];\n"
+                  "  unsigned frag[128];\n"
+                  f"  {ns}::expand<32, 64, 128, 128, 8192>(ws, ss, 0, 0, kg, frag);\n"
+                  "  for (int i = 0; i < 128; ++i) out[threadIdx.x * 128 + i] = frag[i];\n}\n")
+    ptx = tmp_path / f"{ns}.ptx"
+    subprocess.run(["nvcc", "-arch=sm_90a", "-ptx", str(cu), "-o", str(ptx)], check=True, capture_output=True)
+    body = ptx.read_text().split("{", 1)[1]
+    ops = [ln.split()[0] for ln in body.splitlines() if ln.strip() and ln.startswith("\t") and not ln.strip().startswith(
+        ("//", ".", "{", "}", "$", "ret", "st.global"))]
+    return len(ops)
+
+
+@pytest.mark.slow
+def test_interleaved_expansion_takes_fewer_instructions_per_weight(tmp_path):
+    """The claim beside the ``perm`` candidates: per weight, the interleaved expansion issues fewer
+    instructions than the byte-lane one (nvcc's PTX of the same 64 x 512 share, same arithmetic)."""
+    wide = _ptx_ops("w4w", w4a16._WIDE_SRC, tmp_path)
+    perm = _ptx_ops("w4p", w4a16._PERM_SRC, tmp_path)
+    assert perm < 0.75 * wide, (perm, wide)
+
+
+@pytest.mark.slow
+def test_interleaved_kernels_call_the_interleaved_expansion(fresh_compiles):
+    for M, cfg in [(16, w4a16.config(16, 512, 4, wide=True, perm=True)),
+                   (64, w4a16.config(64, 256, 4, chunk=128, wide=True, perm=True))]:
+        src = w4a16.build(M, 1024, 2048, 128, cfg).get_kernel_source()
+        assert "w4p::expand<" in src and "w4w::expand<" not in src and "ushort byte" not in src, w4a16.label(cfg)
+        assert "wgmma_rs<" in src, w4a16.label(cfg)

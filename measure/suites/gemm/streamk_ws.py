@@ -44,10 +44,12 @@ SPLITK_BEST = ws_splitk_config(4)
 #: schedules with the fix-up inside the kernel (no second kernel; the pieces still go through the
 #: workspace): the hybrid with five or six stages (no fp32 staging: room for a sixth), 128 x 256
 #: tiles streamed whole (at most three pieces per tile); and the hybrid with its fix-up kernel launched
-#: as a programmatic dependent (``pdl``: launched while the stream-K kernel runs, it waits for it).
+#: as a programmatic dependent (``pdl``: launched while the stream-K kernel runs, it waits for it);
+#: on the awkward shape also 128 x 256 tiles streamed whole with the fix-up kernel, plain and ``pdl``.
 CANDIDATES: dict[tuple[int, int, int], list[dict[str, Any]]] = {
     (1536, 1536, 8192): [_c(128, 5, 64, -1), _c(128, 5, 64, -1, fixup=True), _c(128, 6, 64, -1, fixup=True),
-                         _c(256, 4, 64, 0, fixup=True), _c(128, 5, 64, -1, pdl=True)],
+                         _c(256, 4, 64, 0, fixup=True), _c(128, 5, 64, -1, pdl=True),
+                         _c(256, 4, 64, 0), _c(256, 4, 64, 0, pdl=True)],
     (1024, 1024, 16384): [_c(256, 4, 64, 0), _c(256, 4, 64, 0, fixup=True)],
     (2048, 2048, 8192): [_c(256, 4, 64, 0), _c(256, 4, 64, 0, fixup=True)],
 }
