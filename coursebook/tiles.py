@@ -404,7 +404,7 @@ def _probes(results: dict | None) -> dict[str, float]:
 
 def _decode_search(results: dict | None) -> dict:
     """The decode shapes' searches split by kernel: the best time (µs) of the register-load decode
-    kernel (labels ``dec_…``) and of the wgmma kernel at M = 1 and 16, the number of valid decode
+    kernel (labels ``dec_…``) and of the wgmma kernel (weights as stored) at M = 1 and 16, the number of valid decode
     configurations, and the M = 1 ``loadonly`` probe (the decode kernel's register loads alone)."""
     out: dict = {"n": 0}
     for m in (1, 16):
@@ -412,7 +412,7 @@ def _decode_search(results: dict | None) -> dict:
         ms = r.get("ms") or {}
         dec = [t for k, t in ms.items() if k.startswith("dec_") and t]
         tma = [t for k, t in ms.items() if k.startswith("tma_") and t]
-        wg = [t for k, t in ms.items() if not k.startswith(("dec_", "tma_")) and t]
+        wg = [t for k, t in ms.items() if not k.startswith(("dec_", "tma_")) and not _repacked(k) and t]
         out[f"dec{m}"] = min(dec) * 1e3 if dec else None
         out[f"tma{m}"] = min(tma) * 1e3 if tma else None
         out[f"wg{m}"] = min(wg) * 1e3 if wg else None
@@ -434,14 +434,20 @@ W4_SHAPES = (("m1", "1x8192x8192"), ("m16", "16x8192x8192"), ("m64", "64x8192x81
              ("square", "4096x4096x4096"))
 
 
+def _repacked(label: str) -> bool:
+    """Whether a W4A16 configuration reads weights repacked offline (``_tl`` tiled, ``_il`` interleaved)."""
+    return "_tl" in label or "_il" in label
+
+
 def _wide_search(results: dict | None) -> dict:
     """Per shape: the best time (µs) among the wgmma kernel's candidates with the word-wide
-    expansion (labels ending ``_wd``) and among those with the per-element one (the decode
-    kernel's ``dec_`` candidates left out); ``None`` where the search has none."""
+    expansion on weights as they are stored (labels ending ``_wd``, not repacked offline) and among
+    those with the per-element one (the decode kernel's ``dec_`` candidates left out); ``None`` where
+    the search has none."""
     out: dict = {}
     for key, shape in W4_SHAPES:
         ms = (search(results, f"w4a16 {shape}") or {}).get("ms") or {}
-        wide = [t for k, t in ms.items() if k.endswith("_wd") and t]
+        wide = [t for k, t in ms.items() if k.endswith("_wd") and not _repacked(k) and t]
         elem = [t for k, t in ms.items() if not k.endswith("_wd") and not k.startswith(("dec_", "tma_")) and t]
         out[key] = (min(wide) * 1e3 if wide else None, min(elem) * 1e3 if elem else None)
     return out
@@ -449,33 +455,50 @@ def _wide_search(results: dict | None) -> dict:
 
 def _ring(results: dict | None, shape: str = "16x8192x8192") -> dict:
     """The word-wide kernel's ring probes at one decode shape: among the two-consumer configurations
-    (labels ending ``_wd``, not ``_q4``) with a ``loadonly`` probe (the TMA ring alone), the one whose
+    (labels ending ``_wd``, not ``_q4``, weights not repacked) with a ``loadonly`` probe (the TMA ring alone), the one whose
     ring is fastest (the page introduces the four-consumer form after these probes): its ``full``
     and ``loadonly`` times and, when recorded, its ``mmaonly`` time (the ring and the tensor-core work),
-    in µs; an empty dict when no such probe ran."""
+    in µs, among the configurations probed both ways (``loadonly`` and ``mmaonly``); an empty dict when
+    no such pair of probes ran."""
     best: dict = {}
     for r in records(results, "gemm.w4a16", kind="search"):
         m = re.fullmatch(rf"w4a16 probe loadonly {shape} (\S+_wd)", r.get("name", ""))
         ms = r.get("ms") or {}
-        if not m or "_q4" in m.group(1) or not ms.get("loadonly") or not ms.get("full"):
-            continue
-        if best and ms["loadonly"] * 1e3 >= best["loadonly"]:
+        if not m or "_q4" in m.group(1) or _repacked(m.group(1)) or not ms.get("loadonly") or not ms.get("full"):
             continue
         mo = ((search(results, f"w4a16 probe mmaonly {shape} {m.group(1)}") or {}).get("ms") or {}).get("mmaonly")
+        if not mo or (best and ms["loadonly"] * 1e3 >= best["loadonly"]):  # probed both ways, fastest ring
+            continue
         best = {"label": m.group(1), "full": ms["full"] * 1e3, "loadonly": ms["loadonly"] * 1e3,
-                "mmaonly": mo * 1e3 if mo else None}
+                "mmaonly": mo * 1e3}
     return best
 
 
 def _q4(results: dict | None) -> dict:
     """Per decode shape (M = 1, 16): the best time (µs) among the word-wide candidates with four
-    consumer warpgroups (``_q4``) and among those with two; ``None`` where the search has none."""
+    consumer warpgroups (``_q4``) and among those with two, weights as stored (the repacked forms come
+    later on the page); ``None`` where the search has none."""
     out: dict = {}
     for key, shape in W4_SHAPES[:2]:
         ms = (search(results, f"w4a16 {shape}") or {}).get("ms") or {}
         four = [t for k, t in ms.items() if t and k.endswith("_q4_wd")]
-        two = [t for k, t in ms.items() if t and k.endswith("_wd") and "_q4" not in k]
+        two = [t for k, t in ms.items() if t and k.endswith("_wd") and "_q4" not in k and not _repacked(k)]
         out[key] = (min(four) * 1e3 if four else None, min(two) * 1e3 if two else None)
+    return out
+
+
+def _repack(results: dict | None) -> dict:
+    """Per shape: the best time (µs) of the word-wide candidates on interleaved weights (``_il``), on
+    tiled weights only (``_tl`` without ``_il``) and on weights as stored, and the bench winner's label."""
+    out: dict = {}
+    for key, shape in W4_SHAPES:
+        ms = (search(results, f"w4a16 {shape}") or {}).get("ms") or {}
+        il = [t for k, t in ms.items() if t and "_il" in k]
+        tl = [t for k, t in ms.items() if t and "_tl" in k and "_il" not in k]
+        plain = [t for k, t in ms.items() if t and k.endswith("_wd") and not _repacked(k)]
+        out[key] = {"il": min(il) * 1e3 if il else None, "tl": min(tl) * 1e3 if tl else None,
+                    "plain": min(plain) * 1e3 if plain else None,
+                    "winner": (bench(results, f"w4a16 {shape}") or {}).get("label")}
     return out
 
 
@@ -576,6 +599,9 @@ def library_values(results: dict | None) -> dict[str, str]:
     for key, (four, two) in _q4(results).items():
         v[f"derived.gemm.lib.w4.q4.{key}_us"] = d if four is None else f"{four:.1f}"
         v[f"derived.gemm.lib.w4.q4.{key}_two_us"] = d if two is None else f"{two:.1f}"
+    for key, r in _repack(results).items():
+        for form in ("il", "tl", "plain"):
+            v[f"derived.gemm.lib.w4.repack.{key}_{form}_us"] = d if r[form] is None else f"{r[form]:.1f}"
     new, old = _qk_store(results)
     v["derived.gemm.lib.bmm.qk.store_new_us"] = d if new is None else f"{new:.1f}"
     v["derived.gemm.lib.bmm.qk.store_old_us"] = d if old is None else f"{old:.1f}"
@@ -770,6 +796,27 @@ def library_claims(results: dict | None) -> list:
         "tie": "两个形状上两者相差都不到 2%：warp 多了一倍，时间却几乎没动，可见卡住它的已经不是展开的延迟",
         "slower": "两个形状上四个计算 warpgroup 都更慢",
         "mixed": "两个形状上结果不一：四个计算 warpgroup 没有稳定地更快"}))
+    rp = _repack(results)
+    for form in ("il", "tl"):
+        pairs = [(r[form], r["plain"]) for r in rp.values() if r[form] is not None and r["plain"] is not None]
+        k_fast = sum(a < b * 0.98 for a, b in pairs)
+        k_slow = sum(a > b * 1.02 for a, b in pairs)
+        out.append(C.choose(f"claim.gemm.lib.w4.repack.{form}", None if not pairs else (
+            "faster" if k_fast == len(pairs) else "none" if k_fast == 0 and k_slow == 0 else
+            "slower" if k_slow == len(pairs) else "some"), {
+            "faster": "测到的 {n} 个形状上它都快出 2% 以上",
+            "none": "测到的 {n} 个形状上两者相差都不到 2%",
+            "slower": "测到的 {n} 个形状上它都更慢",
+            "some": "测到的 {n} 个形状里，它在 {k} 个上快出 2% 以上，其余的相差不到 2% 或更慢"},
+            n=len(pairs), k=k_fast))
+    wins = [r["winner"] for r in rp.values() if r["winner"]]
+    k_rep = sum(_repacked(w) for w in wins)
+    out.append(C.choose("claim.gemm.lib.w4.repack.winners", None if not wins else (
+        "all" if k_rep == len(wins) else "none" if k_rep == 0 else "some"), {
+        "all": "上表 {n} 个形状的胜者用的都是重排过的权重：表里的时间是在重排后的权重上测的，重排在加载时做一次，不在计时之内",
+        "none": "上表 {n} 个形状的胜者用的都是原样存放的权重：重排没有进入上表",
+        "some": "上表 {n} 个形状里，有 {k} 个的胜者用的是重排过的权重：这几个形状的时间是在重排后的权重上测的，"
+                "重排在加载时做一次，不在计时之内"}, n=len(wins), k=k_rep))
     ws = _wide_search(results)
     both = [(a, b) for a, b in (ws[k] for k, _ in W4_SHAPES) if a is not None and b is not None]
     k_fast = sum(a < b for a, b in both)

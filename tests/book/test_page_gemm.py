@@ -797,3 +797,45 @@ def test_ring_and_four_consumer_sentences_follow_the_searches():
     assert pick(res(17.6, m1=(18.0, 20.8), m16=(18.0, 20.0)), "claim.gemm.lib.w4.q4") == "faster"
     assert pick(res(17.6, m1=(20.6, 20.8), m16=(20.1, 20.0)), "claim.gemm.lib.w4.q4") == "tie"
     assert pick(res(17.6, m1=(22.0, 20.8), m16=(22.0, 20.0)), "claim.gemm.lib.w4.q4") == "slower"
+
+
+def test_repacked_weight_sentences_follow_the_searches():
+    """The offline-repacking paragraph: interleaved (``_il``) and tiled-only (``_tl``) bests against the best
+    word-wide form on weights as stored, within 2 % no difference; the winners' sentence counts the bench
+    winners on repacked weights; and the repacked forms stay out of the earlier comparisons (ring probes,
+    four consumers, word-wide against per-element)."""
+    from coursebook import tiles
+
+    def res(il=19.0, tl=19.5, plain=19.8, winner="m16_k256_s8_k_q4_il_wd", ring_tl=5.0):
+        recs = []
+        for shape in ("1x8192x8192", "16x8192x8192", "64x8192x8192", "128x8192x8192"):
+            recs.append({"kind": "search", "name": f"w4a16 {shape}",
+                         "ms": {"m16_k256_s8_k_q4_il_wd": il / 1e3, "m16_k512_s4_k_tl_wd": tl / 1e3,
+                                "m16_k512_s4_k_wd": plain / 1e3, "m16_k256_s8_k_q4_wd": 0.0204,
+                                "m16_k512_s4_k": 0.0228}})
+            recs.append({"kind": "bench", "name": f"w4a16 {shape}", "ms": il / 1e3, "label": winner,
+                         "shape": [int(shape.split("x")[0]), 8192, 8192], "baselines": {tiles.W4_BASE: 0.045},
+                         "speedup": {tiles.W4_BASE: 2.3}})
+        recs += [{"kind": "search", "name": "w4a16 probe loadonly 16x8192x8192 m16_k512_s4_k_tl_wd",
+                  "ms": {"full": 0.0199, "loadonly": ring_tl / 1e3}},
+                 {"kind": "search", "name": "w4a16 probe mmaonly 16x8192x8192 m16_k512_s4_k_tl_wd",
+                  "ms": {"full": 0.0199, "mmaonly": 0.0170}},
+                 {"kind": "search", "name": "w4a16 probe loadonly 16x8192x8192 m16_k512_s4_k_wd",
+                  "ms": {"full": 0.0197, "loadonly": 0.0163}}]
+        return {"suites": {"gemm.w4a16": {"records": recs}}}
+
+    pick = lambda r, k: next(c for c in tiles.library_claims(r) if c.key == k).case  # noqa: E731
+    assert pick(res(), "claim.gemm.lib.w4.repack.il") == "faster"
+    assert pick(res(il=19.7), "claim.gemm.lib.w4.repack.il") == "none"
+    assert pick(res(il=21.0), "claim.gemm.lib.w4.repack.il") == "slower"
+    assert pick(res(), "claim.gemm.lib.w4.repack.tl") == "none"
+    assert pick(res(tl=19.0), "claim.gemm.lib.w4.repack.tl") == "faster"
+    assert pick(res(), "claim.gemm.lib.w4.repack.winners") == "all"
+    assert pick(res(winner="m16_k512_s4_k_wd"), "claim.gemm.lib.w4.repack.winners") == "none"
+    v = tiles.library_values(res())
+    assert v["derived.gemm.lib.w4.repack.m16_il_us"] == "19.0" and v["derived.gemm.lib.w4.repack.m16_tl_us"] == "19.5"
+    assert v["derived.gemm.lib.w4.repack.m16_plain_us"] == "19.8" and v["derived.gemm.lib.w4.repack.square_il_us"] == "—"
+    # the earlier sentences see weights as stored only: no repacked time, no repacked ring probe
+    assert v["derived.gemm.lib.w4.wide.m16_us"] == "19.8" and v["derived.gemm.lib.w4.q4.m16_two_us"] == "19.8"
+    assert v["derived.gemm.lib.w4.q4.m16_us"] == "20.4"
+    assert v["derived.gemm.lib.w4.ring.loadonly_us"] == "—"  # the stored-weight probe has no mmaonly pair

@@ -73,6 +73,9 @@ CANDIDATES: dict[str, list[dict[str, Any]]] = {
                _c(16, 512, 4, inst="mma", wide=True, perm=True), _c(16, 512, 6, wide=True, tiled=True, perm=True),
                _c(16, 256, 8, wide=True, consumers=4, perm=True), _c(16, 256, 12, wide=True, consumers=4, perm=True),
                _c(16, 128, 16, wide=True, consumers=4, perm=True),
+               _c(16, 256, 8, inst="mma", wide=True, consumers=4, perm=True),
+               _c(16, 256, 12, inst="mma", wide=True, consumers=4, perm=True),
+               _c(16, 512, 6, inst="mma", wide=True, perm=True),
                # the TMA decode kernel (kernels.gemm.w4a16_tma): the weights through a TMA ring (`stages` slots of
                # `gps` 128-k groups), expanded word-wide from shared memory into mma.sync; split K over a cluster
                # of `split` blocks of `rows` weight rows; 256 blocks at 2 per SM or 128 at 1 per SM
@@ -85,12 +88,14 @@ CANDIDATES: dict[str, list[dict[str, Any]]] = {
             _c(64, 256, 4, wide=True, tiled=True), _c(64, 128, 6, wide=True, tiled=True),
             _c(64, 256, 4, wide=True, perm=True), _c(64, 256, 4, wide=True, tiled=True, perm=True),
             _c(64, 128, 6, wide=True, tiled=True, perm=True), _c(64, 128, 6, stages_w=8, wide=True, perm=True),
-            _c(64, 256, 4, chunk=128, wide=True, perm=True)],
+            _c(64, 256, 4, chunk=128, wide=True, perm=True), _c(64, 128, 8, stages_w=8, wide=True, perm=True),
+            _c(64, 256, 4, stages_w=8, wide=True, perm=True)],
     "m128": [_c(128, 64, 8, cluster=2), _c(128, 128, 4, cluster=2, chunk=64), _c(128, 256, 2, cluster=2, chunk=64),
              _c(128, 128, 4, chunk=64), _c(128, 128, 4, chunk=64, wide=True),
              _c(128, 128, 4, cluster=2, chunk=64, wide=True), _c(128, 128, 4, wide=True),
              _c(128, 128, 4, chunk=64, wide=True, tiled=True), _c(128, 128, 4, wide=True, perm=True),
-             _c(128, 128, 4, wide=True, tiled=True, perm=True), _c(128, 256, 2, chunk=128, wide=True, tiled=True, perm=True)],
+             _c(128, 128, 4, wide=True, tiled=True, perm=True), _c(128, 256, 2, chunk=128, wide=True, tiled=True, perm=True),
+             _c(128, 128, 4, stages_w=8, wide=True, perm=True), _c(128, 128, 4, stages_w=4, wide=True, perm=True)],
     "square": [_c(256, 64, 4, "n"), _c(256, 64, 4, "n", chunk=32), _c(256, 128, 2, "n", wide=True),
                _c(256, 128, 2, "n", wide=True, perm=True)],
 }
@@ -132,6 +137,7 @@ RAGGED: list[tuple[tuple[int, int, int], dict[str, Any]]] = [
     ((100, 2048, 1024), _c(64, 256, 4, chunk=128, wide=True, perm=True)),
     ((300, 1024, 2048), _c(128, 128, 4, wide=True, tiled=True, perm=True)),
     ((300, 1024, 2048), _c(256, 128, 2, "n", wide=True, perm=True)),
+    ((13, 1024, 2048), _c(16, 256, 8, inst="mma", wide=True, consumers=4, perm=True)),
 ]
 
 #: Timing probes (the same pipeline with one part left out, wrong results): ``noexpand`` skips
@@ -161,6 +167,7 @@ PROBES: list[tuple[tuple[int, int, int], dict[str, Any], str]] = [
     ((16, 8192, 8192), _c(16, 256, 8, wide=True, consumers=4, tiled=True), "loadonly"),
     ((16, 8192, 8192), _c(16, 512, 4, wide=True, tiled=True), "loadonly"),
     ((16, 8192, 8192), _c(16, 512, 4, wide=True), "loadonly"),
+    ((16, 8192, 8192), _c(16, 512, 4, wide=True), "mmaonly"),
 ]
 
 
