@@ -396,6 +396,9 @@ def test_library_claims_follow_the_records():
     assert pick(bad, "claim.gemm.lib.w4.targets").case == "some"
     assert pick(bad, "claim.gemm.lib.w4.overlap").case == "higher"
     assert pick(bad, "claim.gemm.lib.grp.bound").case == "above"
+    over = res([(1, 2.6, 3.9), (16, 2.3, 3.8), (64, 1.8, 2.6), (128, 1.31, 1.30)], (16.6, 17.4), 1.19)
+    c = pick(over, "claim.gemm.lib.w4.shrinks")  # the order holds, one shape passes the ratio of the floors
+    assert c.case == "over" and "M = 128" in c.text and "1.31×" in c.text and "1.30×" in c.text
 
     sk = {"suites": {"gemm.splitk_ws": {"records": [
         {"kind": "bench", "name": "split-K ws 2048x2048x8192", "ms": 0.1, "predicted_speedup_vs_no_split": 1.0,
