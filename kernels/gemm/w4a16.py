@@ -112,17 +112,20 @@ SMEM_LIMIT = 232448
 #: rows g / g+8 at k 2t..2t+1, then at k 2t+8..2t+9).  ``ws`` = the stage's packed tile (128-byte
 #: rows, 128-byte swizzle), ``ss`` = the block's scales (``G`` per row), ``row0`` = the consumer's
 #: first weight row in the tile, ``cb0`` = first byte of the piece in the row, ``kg`` = its first k.
-_WIDE_SRC = r"""
+#: The opening both word-wide expansions share (namespace ``{ns}``): the signature, the operands and the
+#: thread's first weight row ``rb`` (rows g and g+8 of its warp's 16).
+_EXPAND_HEAD = r"""
 #include <cuda_fp16.h>
-namespace w4w {
+namespace {ns} {{
 template <int NKI, int G, int GROUP, int RB, int PLANE>
-__device__ __forceinline__ void expand(const void* wsp, const void* ssp, int row0, int cb0, int kg, void* fragp) {
+__device__ __forceinline__ void expand(const void* wsp, const void* ssp, int row0, int cb0, int kg, void* fragp) {{
   const unsigned char* ws = (const unsigned char*)wsp;
   const unsigned short* ss = (const unsigned short*)ssp;
   unsigned* frag = (unsigned*)fragp;
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const int rb = row0 + 16 * ((threadIdx.x >> 5) & 3) + g;
-  // byte t into bytes 0 and 2, the exponent byte 0x64 of 1024 into bytes 1 and 3
+"""
+_WIDE_SRC = _EXPAND_HEAD.format(ns="w4w") + r"""  // byte t into bytes 0 and 2, the exponent byte 0x64 of 1024 into bytes 1 and 3
   const unsigned sel = 0x7050u | (0x0101u * t);
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
@@ -161,17 +164,7 @@ __device__ __forceinline__ void expand(const void* wsp, const void* ssp, int row
 #: lanes to select), and one ``lop3`` per pair replaces ``prmt`` + ``lop3``; the arithmetic after it is
 #: the word-wide expansion's (a pair at 16 times its value is brought back by (1/16, -72) instead of
 #: (1, -1032)), so the fragment holds the same fp16 values bit for bit.
-_PERM_SRC = r"""
-#include <cuda_fp16.h>
-namespace w4p {
-template <int NKI, int G, int GROUP, int RB, int PLANE>
-__device__ __forceinline__ void expand(const void* wsp, const void* ssp, int row0, int cb0, int kg, void* fragp) {
-  const unsigned char* ws = (const unsigned char*)wsp;
-  const unsigned short* ss = (const unsigned short*)ssp;
-  unsigned* frag = (unsigned*)fragp;
-  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  const int rb = row0 + 16 * ((threadIdx.x >> 5) & 3) + g;
-  const __half2 one = __halves2half2(__ushort_as_half(0x3C00), __ushort_as_half(0x3C00));
+_PERM_SRC = _EXPAND_HEAD.format(ns="w4p") + r"""  const __half2 one = __halves2half2(__ushort_as_half(0x3C00), __ushort_as_half(0x3C00));
   const __half2 m1032 = __halves2half2(__ushort_as_half(0xE408), __ushort_as_half(0xE408));
   const __half2 sixteenth = __halves2half2(__ushort_as_half(0x2C00), __ushort_as_half(0x2C00));
   const __half2 m72 = __halves2half2(__ushort_as_half(0xD480), __ushort_as_half(0xD480));
