@@ -842,7 +842,8 @@ def label(cfg: dict[str, Any]) -> str:
             + (f"_w{cfg['stages_w']}" if cfg.get("stages_w") else "") + f"_{cfg['split']}"
             + (f"_c{cfg['cluster']}" if cfg.get("cluster", 1) > 1 else "") + ("_kp" if cfg.get("kpair") else "")
             + ("_mma" if cfg.get("inst") == "mma" else "") + (f"_x{cfg['chunk']}" if cfg.get("chunk") else "")
-            + (f"_q{cfg['consumers']}" if cfg.get("consumers", 2) != 2 else "") + ("_tl" if cfg.get("tiled") else "") + ("_il" if cfg.get("perm") else "")
+            + (f"_q{cfg['consumers']}" if cfg.get("consumers", 2) != 2 else "") + ("_tl" if cfg.get("tiled") else "")
+            + ("_il" if cfg.get("perm") else "")
             + ("_wd" if cfg.get("wide") else ""))
 
 

@@ -69,6 +69,7 @@ def test_repeats_list_every_declared_run():
         assert exp in text
         for f in files:
             assert f"| {runlog.run_number(f)} |" in text
+    assert " probe " not in text  # timing probes are not repeats of a winner
 
 
 def test_runs_table_names_every_input_and_what_the_book_takes_from_it():
