@@ -492,14 +492,13 @@ def _repack(results: dict | None) -> dict:
     """Per shape: the best time (µs) of the word-wide candidates on interleaved weights (``_il``), on
     tiled weights only (``_tl`` without ``_il``) and on weights as stored, and the bench winner's label."""
     out: dict = {}
+    stored = _wide_search(results)  # the word-wide best on weights as stored
     for key, shape in W4_SHAPES:
         ms = (search(results, f"w4a16 {shape}") or {}).get("ms") or {}
         il = [t for k, t in ms.items() if t and "_il" in k]
         tl = [t for k, t in ms.items() if t and "_tl" in k and "_il" not in k]
-        plain = [t for k, t in ms.items() if t and k.endswith("_wd") and not _repacked(k)]
         out[key] = {"il": min(il) * 1e3 if il else None, "tl": min(tl) * 1e3 if tl else None,
-                    "plain": min(plain) * 1e3 if plain else None,
-                    "winner": (bench(results, f"w4a16 {shape}") or {}).get("label")}
+                    "plain": stored[key][0], "winner": (bench(results, f"w4a16 {shape}") or {}).get("label")}
     return out
 
 

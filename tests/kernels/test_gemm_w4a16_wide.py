@@ -261,10 +261,8 @@ def test_interleaving_permutes_nibbles_inside_each_run_and_perm_configurations_a
 
 def _ptx_ops(ns: str, src: str, tmp_path) -> int:
     """Instructions of one ``expand`` of 512 k of two rows (a thread's share of a 64 x 512 tile), from
-    nvcc's PTX for sm_90a, without the test wrapper's own stores and the loop that fills shared memory."""
+    nvcc's PTX for sm_90a (the arch the kernels are built for), without the wrapper's own stores."""
     import subprocess
-
-    from kernels.gemm.common import TARGET  # noqa: F401  (the arch the kernels are built for)
 
     cu = tmp_path / f"{ns}.cu"
     cu.write_text(src + "\n__global__ void k(unsigned* out, int kg) {\n"
