@@ -489,16 +489,30 @@ def _q4(results: dict | None) -> dict:
 
 
 def _repack(results: dict | None) -> dict:
-    """Per shape: the best time (µs) of the word-wide candidates on interleaved weights (``_il``), on
+    """Per shape: the best time (µs) of the word-wide candidates on interleaved weights (``_il``, the
+    scale in the expansion: ``post`` is compared by :func:`_post`), on
     tiled weights only (``_tl`` without ``_il``) and on weights as stored, and the bench winner's label."""
     out: dict = {}
     stored = _wide_search(results)  # the word-wide best on weights as stored
     for key, shape in W4_SHAPES:
         ms = (search(results, f"w4a16 {shape}") or {}).get("ms") or {}
-        il = [t for k, t in ms.items() if t and "_il" in k]
+        il = [t for k, t in ms.items() if t and "_il" in k and "_po" not in k]  # post: see _post()
         tl = [t for k, t in ms.items() if t and "_tl" in k and "_il" not in k]
         out[key] = {"il": min(il) * 1e3 if il else None, "tl": min(tl) * 1e3 if tl else None,
                     "plain": stored[key][0], "winner": (bench(results, f"w4a16 {shape}") or {}).get("label")}
+    return out
+
+
+def _post(results: dict | None) -> dict:
+    """Per shape whose search ran a ``post`` candidate (``_po``: the scale after the tensor-core work):
+    its best time (µs) and the best of the interleaved candidates with the scale in the expansion."""
+    out: dict = {}
+    for key, shape in W4_SHAPES:
+        ms = (search(results, f"w4a16 {shape}") or {}).get("ms") or {}
+        po = [t for k, t in ms.items() if t and "_po" in k]
+        il = [t for k, t in ms.items() if t and "_il" in k and "_po" not in k]
+        if po and il:
+            out[key] = {"po": min(po) * 1e3, "il": min(il) * 1e3}
     return out
 
 
@@ -602,6 +616,10 @@ def library_values(results: dict | None) -> dict[str, str]:
     for key, r in _repack(results).items():
         for form in ("il", "tl", "plain"):
             v[f"derived.gemm.lib.w4.repack.{key}_{form}_us"] = d if r[form] is None else f"{r[form]:.1f}"
+    post = _post(results)
+    for key, _ in W4_SHAPES:
+        for form in ("po", "il"):
+            v[f"derived.gemm.lib.w4.post.{key}_{form}_us"] = f"{post[key][form]:.1f}" if key in post else d
     new, old = _qk_store(results)
     v["derived.gemm.lib.bmm.qk.store_new_us"] = d if new is None else f"{new:.1f}"
     v["derived.gemm.lib.bmm.qk.store_old_us"] = d if old is None else f"{old:.1f}"
@@ -823,6 +841,17 @@ def library_claims(results: dict | None) -> list:
             "slower": "测到的 {n} 个形状上它都更慢",
             "some": "测到的 {n} 个形状里，它在 {k} 个上快出 2% 以上，其余的相差不到 2% 或更慢"},
             n=len(pairs), k=k_fast))
+    pairs = [(r["po"], r["il"]) for r in _post(results).values()]
+    k_fast = sum(a < b * 0.98 for a, b in pairs)
+    k_slow = sum(a > b * 1.02 for a, b in pairs)
+    out.append(C.choose("claim.gemm.lib.w4.post", None if not pairs else (
+        "faster" if k_fast == len(pairs) else "none" if k_fast == 0 and k_slow == 0 else
+        "slower" if k_slow == len(pairs) else "some"), {
+        "faster": "测到的 {n} 个形状上它都快出 2% 以上",
+        "none": "测到的 {n} 个形状上两者相差都不到 2%：省下的乘法没有换来时间",
+        "slower": "测到的 {n} 个形状上它都更慢：每组多出的部分和与乘加比省下的乘法更贵",
+        "some": "测到的 {n} 个形状里，它在 {k} 个上快出 2% 以上，其余的相差不到 2% 或更慢"},
+        n=len(pairs), k=k_fast))
     wins = [r["winner"] for r in rp.values() if r["winner"]]
     k_rep = sum(_repacked(w) for w in wins)
     out.append(C.choose("claim.gemm.lib.w4.repack.winners", None if not wins else (

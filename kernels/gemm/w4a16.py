@@ -164,7 +164,7 @@ _WIDE_SRC = _EXPAND_HEAD.format(ns="w4w") + r"""  // byte t into bytes 0 and 2, 
 #: lanes to select), and one ``lop3`` per pair replaces ``prmt`` + ``lop3``; the arithmetic after it is
 #: the word-wide expansion's (a pair at 16 times its value is brought back by (1/16, -72) instead of
 #: (1, -1032)), so the fragment holds the same fp16 values bit for bit.
-_PERM_SRC = _EXPAND_HEAD.format(ns="w4p") + r"""  const __half2 one = __halves2half2(__ushort_as_half(0x3C00), __ushort_as_half(0x3C00));
+_PERM_BODY = r"""  const __half2 one = __halves2half2(__ushort_as_half(0x3C00), __ushort_as_half(0x3C00));
   const __half2 m1032 = __halves2half2(__ushort_as_half(0xE408), __ushort_as_half(0xE408));
   const __half2 sixteenth = __halves2half2(__ushort_as_half(0x2C00), __ushort_as_half(0x2C00));
   const __half2 m72 = __halves2half2(__ushort_as_half(0xD480), __ushort_as_half(0xD480));
@@ -198,8 +198,28 @@ _PERM_SRC = _EXPAND_HEAD.format(ns="w4p") + r"""  const __half2 one = __halves2h
     }
   }
 }
-}  // namespace w4p
+}  // namespace {ns}
 """
+
+
+def _perm_src(ns: str, scaled: bool = True) -> str:
+    """The interleaved expansion in namespace ``ns``; ``scaled=False`` (``post``) leaves ``q - 8`` in the
+    fragment, exactly, and reads no scale: the kernel multiplies each group's fp32 partial by it instead."""
+    src = _EXPAND_HEAD.format(ns=ns) + _PERM_BODY.replace("{ns}", ns)
+    if not scaled:
+        for old, new in (("      const unsigned s1 = ss[r * G + (kg + 128 * u) / GROUP];\n"
+                          "      const unsigned s2 = s1 | (s1 << 16);\n", ""),
+                         ("          const __half2 z = __hmul2(q, *(const __half2*)&s2);\n",
+                          "          const __half2 z = q;  // post: the scale multiplies the group's partial\n"),
+                         ("      // one scale for the whole run (GROUP and kg are multiples of 128: check_config)\n", "")):
+            require(src.count(old) == 1, f"the unscaled expansion's edit no longer matches: {old!r}")
+            src = src.replace(old, new)
+    return src
+
+
+_PERM_SRC = _perm_src("w4p")
+#: ``post``: the same expansion without the scale (namespace ``w4u``).
+_POST_SRC = _perm_src("w4u", scaled=False)
 
 #: For :func:`interleave_weights`: the k (inside its 32-k chunk) of nibble ``n`` of thread ``t``'s word.
 PERM_NIBBLE_K = tuple(tuple((2 * t, 2 * t + 8, 16 + 2 * t, 24 + 2 * t, 2 * t + 1, 2 * t + 9, 17 + 2 * t, 25 + 2 * t)[n]
@@ -243,7 +263,8 @@ def grid(M: int, N: int, *, block_M: int, split: str, kpair: bool = False) -> tu
 
 def check_config(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, stages: int, split: str,
                  cluster: int, stages_w: int = 0, kpair: bool = False, chunk: int = 0, wide: bool = False,
-                 inst: str = "wgmma", consumers: int = 2, tiled: bool = False, perm: bool = False) -> None:
+                 inst: str = "wgmma", consumers: int = 2, tiled: bool = False, perm: bool = False,
+                 post: bool = False) -> None:
     """Every constraint of one configuration, each failure naming it (ValueError)."""
     rows = block_rows(split)
     for name, v in (("M", M), ("N", N), ("K", K), ("group", group), ("block_K", block_K), ("stages", stages)):
@@ -296,6 +317,12 @@ def check_config(M: int, N: int, K: int, *, group: int, block_M: int, block_K: i
         require((chunk or block_K) % 128 == 0 and group % 128 == 0,
                 f"perm reads 128 k of a row, under one scale, per 16-byte unit: the expanded piece (chunk or "
                 f"block_K = {chunk or block_K}) and group={group} must be multiples of 128")
+    if post:
+        require(perm and inst == "mma",
+                f"post (the scale after the tensor-core work) takes the interleaved expansion without its scale and "
+                f"the synchronous mma.sync: it needs perm=True and inst='mma', got perm={perm}, inst={inst!r}")
+        require(chunk == group,
+                f"post multiplies one scale group's fp32 partial at a time: chunk={chunk} must equal group={group}")
     g = K // group
     require(g % 8 == 0, f"K/group={g} must be a multiple of 8: the block's scale rows are copied by TMA, "
                         f"whole 16-byte rows")
@@ -306,16 +333,18 @@ def check_config(M: int, N: int, K: int, *, group: int, block_M: int, block_K: i
 
 def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, stages: int, split: str,
              cluster: int, probe: str = "", stages_w: int = 0, kpair: bool = False, inst: str = "wgmma",
-             chunk: int = 0, wide: bool = False, consumers: int = 2, tiled: bool = False, perm: bool = False):
+             chunk: int = 0, wide: bool = False, consumers: int = 2, tiled: bool = False, perm: bool = False,
+             post: bool = False):
     check_config(M, N, K, group=group, block_M=block_M, block_K=block_K, stages=stages, split=split,
                  cluster=cluster, stages_w=stages_w, kpair=kpair, chunk=chunk, wide=wide, inst=inst,
-                 consumers=consumers, tiled=tiled, perm=perm)
+                 consumers=consumers, tiled=tiled, perm=perm, post=post)
     nc = consumers
     threads, producer_regs, consumer_regs = (THREADS, PRODUCER_REGS, CONSUMER_REGS) if nc == 2 else Q4_REGS
     kc = chunk or block_K  # K expanded into one register buffer
     wide_rb, wide_plane = min(block_K // 2, 128), block_rows(split) * 128  # wide: swizzle row bytes, plane bytes
     n_c = block_K // kc
-    wide_ns = "w4p" if perm else "w4w"  # the interleaved or the byte-lane word-wide expansion
+    # the interleaved (post: without its scale) or the byte-lane word-wide expansion
+    wide_ns = ("w4u" if post else "w4p") if perm else "w4w"
     decoupled = stages_w > 0
     rows = block_rows(split)
     KP, G = K // 2, K // group
@@ -406,21 +435,39 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
             T.gemm(Wf, A_t, acc, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
 
     @T.macro
-    def step_c(A_s, W_s, S_s, Wa, Wb, acc, full, empty, ko, r0, lane):
+    def mma_post(Wf, A_t, acc, accg, S_s, r0, grp):
+        """``post``: one scale group's tensor-core work into its own fp32 partial (the fragment holds
+        ``q - 8`` exactly), then the partial times the row's scale added to the accumulator."""
+        T.gemm(Wf, A_t, accg, transpose_B=True, policy=T.GemmWarpPolicy.FullRow, clear_accum=True)
+        if probe != "mmaonly":
+            for j, m in T.Parallel(WG_ROWS, block_M):
+                acc[j, m] = acc[j, m] + accg[j, m] * T.cast(S_s[r0 + j, grp], T.float32)
+
+    @T.macro
+    def step_c(A_s, W_s, S_s, Wa, Wb, acc, full, empty, ko, r0, lane, accg=None):
         """``chunk``: the stage in pieces of ``kc``, expanded into two register buffers in turn, so
         a piece's expansion overlaps the previous piece's wgmma; a buffer is written again only
-        after the wgmma that read it has completed (at most one group left in flight)."""
+        after the wgmma that read it has completed (at most one group left in flight).  ``post``:
+        each piece is one scale group, its partial in ``accg`` (:func:`mma_post`)."""
         s = ko % stages
         T.barrier_wait(full[s], ko // stages % 2)
         for cc in T.serial(n_c // 2):
             if inst == "wgmma":
                 T.wait_wgmma(1)
             expand_c(W_s, S_s, Wa, s, ko, r0, 2 * cc * kc)
-            mma_c(Wa, A_s[s, :, 2 * cc * kc:2 * cc * kc + kc], acc)
+            if post:
+                mma_post(Wa, A_s[s, :, 2 * cc * kc:2 * cc * kc + kc], acc, accg, S_s, r0,
+                         (ko * block_K + 2 * cc * kc) // group)
+            else:
+                mma_c(Wa, A_s[s, :, 2 * cc * kc:2 * cc * kc + kc], acc)
             if inst == "wgmma":
                 T.wait_wgmma(1)
             expand_c(W_s, S_s, Wb, s, ko, r0, 2 * cc * kc + kc)
-            mma_c(Wb, A_s[s, :, 2 * cc * kc + kc:2 * cc * kc + 2 * kc], acc)
+            if post:
+                mma_post(Wb, A_s[s, :, 2 * cc * kc + kc:2 * cc * kc + 2 * kc], acc, accg, S_s, r0,
+                         (ko * block_K + 2 * cc * kc + kc) // group)
+            else:
+                mma_c(Wb, A_s[s, :, 2 * cc * kc + kc:2 * cc * kc + 2 * kc], acc)
         if inst == "wgmma":
             T.wait_wgmma(0)
         if lane == 0:
@@ -520,7 +567,7 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
     ):
         with T.Kernel(grid_n, grid_m, threads=threads, cluster_dims=(cdim, 1, 1)) as (bx, by):
             if wide:
-                T.import_source(_PERM_SRC if perm else _WIDE_SRC)
+                T.import_source((_POST_SRC if post else _PERM_SRC) if perm else _WIDE_SRC)
             A_s = T.alloc_shared((stages, block_M, block_K), T.float16)
             W_s = T.alloc_shared((sw, rows, block_K // 2), T.uint8)
             S_s = T.alloc_shared((rows, G), T.float16)
@@ -532,6 +579,8 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
                 W1b = T.alloc_fragment((WG_ROWS, kc), T.float16)
             acc0 = T.alloc_fragment((WG_ROWS, block_M), T.float32)
             acc1 = T.alloc_fragment((WG_ROWS, block_M), T.float32)
+            g0 = T.alloc_fragment((WG_ROWS, block_M), T.float32) if post else None  # post: a group's partial
+            g1 = T.alloc_fragment((WG_ROWS, block_M), T.float32) if post else None
             if nc == 4:  # the third and fourth consumers' register buffers and accumulators
                 W2 = T.alloc_fragment((WG_ROWS, kc), T.float16)
                 W3 = T.alloc_fragment((WG_ROWS, kc), T.float16)
@@ -612,7 +661,7 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
                                 step2(A_s, W_s, S_s, W0, acc0, wfull, wempty, full, empty, 2 * i, 2 * i, 0, lane)
                             else:
                                 if n_c > 1:
-                                    step_c(A_s, W_s, S_s, W0, W0b, acc0, full, empty, 2 * i, 0, lane)
+                                    step_c(A_s, W_s, S_s, W0, W0b, acc0, full, empty, 2 * i, 0, lane, g0)
                                 else:
                                     step(A_s, W_s, S_s, W0, acc0, full, empty, 2 * i, 0, lane)
                         T.sync_threads(barrier_id=_BAR_BOTH, arrive_count=256)
@@ -624,7 +673,7 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
                                 step2(A_s, W_s, S_s, W0, acc0, wfull, wempty, full, empty, ko, kbase + ko, 0, lane)
                             else:
                                 if n_c > 1:
-                                    step_c(A_s, W_s, S_s, W0, W0b, acc0, full, empty, ko, 0, lane)
+                                    step_c(A_s, W_s, S_s, W0, W0b, acc0, full, empty, ko, 0, lane, g0)
                                 else:
                                     step(A_s, W_s, S_s, W0, acc0, full, empty, ko, 0, lane)
                     if kpair:
@@ -646,7 +695,7 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
                                 step2(A_s, W_s, S_s, W1, acc1, wfull, wempty, full, empty, 2 * i + 1, 2 * i + 1, 0, lane)
                             else:
                                 if n_c > 1:
-                                    step_c(A_s, W_s, S_s, W1, W1b, acc1, full, empty, 2 * i + 1, 0, lane)
+                                    step_c(A_s, W_s, S_s, W1, W1b, acc1, full, empty, 2 * i + 1, 0, lane, g1)
                                 else:
                                     step(A_s, W_s, S_s, W1, acc1, full, empty, 2 * i + 1, 0, lane)
                         T.copy(acc1, R_s)
@@ -658,7 +707,7 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
                                       lane)
                             else:
                                 if n_c > 1:
-                                    step_c(A_s, W_s, S_s, W1, W1b, acc1, full, empty, ko, WG_ROWS, lane)
+                                    step_c(A_s, W_s, S_s, W1, W1b, acc1, full, empty, ko, WG_ROWS, lane, g1)
                                 else:
                                     step(A_s, W_s, S_s, W1, acc1, full, empty, ko, WG_ROWS, lane)
                         if kpair:
@@ -706,6 +755,7 @@ def w4a16_gemm(
     consumers: int = 2,
     tiled: bool = False,
     perm: bool = False,
+    post: bool = False,
 ):
     """W4A16 with the weights expanded into wgmma's register operand (see the module docstring).
 
@@ -721,7 +771,7 @@ def w4a16_gemm(
     """
     return _program(M, N, K, group=group, block_M=block_M, block_K=block_K, stages=stages, split=split,
                     cluster=cluster, probe=probe, stages_w=stages_w, kpair=kpair, chunk=chunk, wide=wide,
-                    consumers=consumers, tiled=tiled, perm=perm)
+                    consumers=consumers, tiled=tiled, perm=perm, post=post)
 
 
 #: The warp-level tensor-core path: tilelang's wgmma lowering switched off, T.gemm on m16n8k16.
@@ -747,6 +797,7 @@ def w4a16_gemm_mma(
     consumers: int = 2,
     tiled: bool = False,
     perm: bool = False,
+    post: bool = False,
 ):
     """:func:`w4a16_gemm` on the warp-level ``mma.sync`` m16n8k16 instruction instead of wgmma:
     each warp multiplies its 16 weight rows, the tensor-core work is issued in m16 x n8 x k16
@@ -754,12 +805,12 @@ def w4a16_gemm_mma(
     warpgroup."""
     return _program(M, N, K, group=group, block_M=block_M, block_K=block_K, stages=stages, split=split,
                     cluster=cluster, probe=probe, stages_w=stages_w, kpair=kpair, inst="mma", chunk=chunk,
-                    wide=wide, consumers=consumers, tiled=tiled, perm=perm)
+                    wide=wide, consumers=consumers, tiled=tiled, perm=perm, post=post)
 
 
 def config(block_M: int, block_K: int, stages: int, split: str = "k", cluster: int = 1, stages_w: int = 0,
            kpair: bool = False, inst: str = "wgmma", chunk: int = 0, wide: bool = False,
-           consumers: int = 2, tiled: bool = False, perm: bool = False) -> dict[str, Any]:
+           consumers: int = 2, tiled: bool = False, perm: bool = False, post: bool = False) -> dict[str, Any]:
     """One configuration as the suite's tables and :func:`build` take it (``chunk``, ``wide`` and
     ``consumers`` only when set, so the configurations of the recorded runs keep their form)."""
     cfg = dict(block_M=block_M, block_K=block_K, stages=stages, split=split, cluster=cluster, stages_w=stages_w,
@@ -774,6 +825,8 @@ def config(block_M: int, block_K: int, stages: int, split: str = "k", cluster: i
         cfg["tiled"] = True
     if perm:
         cfg["perm"] = True
+    if post:
+        cfg["post"] = True
     return cfg
 
 
@@ -843,7 +896,7 @@ def label(cfg: dict[str, Any]) -> str:
             + (f"_c{cfg['cluster']}" if cfg.get("cluster", 1) > 1 else "") + ("_kp" if cfg.get("kpair") else "")
             + ("_mma" if cfg.get("inst") == "mma" else "") + (f"_x{cfg['chunk']}" if cfg.get("chunk") else "")
             + (f"_q{cfg['consumers']}" if cfg.get("consumers", 2) != 2 else "") + ("_tl" if cfg.get("tiled") else "")
-            + ("_il" if cfg.get("perm") else "")
+            + ("_il" if cfg.get("perm") else "") + ("_po" if cfg.get("post") else "")
             + ("_wd" if cfg.get("wide") else ""))
 
 

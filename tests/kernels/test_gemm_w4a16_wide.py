@@ -273,8 +273,9 @@ def _ptx_ops(ns: str, src: str, tmp_path) -> int:
     ptx = tmp_path / f"{ns}.ptx"
     subprocess.run(["nvcc", "-arch=sm_90a", "-ptx", str(cu), "-o", str(ptx)], check=True, capture_output=True)
     body = ptx.read_text().split("{", 1)[1]
-    ops = [ln.split()[0] for ln in body.splitlines() if ln.strip() and ln.startswith("\t") and not ln.strip().startswith(
-        ("//", ".", "{", "}", "$", "ret", "st.global"))]
+    # the f16x2 arithmetic comes from cuda_fp16's inline asm, one instruction per "{op ...;" block
+    lines = (ln.strip().lstrip("{").strip() for ln in body.splitlines() if ln.startswith("\t"))
+    ops = [ln.split()[0] for ln in lines if ln and not ln.startswith(("//", ".", "}", "$", "ret", "st.global"))]
     return len(ops)
 
 
@@ -294,3 +295,51 @@ def test_interleaved_kernels_call_the_interleaved_expansion(fresh_compiles):
         src = w4a16.build(M, 1024, 2048, 128, cfg).get_kernel_source()
         assert "w4p::expand<" in src and "w4w::expand<" not in src and "ushort byte" not in src, w4a16.label(cfg)
         assert "wgmma_rs<" in src, w4a16.label(cfg)
+
+
+def test_post_expansion_is_the_interleaved_one_without_its_scale():
+    """``post``'s expansion (``w4u``) is ``w4p`` with the scale read and the ``mul.f16x2`` taken out and
+    nothing else changed: its fragment holds ``q - 8`` (exact in fp16) where ``w4p``'s holds ``(q - 8) * s``."""
+    scaled, post = w4a16._PERM_SRC.splitlines(), w4a16._POST_SRC.replace("w4u", "w4p").splitlines()
+    assert w4a16._PERM_SRC.count("__hmul2(") == 1 and "__hmul2(" not in w4a16._POST_SRC
+    assert "ss[" in w4a16._PERM_SRC and "ss[" not in w4a16._POST_SRC
+    gone = [ln for ln in scaled if ln not in post]
+    new = [ln for ln in post if ln not in scaled]
+    assert len(gone) == 4 and len(post) == len(scaled) - 3, gone  # a comment, the scale read (2), the mul
+    assert [ln.split("//")[0].strip() for ln in new] == ["const __half2 z = q;"]
+
+
+def test_post_configurations_are_checked():
+    base = dict(group=128, block_M=16, block_K=512, stages=6, split="k", cluster=1, wide=True)
+    ok = dict(base, chunk=128, perm=True, inst="mma", post=True)
+    w4a16.check_config(16, 8192, 8192, **ok)
+    assert w4a16.label(w4a16.config(16, 512, 6, inst="mma", chunk=128, wide=True, perm=True, post=True)) \
+        == "m16_k512_s6_k_mma_x128_il_po_wd"
+    with pytest.raises(ValueError, match="needs perm=True and inst='mma'"):
+        w4a16.check_config(16, 8192, 8192, **{**ok, "inst": "wgmma"})
+    with pytest.raises(ValueError, match="needs perm=True and inst='mma'"):
+        w4a16.check_config(16, 8192, 8192, **{**ok, "perm": False})
+    with pytest.raises(ValueError, match="chunk=256 must equal group=128"):
+        w4a16.check_config(16, 8192, 8192, **{**ok, "chunk": 256})
+    with pytest.raises(ValueError, match="chunk=0 must equal group=128"):
+        w4a16.check_config(16, 8192, 8192, **{**ok, "chunk": 0})
+
+
+@pytest.mark.slow
+def test_post_expansion_takes_fewer_instructions_than_the_scaled_one(tmp_path):
+    """The claim beside the ``post`` candidates: without the scale the expansion issues fewer instructions."""
+    perm = _ptx_ops("w4p", w4a16._PERM_SRC, tmp_path)
+    post = _ptx_ops("w4u", w4a16._POST_SRC, tmp_path)
+    assert post < 0.85 * perm, (post, perm)
+
+
+@pytest.mark.slow
+def test_post_kernels_multiply_each_groups_partial_by_its_scale(fresh_compiles):
+    """A ``post`` kernel calls the unscaled expansion, starts every scale group's partial at zero and
+    adds it to the accumulator times the scale, converted to fp32."""
+    cfg = w4a16.config(16, 512, 4, inst="mma", chunk=128, wide=True, perm=True, post=True)
+    src = w4a16.build(16, 1024, 2048, 128, cfg).get_kernel_source()
+    expands = src.count("w4u::expand<")
+    assert expands == 4 and "w4p::expand<" not in src and "mma_sync<" in src  # 2 pieces x 2 consumers
+    assert len(re.findall(r"\*\(float4\*\)\(g[01] \+ \(i_\d+ \* 4\)\) = make_float4\(broadcast", src)) == expands
+    assert src.count("__half22float2(") == expands

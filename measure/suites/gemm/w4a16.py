@@ -77,6 +77,15 @@ CANDIDATES: dict[str, list[dict[str, Any]]] = {
                _c(16, 256, 8, inst="mma", wide=True, consumers=4, perm=True),
                _c(16, 256, 12, inst="mma", wide=True, consumers=4, perm=True),
                _c(16, 512, 6, inst="mma", wide=True, perm=True),
+               # the scale after the tensor-core work (``post``): each 128-k group's mma.sync partial in fp32,
+               # times the row's scale; the expansion drops its mul.f16x2.  Beside it, the same pieces with the
+               # scale in the expansion (the control)
+               _c(16, 512, 6, inst="mma", chunk=128, wide=True, perm=True, post=True),
+               _c(16, 512, 6, inst="mma", chunk=128, wide=True, perm=True),
+               _c(16, 512, 4, inst="mma", chunk=128, wide=True, perm=True, post=True),
+               _c(16, 256, 8, inst="mma", chunk=128, wide=True, perm=True, post=True),
+               _c(16, 512, 6, inst="mma", chunk=128, wide=True, tiled=True, perm=True, post=True),
+               _c(16, 256, 12, inst="mma", chunk=128, wide=True, perm=True, post=True),
                # the TMA decode kernel (kernels.gemm.w4a16_tma): the weights through a TMA ring (`stages` slots of
                # `gps` 128-k groups), expanded word-wide from shared memory into mma.sync; split K over a cluster
                # of `split` blocks of `rows` weight rows; 256 blocks at 2 per SM or 128 at 1 per SM
@@ -90,7 +99,8 @@ CANDIDATES: dict[str, list[dict[str, Any]]] = {
             _c(64, 256, 4, wide=True, perm=True), _c(64, 256, 4, wide=True, tiled=True, perm=True),
             _c(64, 128, 6, wide=True, tiled=True, perm=True), _c(64, 128, 6, stages_w=8, wide=True, perm=True),
             _c(64, 256, 4, chunk=128, wide=True, perm=True), _c(64, 128, 8, stages_w=8, wide=True, perm=True),
-            _c(64, 256, 4, stages_w=8, wide=True, perm=True)],
+            _c(64, 256, 4, stages_w=8, wide=True, perm=True),
+            _c(64, 256, 4, inst="mma", chunk=128, wide=True, perm=True, post=True)],
     "m128": [_c(128, 64, 8, cluster=2), _c(128, 128, 4, cluster=2, chunk=64), _c(128, 256, 2, cluster=2, chunk=64),
              _c(128, 128, 4, chunk=64), _c(128, 128, 4, chunk=64, wide=True),
              _c(128, 128, 4, cluster=2, chunk=64, wide=True), _c(128, 128, 4, wide=True),
@@ -140,6 +150,9 @@ RAGGED: list[tuple[tuple[int, int, int], dict[str, Any]]] = [
     ((300, 1024, 2048), _c(128, 128, 4, wide=True, tiled=True, perm=True)),
     ((300, 1024, 2048), _c(256, 128, 2, "n", wide=True, perm=True)),
     ((13, 1024, 2048), _c(16, 256, 8, inst="mma", wide=True, consumers=4, perm=True)),
+    ((5, 1024, 2048), _c(16, 512, 6, inst="mma", chunk=128, wide=True, perm=True, post=True)),
+    ((13, 1024, 2048), _c(16, 256, 8, inst="mma", chunk=128, wide=True, tiled=True, perm=True, post=True)),
+    ((100, 2048, 1024), _c(64, 256, 4, inst="mma", chunk=128, wide=True, perm=True, post=True)),
 ]
 
 #: Timing probes (the same pipeline with one part left out, wrong results): ``noexpand`` skips
@@ -170,6 +183,9 @@ PROBES: list[tuple[tuple[int, int, int], dict[str, Any], str]] = [
     ((16, 8192, 8192), _c(16, 512, 4, wide=True, tiled=True), "loadonly"),
     ((16, 8192, 8192), _c(16, 512, 4, wide=True), "loadonly"),
     ((16, 8192, 8192), _c(16, 512, 4, wide=True), "mmaonly"),
+    # the mma.sync winner on interleaved weights: its ring alone, and with the tensor-core work
+    ((16, 8192, 8192), _c(16, 512, 6, inst="mma", wide=True, perm=True), "loadonly"),
+    ((16, 8192, 8192), _c(16, 512, 6, inst="mma", wide=True, perm=True), "mmaonly"),
 ]
 
 
