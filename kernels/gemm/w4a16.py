@@ -283,8 +283,8 @@ def check_config(M: int, N: int, K: int, *, group: int, block_M: int, block_K: i
     if tiled:
         require(stages_w == 0 and not kpair, "tiled weights are read by the one-ring producer: no stages_w or kpair")
     if consumers == 4:
-        require(split == "k" and stages_w == 0 and not chunk and not kpair,
-                "consumers=4 takes K blocks in turn on one ring: split='k', no stages_w, chunk or kpair")
+        require(split == "k" and stages_w == 0 and (not chunk or post) and not kpair,
+                "consumers=4 takes K blocks in turn on one ring: split='k', no stages_w, chunk (but post's) or kpair")
         require(n_k % 4 == 0 and stages % 4 == 0,
                 f"four consumers take the K blocks in turn and each ring slot must serve one of them: "
                 f"K/block_K={n_k} and stages={stages} must be multiples of 4")
@@ -438,8 +438,9 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
     def mma_post(Wf, A_t, acc, accg, S_s, r0, grp):
         """``post``: one scale group's tensor-core work into its own fp32 partial (the fragment holds
         ``q - 8`` exactly), then the partial times the row's scale added to the accumulator."""
-        T.gemm(Wf, A_t, accg, transpose_B=True, policy=T.GemmWarpPolicy.FullRow, clear_accum=True)
-        if probe != "mmaonly":
+        if inst == "mma":  # (inst "none": the loadonly probe)
+            T.gemm(Wf, A_t, accg, transpose_B=True, policy=T.GemmWarpPolicy.FullRow, clear_accum=True)
+        if probe not in ("mmaonly", "loadonly"):
             for j, m in T.Parallel(WG_ROWS, block_M):
                 acc[j, m] = acc[j, m] + accg[j, m] * T.cast(S_s[r0 + j, grp], T.float32)
 
@@ -539,15 +540,19 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
             T.barrier_arrive(full[s])
 
     @T.macro
-    def consume_q(A_s, W_s, S_s, Wf, acc, R_s, C_s, C, full, empty, sbar, tx, m0, n0, c):
+    def consume_q(A_s, W_s, S_s, Wf, acc, R_s, C_s, C, full, empty, sbar, tx, m0, n0, c, Wfb=None, accg=None):
         """``consumers=4``: consumer ``c`` takes the K blocks ``c, c+4, ...``; consumers 1..3 hand their
-        partials to consumer 0 through shared memory, which adds them (in that order) and stores."""
+        partials to consumer 0 through shared memory, which adds them (in that order) and stores.
+        ``post``: each K block in pieces of one scale group (:func:`step_c`)."""
         T.inc_max_nreg(consumer_regs)
         lane = tx % 32
         T.barrier_wait(sbar, 0)
         T.clear(acc)
         for i in T.serial(n_k // nc):
-            step(A_s, W_s, S_s, Wf, acc, full, empty, nc * i + c, 0, lane)
+            if post:
+                step_c(A_s, W_s, S_s, Wf, Wfb, acc, full, empty, nc * i + c, 0, lane, accg)
+            else:
+                step(A_s, W_s, S_s, Wf, acc, full, empty, nc * i + c, 0, lane)
         if c > 0:
             T.copy(acc, R_s[c - 1, :, :])
             T.sync_threads(barrier_id=_BAR_BOTH, arrive_count=128 * nc)
@@ -586,6 +591,13 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
                 W3 = T.alloc_fragment((WG_ROWS, kc), T.float16)
                 acc2 = T.alloc_fragment((WG_ROWS, block_M), T.float32)
                 acc3 = T.alloc_fragment((WG_ROWS, block_M), T.float32)
+                if n_c > 1:
+                    W2b = T.alloc_fragment((WG_ROWS, kc), T.float16)
+                    W3b = T.alloc_fragment((WG_ROWS, kc), T.float16)
+                else:
+                    W0b = W1b = W2b = W3b = None
+                g2 = T.alloc_fragment((WG_ROWS, block_M), T.float32) if post else None
+                g3 = T.alloc_fragment((WG_ROWS, block_M), T.float32) if post else None
             if nc == 4:  # the partials of consumers 1..3, added by consumer 0
                 R_s = T.alloc_shared((nc - 1, WG_ROWS, block_M), T.float32)
                 C1_s = C0_s
@@ -723,13 +735,13 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
                     T.dec_max_nreg(producer_regs)
                     produce(A, Bq, S, A_s, W_s, S_s, full, empty, sbar, m0, n0)
                 elif tx < 256:
-                    consume_q(A_s, W_s, S_s, W0, acc0, R_s, C0_s, C, full, empty, sbar, tx, m0, n0, 0)
+                    consume_q(A_s, W_s, S_s, W0, acc0, R_s, C0_s, C, full, empty, sbar, tx, m0, n0, 0, W0b, g0)
                 elif tx < 384:
-                    consume_q(A_s, W_s, S_s, W1, acc1, R_s, C0_s, C, full, empty, sbar, tx, m0, n0, 1)
+                    consume_q(A_s, W_s, S_s, W1, acc1, R_s, C0_s, C, full, empty, sbar, tx, m0, n0, 1, W1b, g1)
                 elif tx < 512:
-                    consume_q(A_s, W_s, S_s, W2, acc2, R_s, C0_s, C, full, empty, sbar, tx, m0, n0, 2)
+                    consume_q(A_s, W_s, S_s, W2, acc2, R_s, C0_s, C, full, empty, sbar, tx, m0, n0, 2, W2b, g2)
                 else:
-                    consume_q(A_s, W_s, S_s, W3, acc3, R_s, C0_s, C, full, empty, sbar, tx, m0, n0, 3)
+                    consume_q(A_s, W_s, S_s, W3, acc3, R_s, C0_s, C, full, empty, sbar, tx, m0, n0, 3, W3b, g3)
             if cdim > 1:
                 T.cluster_sync()  # no block leaves while a peer may still arrive on (or copy into) it
 

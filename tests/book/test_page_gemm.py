@@ -847,3 +847,35 @@ def test_repacked_weight_sentences_follow_the_searches():
     assert v["derived.gemm.lib.w4.wide.m16_us"] == "19.8" and v["derived.gemm.lib.w4.q4.m16_two_us"] == "19.8"
     assert v["derived.gemm.lib.w4.q4.m16_us"] == "20.4"
     assert v["derived.gemm.lib.w4.ring.loadonly_us"] == "—"  # the stored-weight probe has no mmaonly pair
+
+
+def test_post_sentences_follow_the_searches():
+    """The scale-after-the-MMA paragraph: the fastest ``post`` candidate against its control (the same label
+    without ``_po``) and the ``post`` best against the best interleaved kernel with the scale in the expansion,
+    within 2 % no difference; ``post`` candidates stay out of the interleaved-against-stored comparison."""
+    from coursebook import tiles
+
+    def res(po=18.2, ctl=20.2, il=18.5, other_po=18.6):
+        recs = []
+        for shape in ("1x8192x8192", "16x8192x8192"):
+            recs.append({"kind": "search", "name": f"w4a16 {shape}",
+                         "ms": {"m16_k256_s12_k_mma_x128_il_po_wd": po / 1e3, "m16_k256_s12_k_mma_x128_il_wd": ctl / 1e3,
+                                "m16_k512_s6_k_mma_x128_il_po_wd": other_po / 1e3,  # no control: not a pair
+                                "m16_k256_s12_k_q4_il_wd": il / 1e3, "m16_k512_s4_k_wd": 0.0199}})
+        return {"suites": {"gemm.w4a16": {"records": recs}}}
+
+    pick = lambda r, k: next(c for c in tiles.library_claims(r) if c.key == k).case  # noqa: E731
+    assert pick(res(), "claim.gemm.lib.w4.post.ctl") == "faster"
+    assert pick(res(ctl=18.3), "claim.gemm.lib.w4.post.ctl") == "none"
+    assert pick(res(ctl=17.0, il=19.0), "claim.gemm.lib.w4.post.ctl") == "slower"
+    assert pick(res(), "claim.gemm.lib.w4.post.best") == "none"
+    assert pick(res(il=19.0), "claim.gemm.lib.w4.post.best") == "faster"
+    assert pick(res(il=17.5), "claim.gemm.lib.w4.post.best") == "slower"
+    v = tiles.library_values(res())
+    assert v["derived.gemm.lib.w4.post.m16_pair_po_us"] == "18.2" and v["derived.gemm.lib.w4.post.m16_pair_ctl_us"] == "20.2"
+    assert v["derived.gemm.lib.w4.post.m16_po_us"] == "18.2" and v["derived.gemm.lib.w4.post.m16_il_us"] == "18.5"
+    assert v["derived.gemm.lib.w4.repack.m16_il_us"] == "18.5"  # the post candidates are not in the repacking claim
+    # the fastest post candidate without a control: the pair is the fastest one that has one
+    v = tiles.library_values(res(po=19.0, other_po=18.0))
+    assert v["derived.gemm.lib.w4.post.m16_pair_po_us"] == "19.0" and v["derived.gemm.lib.w4.post.m16_po_us"] == "18.0"
+    assert v["derived.gemm.lib.w4.post.fold_ffma"] == "8" and v["derived.gemm.lib.w4.post.saved_hmul2"] == "32"

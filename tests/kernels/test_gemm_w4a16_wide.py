@@ -323,14 +323,19 @@ def test_post_configurations_are_checked():
         w4a16.check_config(16, 8192, 8192, **{**ok, "chunk": 256})
     with pytest.raises(ValueError, match="chunk=0 must equal group=128"):
         w4a16.check_config(16, 8192, 8192, **{**ok, "chunk": 0})
+    q4 = dict(base, block_K=256, stages=12, consumers=4, chunk=128, perm=True, inst="mma")
+    w4a16.check_config(16, 8192, 8192, **q4, post=True)  # four consumers take post's pieces
+    with pytest.raises(ValueError, match="chunk \\(but post's\\)"):
+        w4a16.check_config(16, 8192, 8192, **q4)
 
 
 @pytest.mark.slow
 def test_post_expansion_takes_fewer_instructions_than_the_scaled_one(tmp_path):
-    """The claim beside the ``post`` candidates: without the scale the expansion issues fewer instructions."""
+    """The lowp page's claim on ``post``: without the scale the expansion issues over a quarter fewer
+    instructions per weight (nvcc's PTX of the same 64 x 512 share)."""
     perm = _ptx_ops("w4p", w4a16._PERM_SRC, tmp_path)
     post = _ptx_ops("w4u", w4a16._POST_SRC, tmp_path)
-    assert post < 0.85 * perm, (post, perm)
+    assert post < 0.75 * perm, (post, perm)
 
 
 @pytest.mark.slow

@@ -86,6 +86,10 @@ CANDIDATES: dict[str, list[dict[str, Any]]] = {
                _c(16, 256, 8, inst="mma", chunk=128, wide=True, perm=True, post=True),
                _c(16, 512, 6, inst="mma", chunk=128, wide=True, tiled=True, perm=True, post=True),
                _c(16, 256, 12, inst="mma", chunk=128, wide=True, perm=True, post=True),
+               _c(16, 256, 12, inst="mma", chunk=128, wide=True, tiled=True, perm=True, post=True),
+               _c(16, 256, 12, inst="mma", chunk=128, wide=True, consumers=4, perm=True, post=True),
+               _c(16, 256, 8, inst="mma", chunk=128, wide=True, consumers=4, perm=True, post=True),
+               _c(16, 256, 12, inst="mma", chunk=128, wide=True, consumers=4, tiled=True, perm=True, post=True),
                # the TMA decode kernel (kernels.gemm.w4a16_tma): the weights through a TMA ring (`stages` slots of
                # `gps` 128-k groups), expanded word-wide from shared memory into mma.sync; split K over a cluster
                # of `split` blocks of `rows` weight rows; 256 blocks at 2 per SM or 128 at 1 per SM
@@ -153,6 +157,7 @@ RAGGED: list[tuple[tuple[int, int, int], dict[str, Any]]] = [
     ((5, 1024, 2048), _c(16, 512, 6, inst="mma", chunk=128, wide=True, perm=True, post=True)),
     ((13, 1024, 2048), _c(16, 256, 8, inst="mma", chunk=128, wide=True, tiled=True, perm=True, post=True)),
     ((100, 2048, 1024), _c(64, 256, 4, inst="mma", chunk=128, wide=True, perm=True, post=True)),
+    ((13, 1024, 2048), _c(16, 256, 8, inst="mma", chunk=128, wide=True, consumers=4, perm=True, post=True)),
 ]
 
 #: Timing probes (the same pipeline with one part left out, wrong results): ``noexpand`` skips
@@ -186,6 +191,9 @@ PROBES: list[tuple[tuple[int, int, int], dict[str, Any], str]] = [
     # the mma.sync winner on interleaved weights: its ring alone, and with the tensor-core work
     ((16, 8192, 8192), _c(16, 512, 6, inst="mma", wide=True, perm=True), "loadonly"),
     ((16, 8192, 8192), _c(16, 512, 6, inst="mma", wide=True, perm=True), "mmaonly"),
+    # the post kernel with the deepest ring: its ring alone, and with the tensor-core work
+    ((16, 8192, 8192), _c(16, 256, 12, inst="mma", chunk=128, wide=True, perm=True, post=True), "loadonly"),
+    ((16, 8192, 8192), _c(16, 256, 12, inst="mma", chunk=128, wide=True, perm=True, post=True), "mmaonly"),
 ]
 
 
