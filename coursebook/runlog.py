@@ -298,17 +298,18 @@ GEMM_TUNED_SEARCHES = ("gemm.ladder", "gemm.bf16", "gemm.lowp")
 
 
 def searches_markdown(topic: str, device: str = "nvidia-h200", suites: tuple[str, ...] | None = None,
-                      skip: tuple[str, ...] = ()) -> str:
+                      skip: tuple[str, ...] = (), names: str | None = None) -> str:
     """Every search of ``topic``'s suites: its candidates sorted by time, the winner in words.
-    ``suites`` keeps only the suites named there, ``skip`` leaves those out (a topic with many
-    searches spreads them over pages of readable length)."""
+    ``suites`` keeps only the suites named there, ``skip`` leaves those out, ``names`` (a regular
+    expression) keeps the searches whose name it matches from the start (a topic with many searches
+    spreads them over pages of readable length)."""
     res = _load(device)
     blocks = []
     for sname, s in _suites(res, topic):
         if (suites is not None and sname not in suites) or sname in skip:
             continue
         for r in s.get("records", []):
-            if r.get("kind") == "search":
+            if r.get("kind") == "search" and (names is None or re.match(names, r.get("name", ""))):
                 blocks.append(_search_block(r, run_number(s.get("run"))))
     return "\n\n".join(blocks) if blocks else "本主题没有搜索记录。"
 

@@ -521,6 +521,23 @@ def _post(results: dict | None) -> dict:
     return out
 
 
+def _faster_claim(key: str, pairs: list) -> Any:
+    """Whether the first time of each (new, old) pair is more than 2 % faster, on every shape measured
+    (within 2 % both ways: no difference)."""
+    from coursebook import claims as C
+
+    k_fast = sum(a < b * 0.98 for a, b in pairs)
+    k_slow = sum(a > b * 1.02 for a, b in pairs)
+    return C.choose(key, None if not pairs else (
+        "faster" if k_fast == len(pairs) else "none" if k_fast == 0 and k_slow == 0 else
+        "slower" if k_slow == len(pairs) else "some"), {
+        "faster": "测到的 {n} 个形状上它都快出 2% 以上",
+        "none": "测到的 {n} 个形状上两者相差都不到 2%",
+        "slower": "测到的 {n} 个形状上它都更慢",
+        "some": "测到的 {n} 个形状里，它在 {k} 个上快出 2% 以上，其余的相差不到 2% 或更慢"},
+        n=len(pairs), k=k_fast)
+
+
 def _qk_store(results: dict | None) -> tuple[float | None, float | None]:
     """The scores product's search: the best time (µs) with the overlapped store (two staging
     buffers in turn, ``_b2``, and/or the L2 evict-first hint, ``_ef``) and without either."""
@@ -845,30 +862,11 @@ def library_claims(results: dict | None) -> list:
         "mixed": "两个形状上结果不一：四个计算 warpgroup 没有稳定地更快"}))
     rp = _repack(results)
     for form in ("il", "tl"):
-        pairs = [(r[form], r["plain"]) for r in rp.values() if r[form] is not None and r["plain"] is not None]
-        k_fast = sum(a < b * 0.98 for a, b in pairs)
-        k_slow = sum(a > b * 1.02 for a, b in pairs)
-        out.append(C.choose(f"claim.gemm.lib.w4.repack.{form}", None if not pairs else (
-            "faster" if k_fast == len(pairs) else "none" if k_fast == 0 and k_slow == 0 else
-            "slower" if k_slow == len(pairs) else "some"), {
-            "faster": "测到的 {n} 个形状上它都快出 2% 以上",
-            "none": "测到的 {n} 个形状上两者相差都不到 2%",
-            "slower": "测到的 {n} 个形状上它都更慢",
-            "some": "测到的 {n} 个形状里，它在 {k} 个上快出 2% 以上，其余的相差不到 2% 或更慢"},
-            n=len(pairs), k=k_fast))
+        out.append(_faster_claim(f"claim.gemm.lib.w4.repack.{form}", [
+            (r[form], r["plain"]) for r in rp.values() if r[form] is not None and r["plain"] is not None]))
     post = _post(results)
-    for name, pairs in (("ctl", [r["pair"] for r in post.values() if r["pair"]]),
-                        ("best", [(r["po"], r["il"]) for r in post.values()])):
-        k_fast = sum(a < b * 0.98 for a, b in pairs)
-        k_slow = sum(a > b * 1.02 for a, b in pairs)
-        out.append(C.choose(f"claim.gemm.lib.w4.post.{name}", None if not pairs else (
-            "faster" if k_fast == len(pairs) else "none" if k_fast == 0 and k_slow == 0 else
-            "slower" if k_slow == len(pairs) else "mixed"), {
-            "faster": "{n} 个形状上它都快出 2% 以上",
-            "none": "{n} 个形状上两者相差都不到 2%",
-            "slower": "{n} 个形状上它都更慢",
-            "mixed": "{n} 个形状上结果不一：它在 {k} 个上快出 2% 以上，其余的相差不到 2% 或更慢"},
-            n=len(pairs), k=k_fast))
+    out.append(_faster_claim("claim.gemm.lib.w4.post.ctl", [r["pair"] for r in post.values() if r["pair"]]))
+    out.append(_faster_claim("claim.gemm.lib.w4.post.best", [(r["po"], r["il"]) for r in post.values()]))
     wins = [r["winner"] for r in rp.values() if r["winner"]]
     k_rep = sum(_repacked(w) for w in wins)
     out.append(C.choose("claim.gemm.lib.w4.repack.winners", None if not wins else (

@@ -3,6 +3,7 @@ every timed kernel, search and declared repeat is listed, headers are Chinese.""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -60,6 +61,19 @@ def test_searches_list_every_candidate_and_the_winner_in_words():
         assert f"胜出：`{r['best']}`，读作：{runlog.explain(r['best'])}" in text
         for cand in r["ms"]:
             assert f"| `{cand}` |" in text
+
+
+def test_the_two_w4a16_search_pages_split_its_searches_between_them():
+    """The W4A16 searches fill two appendix pages (decode shapes; the other shapes and the probes): every
+    search on exactly one of them, as the pages call runlog."""
+    pages = {p: (Path(__file__).resolve().parents[2] / "book/appendix/records" / p).read_text()
+             for p in ("gemm_w4a16_searches.md", "gemm_w4a16_probes.md")}
+    pats = [re.search(r'names=r"([^"]+)"', t).group(1) for t in pages.values()]
+    texts = [runlog.searches_markdown("gemm", suites=("gemm.w4a16",), names=p) for p in pats]
+    found = [r["name"] for r in records(RES, "search") if r["suite"] == "gemm.w4a16"]
+    assert found and any(" probe " in n for n in found) and any(n.startswith("w4a16 16x") for n in found)
+    for n in found:
+        assert sum(f"**{n}**" in t for t in texts) == 1, n
 
 
 def test_repeats_list_every_declared_run():
