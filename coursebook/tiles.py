@@ -646,12 +646,12 @@ def library_values(results: dict | None) -> dict[str, str]:
         pair = r.get("pair")
         v[f"derived.gemm.lib.w4.post.{key}_pair_po_us"] = f"{pair[0]:.1f}" if pair else d
         v[f"derived.gemm.lib.w4.post.{key}_pair_ctl_us"] = f"{pair[1]:.1f}" if pair else d
-    # post at M = 16, per thread and scale group: the fp32 multiply-adds of the fold (its share of the
-    # 64 x 16 partial) against the mul.f16x2 the expansion no longer issues (its share of 64 x 128 weights)
     from kernels.gemm.w4a16 import WG_ROWS
+    from ledger.w4a16 import post_fold
 
-    v["derived.gemm.lib.w4.post.fold_ffma"] = str(WG_ROWS * 16 // 128)
-    v["derived.gemm.lib.w4.post.saved_hmul2"] = str(WG_ROWS * 128 // 128 // 2)
+    fold = post_fold(16, rows=WG_ROWS)  # post at M = 16 (a 16-row activation tile), per thread and group
+    v["derived.gemm.lib.w4.post.fold_ffma"] = str(fold["ffma"])
+    v["derived.gemm.lib.w4.post.saved_hmul2"] = str(fold["hmul2"])
     new, old = _qk_store(results)
     v["derived.gemm.lib.bmm.qk.store_new_us"] = d if new is None else f"{new:.1f}"
     v["derived.gemm.lib.bmm.qk.store_old_us"] = d if old is None else f"{old:.1f}"

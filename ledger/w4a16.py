@@ -179,6 +179,18 @@ def setmaxnreg_split(threads: int, keep: int, warpgroup: int = 128) -> dict:
     return {"threads": threads, "launch": launch, "keep": keep, "freed": freed, "extra": extra, "take": launch + extra}
 
 
+def post_fold(block_m: int, *, rows: int = 64, group: int = 128, warpgroup: int = 128) -> dict:
+    """``post`` (the scale after the tensor-core work), per thread of a consumer warpgroup and per scale
+    group: the fp32 multiply-adds of the fold (its share of the ``rows x block_m`` partial) against the
+    ``mul.f16x2`` the expansion no longer issues (its share of the ``rows x group`` weights, two a pair)."""
+    for name, v in (("block_m", block_m), ("rows", rows), ("group", group), ("warpgroup", warpgroup)):
+        check_size(name, v)
+    if (rows * block_m) % warpgroup or (rows * group) % (2 * warpgroup):
+        raise ValueError(f"a {rows} x {block_m} partial and {rows} x {group} weights must split evenly over "
+                         f"{warpgroup} threads")
+    return {"ffma": rows * block_m // warpgroup, "hmul2": rows * group // warpgroup // 2}
+
+
 def dec_smem_bytes(k: int, *, nt: int, rows: int, wk: int, split: int, pad: int = 32) -> int:
     """Shared memory of one block of the decode kernel (:mod:`kernels.gemm.w4a16_dec`): the block's
     activation slice (``8*nt`` rows of ``k/split`` fp16, each row padded by ``pad`` halves) and the

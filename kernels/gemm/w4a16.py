@@ -72,7 +72,7 @@ Further knobs, each a candidate of the H200 search (:data:`CANDIDATES`):
   work.  Each scale group is expanded as one piece without its scale (``w4u::expand``: ``q - 8``, exact),
   its ``mma.sync`` partial starts at zero in fp32, and the partial times the row's scale is added to the
   accumulator; the expansion loses its ``mul.f16x2`` and its scale reads, each group gains a fold of
-  ``64 * block_M / 128`` fp32 multiply-adds per thread.  Not bit-identical to the reference (the weights
+  fp32 multiply-adds (:func:`ledger.w4a16.post_fold` counts both per thread).  Not bit-identical to the reference (the weights
   are not rounded to fp16 first); two or four consumers.
 
 With ``split="k"`` every ring must have an even number of slots, so that a slot always serves

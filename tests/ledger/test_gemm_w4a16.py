@@ -89,3 +89,13 @@ def test_setmaxnreg_split_gives_the_consumers_exactly_what_the_producer_frees():
         setmaxnreg_split(640, 20)
     with pytest.raises(ValueError, match="keep=100"):
         setmaxnreg_split(640, 100)
+
+
+def test_post_fold_counts_the_fold_against_the_saved_multiplies():
+    from ledger.w4a16 import post_fold
+
+    assert post_fold(16) == {"ffma": 8, "hmul2": 32}
+    assert post_fold(64) == {"ffma": 32, "hmul2": 32}  # at M = 64 the fold costs as much as it saves
+    assert post_fold(16, group=256)["hmul2"] == 64
+    with pytest.raises(ValueError, match="split evenly"):
+        post_fold(1)
