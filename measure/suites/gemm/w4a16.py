@@ -90,6 +90,8 @@ CANDIDATES: dict[str, list[dict[str, Any]]] = {
                _c(16, 256, 12, inst="mma", chunk=128, wide=True, consumers=4, perm=True, post=True),
                _c(16, 256, 8, inst="mma", chunk=128, wide=True, consumers=4, perm=True, post=True),
                _c(16, 256, 12, inst="mma", chunk=128, wide=True, consumers=4, tiled=True, perm=True, post=True),
+               # the four-consumer winner of the last search on tiled interleaved weights, and with longer stages
+               _c(16, 256, 12, wide=True, consumers=4, tiled=True, perm=True), _c(16, 512, 4, wide=True, consumers=4, perm=True),
                # the TMA decode kernel (kernels.gemm.w4a16_tma): the weights through a TMA ring (`stages` slots of
                # `gps` 128-k groups), expanded word-wide from shared memory into mma.sync; split K over a cluster
                # of `split` blocks of `rows` weight rows; 256 blocks at 2 per SM or 128 at 1 per SM
@@ -104,14 +106,22 @@ CANDIDATES: dict[str, list[dict[str, Any]]] = {
             _c(64, 128, 6, wide=True, tiled=True, perm=True), _c(64, 128, 6, stages_w=8, wide=True, perm=True),
             _c(64, 256, 4, chunk=128, wide=True, perm=True), _c(64, 128, 8, stages_w=8, wide=True, perm=True),
             _c(64, 256, 4, stages_w=8, wide=True, perm=True),
-            _c(64, 256, 4, inst="mma", chunk=128, wide=True, perm=True, post=True)],
+            _c(64, 256, 4, inst="mma", chunk=128, wide=True, perm=True, post=True),
+            # two blocks of a cluster split K for the same 128 weight rows (``kpair``), on interleaved weights: each
+            # activation stage feeds 128 weight rows instead of 64, and each SM reads half of the activations
+            _c(64, 128, 4, "n", stages_w=8, kpair=True, wide=True, perm=True),
+            _c(64, 256, 2, "n", stages_w=4, kpair=True, wide=True, perm=True),
+            _c(64, 128, 6, "n", stages_w=8, kpair=True, wide=True, perm=True),
+            _c(64, 128, 4, "n", stages_w=12, kpair=True, wide=True, perm=True)],
     "m128": [_c(128, 64, 8, cluster=2), _c(128, 128, 4, cluster=2, chunk=64), _c(128, 256, 2, cluster=2, chunk=64),
              _c(128, 128, 4, chunk=64), _c(128, 128, 4, chunk=64, wide=True),
              _c(128, 128, 4, cluster=2, chunk=64, wide=True), _c(128, 128, 4, wide=True),
              _c(128, 128, 4, chunk=64, wide=True, tiled=True), _c(128, 128, 4, wide=True, perm=True),
              _c(128, 128, 4, wide=True, tiled=True, perm=True),
              _c(128, 256, 2, chunk=128, wide=True, tiled=True, perm=True),
-             _c(128, 128, 4, stages_w=8, wide=True, perm=True), _c(128, 128, 4, stages_w=4, wide=True, perm=True)],
+             _c(128, 128, 4, stages_w=8, wide=True, perm=True), _c(128, 128, 4, stages_w=4, wide=True, perm=True),
+             _c(128, 128, 2, "n", stages_w=4, kpair=True, wide=True, perm=True),
+             _c(128, 128, 2, "n", stages_w=6, kpair=True, wide=True, perm=True)],
     "square": [_c(256, 64, 4, "n"), _c(256, 64, 4, "n", chunk=32), _c(256, 128, 2, "n", wide=True),
                _c(256, 128, 2, "n", wide=True, perm=True)],
 }
@@ -158,6 +168,8 @@ RAGGED: list[tuple[tuple[int, int, int], dict[str, Any]]] = [
     ((13, 1024, 2048), _c(16, 256, 8, inst="mma", chunk=128, wide=True, tiled=True, perm=True, post=True)),
     ((100, 2048, 1024), _c(64, 256, 4, inst="mma", chunk=128, wide=True, perm=True, post=True)),
     ((13, 1024, 2048), _c(16, 256, 8, inst="mma", chunk=128, wide=True, consumers=4, perm=True, post=True)),
+    ((100, 2048, 2048), _c(64, 128, 4, "n", stages_w=8, kpair=True, wide=True, perm=True)),
+    ((300, 1024, 2048), _c(128, 128, 2, "n", stages_w=4, kpair=True, wide=True, perm=True)),
 ]
 
 #: Timing probes (the same pipeline with one part left out, wrong results): ``noexpand`` skips
