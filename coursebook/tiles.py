@@ -521,6 +521,20 @@ def _post(results: dict | None) -> dict:
     return out
 
 
+def _kpair(results: dict | None) -> dict:
+    """Per shape M = 64 and 128 whose search ran a ``kpair`` candidate on interleaved weights (``_kp`` and
+    ``_il``: two blocks of a cluster split K for the same 128 weight rows): its best time (µs) and the best
+    of the interleaved candidates with one block per 64 weight rows (``_il``, neither ``_kp`` nor ``_po``)."""
+    out: dict = {}
+    for key, shape in W4_SHAPES[2:4]:
+        ms = (search(results, f"w4a16 {shape}") or {}).get("ms") or {}
+        kp = [t for k, t in ms.items() if t and "_kp" in k and "_il" in k]
+        il = [t for k, t in ms.items() if t and "_il" in k and "_kp" not in k and "_po" not in k]
+        if kp and il:
+            out[key] = (min(kp) * 1e3, min(il) * 1e3)
+    return out
+
+
 def _faster_claim(key: str, pairs: list) -> Any:
     """Whether the first time of each (new, old) pair is more than 2 % faster, on every shape measured
     (within 2 % both ways: no difference)."""
@@ -646,6 +660,11 @@ def library_values(results: dict | None) -> dict[str, str]:
         pair = r.get("pair")
         v[f"derived.gemm.lib.w4.post.{key}_pair_po_us"] = f"{pair[0]:.1f}" if pair else d
         v[f"derived.gemm.lib.w4.post.{key}_pair_ctl_us"] = f"{pair[1]:.1f}" if pair else d
+    kp = _kpair(results)
+    for key, _ in W4_SHAPES[2:4]:
+        pair = kp.get(key)
+        v[f"derived.gemm.lib.w4.kp.{key}_kp_us"] = f"{pair[0]:.1f}" if pair else d
+        v[f"derived.gemm.lib.w4.kp.{key}_il_us"] = f"{pair[1]:.1f}" if pair else d
     from kernels.gemm.w4a16 import WG_ROWS
     from ledger.w4a16 import post_fold
 
@@ -867,6 +886,17 @@ def library_claims(results: dict | None) -> list:
     post = _post(results)
     out.append(_faster_claim("claim.gemm.lib.w4.post.ctl", [r["pair"] for r in post.values() if r["pair"]]))
     out.append(_faster_claim("claim.gemm.lib.w4.post.best", [(r["po"], r["il"]) for r in post.values()]))
+    kp = list(_kpair(results).values())
+    k_fast = sum(a < b * 0.98 for a, b in kp)
+    k_slow = sum(a > b * 1.02 for a, b in kp)
+    out.append(C.choose("claim.gemm.lib.w4.kp", None if not kp else (
+        "faster" if k_fast == len(kp) else "slower" if k_slow == len(kp) else "none" if not k_fast and not k_slow
+        else "mixed"), {
+        "faster": "测到的 {n} 个形状上它都快出 2% 以上：片上的激活流量减半，换来了时间",
+        "slower": "测到的 {n} 个形状上它都慢了 2% 以上：片上的激活流量减了一半，时间反而更长，"
+                  "可见从 L2 读激活不是卡住这几个形状的地方",
+        "none": "测到的 {n} 个形状上两者相差都不到 2%：片上的激活流量减半，没有换来时间",
+        "mixed": "测到的 {n} 个形状上结果不一：片上的激活流量减半，没有稳定地换来时间"}, n=len(kp)))
     wins = [r["winner"] for r in rp.values() if r["winner"]]
     k_rep = sum(_repacked(w) for w in wins)
     out.append(C.choose("claim.gemm.lib.w4.repack.winners", None if not wins else (

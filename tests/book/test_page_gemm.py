@@ -849,6 +849,31 @@ def test_repacked_weight_sentences_follow_the_searches():
     assert v["derived.gemm.lib.w4.ring.loadonly_us"] == "—"  # the stored-weight probe has no mmaonly pair
 
 
+def test_kpair_sentence_follows_the_searches():
+    """The on-chip paragraph at M = 64 and 128: the best ``kpair`` candidate on interleaved weights against the
+    best interleaved one with a block per 64 weight rows (``post`` left out), within 2 % no difference."""
+    from coursebook import tiles
+
+    def res(kp64=27.5, il64=25.2, kp128=38.3, il128=34.7):
+        recs = []
+        for shape, kp, il in (("64x8192x8192", kp64, il64), ("128x8192x8192", kp128, il128)):
+            recs.append({"kind": "search", "name": f"w4a16 {shape}",
+                         "ms": {"m64_k128_s4_w8_n_kp_il_wd": kp / 1e3, "m64_k128_s4_w8_n_kp": 0.0101,  # kp, stored weights
+                                "m64_k256_s4_w8_k_il_wd": il / 1e3, "m64_k256_s4_k_mma_x128_il_po_wd": 0.0102,
+                                "m64_k256_s4_k_wd": 0.0103}})
+        return {"suites": {"gemm.w4a16": {"records": recs}}}
+
+    pick = lambda r: next(c for c in tiles.library_claims(r) if c.key == "claim.gemm.lib.w4.kp").case  # noqa: E731
+    assert pick(res()) == "slower"
+    assert pick(res(kp64=24.0, kp128=33.0)) == "faster"
+    assert pick(res(kp64=25.4, kp128=34.5)) == "none"
+    assert pick(res(kp64=24.0)) == "mixed"
+    assert pick({"suites": {"gemm.w4a16": {"records": []}}}) is None
+    v = tiles.library_values(res())
+    assert v["derived.gemm.lib.w4.kp.m64_kp_us"] == "27.5" and v["derived.gemm.lib.w4.kp.m64_il_us"] == "25.2"
+    assert v["derived.gemm.lib.w4.kp.m128_kp_us"] == "38.3" and v["derived.gemm.lib.w4.kp.m128_il_us"] == "34.7"
+
+
 def test_post_sentences_follow_the_searches():
     """The scale-after-the-MMA paragraph: the fastest ``post`` candidate against its control (the same label
     without ``_po``) and the ``post`` best against the best interleaved kernel with the scale in the expansion,
