@@ -535,16 +535,23 @@ def _kpair(results: dict | None) -> dict:
     return out
 
 
+def _faster_case(pairs: list) -> tuple[str | None, int]:
+    """Over (new, old) time pairs: ``faster`` (the new one more than 2 % faster on every pair), ``slower``
+    (more than 2 % slower on every pair), ``none`` (within 2 % on every pair) or ``some``; ``None`` without
+    pairs.  Also the number of pairs where the new one is more than 2 % faster."""
+    k_fast = sum(a < b * 0.98 for a, b in pairs)
+    k_slow = sum(a > b * 1.02 for a, b in pairs)
+    return (None if not pairs else "faster" if k_fast == len(pairs) else "slower" if k_slow == len(pairs)
+            else "none" if k_fast == 0 and k_slow == 0 else "some"), k_fast
+
+
 def _faster_claim(key: str, pairs: list) -> Any:
     """Whether the first time of each (new, old) pair is more than 2 % faster, on every shape measured
     (within 2 % both ways: no difference)."""
     from coursebook import claims as C
 
-    k_fast = sum(a < b * 0.98 for a, b in pairs)
-    k_slow = sum(a > b * 1.02 for a, b in pairs)
-    return C.choose(key, None if not pairs else (
-        "faster" if k_fast == len(pairs) else "none" if k_fast == 0 and k_slow == 0 else
-        "slower" if k_slow == len(pairs) else "some"), {
+    case, k_fast = _faster_case(pairs)
+    return C.choose(key, case, {
         "faster": "测到的 {n} 个形状上它都快出 2% 以上",
         "none": "测到的 {n} 个形状上两者相差都不到 2%",
         "slower": "测到的 {n} 个形状上它都更慢",
@@ -887,16 +894,12 @@ def library_claims(results: dict | None) -> list:
     out.append(_faster_claim("claim.gemm.lib.w4.post.ctl", [r["pair"] for r in post.values() if r["pair"]]))
     out.append(_faster_claim("claim.gemm.lib.w4.post.best", [(r["po"], r["il"]) for r in post.values()]))
     kp = list(_kpair(results).values())
-    k_fast = sum(a < b * 0.98 for a, b in kp)
-    k_slow = sum(a > b * 1.02 for a, b in kp)
-    out.append(C.choose("claim.gemm.lib.w4.kp", None if not kp else (
-        "faster" if k_fast == len(kp) else "slower" if k_slow == len(kp) else "none" if not k_fast and not k_slow
-        else "mixed"), {
+    out.append(C.choose("claim.gemm.lib.w4.kp", _faster_case(kp)[0], {
         "faster": "测到的 {n} 个形状上它都快出 2% 以上：片上的激活流量减半，换来了时间",
         "slower": "测到的 {n} 个形状上它都慢了 2% 以上：片上的激活流量减了一半，时间反而更长，"
                   "可见从 L2 读激活不是卡住这几个形状的地方",
         "none": "测到的 {n} 个形状上两者相差都不到 2%：片上的激活流量减半，没有换来时间",
-        "mixed": "测到的 {n} 个形状上结果不一：片上的激活流量减半，没有稳定地换来时间"}, n=len(kp)))
+        "some": "测到的 {n} 个形状上结果不一：片上的激活流量减半，没有稳定地换来时间"}, n=len(kp)))
     wins = [r["winner"] for r in rp.values() if r["winner"]]
     k_rep = sum(_repacked(w) for w in wins)
     out.append(C.choose("claim.gemm.lib.w4.repack.winners", None if not wins else (

@@ -349,12 +349,18 @@ def figures() -> list[Figure]:
     # the swap-AB kernel at M = 64: every block of 64 weight rows reads the whole activation matrix from L2;
     # kpair (two blocks of a cluster split K for the same 128 rows) reads it once per 128 rows
     ca = "M=64 on 8192x8192 weights, activations read from L2 once per weight tile"
-    for name, rows in (("act_l2_mb", 64), ("act_l2_kp_mb", 128)):
-        out.append(fig(f"gemm.w4a16.m64.{name}", dec_onchip_bytes(64, 8192, 8192, rows=rows, split=1)["activations_l2"] / 1e6,
-                       "MB", digits=1, source="ledger.w4a16.dec_onchip_bytes", conditions=f"{ca}, {rows}-row tiles"))
-    out.append(fig("gemm.w4a16.m64.act_l2_x", dec_onchip_bytes(64, 8192, 8192, rows=64, split=1)["activations_l2"]
-                   / w4a16_cost(64, 8192, 8192).bytes, "x", digits=1, source="ledger.w4a16.dec_onchip_bytes",
-                   conditions=f"{ca}, 64-row tiles, against the DRAM bytes of ledger.w4a16.w4a16_cost"))
+    act = {rows: dec_onchip_bytes(64, 8192, 8192, rows=rows, split=1)["activations_l2"] for rows in (64, 128)}
+    out += [
+        fig("gemm.w4a16.m64.tiles", 8192 // 64, "blocks", digits=0, source="ledger.w4a16.dec_onchip_bytes",
+            conditions=f"{ca}, 64-row tiles"),
+        fig("gemm.w4a16.m64.act_l2_mb", act[64] / 1e6, "MB", digits=1, source="ledger.w4a16.dec_onchip_bytes",
+            conditions=f"{ca}, 64-row tiles"),
+        fig("gemm.w4a16.m64.act_l2_kp_mb", act[128] / 1e6, "MB", digits=1, source="ledger.w4a16.dec_onchip_bytes",
+            conditions=f"{ca}, 128-row tiles (kpair)"),
+        fig("gemm.w4a16.m64.act_l2_x", act[64] / w4a16_cost(64, 8192, 8192).bytes, "x", digits=1,
+            source="ledger.w4a16.dec_onchip_bytes",
+            conditions=f"{ca}, 64-row tiles, against the DRAM bytes of ledger.w4a16.w4a16_cost"),
+    ]
     c8 = f"8192x8192 weights, group 128, {mach.name}"
     out += [
         fig("gemm.w4a16.w4_compute_bound_from_m", compute_bound_from(8192, 8192, machine=mach), "rows", digits=0,

@@ -99,3 +99,17 @@ def test_post_fold_counts_the_fold_against_the_saved_multiplies():
     assert post_fold(16, group=256)["hmul2"] == 64
     with pytest.raises(ValueError, match="split evenly"):
         post_fold(1)
+
+
+def test_m64_activation_traffic_figures_halve_with_kpair():
+    """The on-chip paragraph's figures: kpair (128-row tiles) reads the activations from L2 half as often,
+    and the ratio is the 64-row traffic over the ledger's DRAM bytes."""
+    from ledger.figures import collect
+    from ledger.w4a16 import w4a16_cost
+
+    f = collect()
+    assert f["gemm.w4a16.m64.tiles"].value == 128
+    assert f["gemm.w4a16.m64.act_l2_kp_mb"].value == pytest.approx(f["gemm.w4a16.m64.act_l2_mb"].value / 2, abs=0.1)
+    assert f["gemm.w4a16.m64.act_l2_mb"].value == pytest.approx(128 * 64 * 8192 * 2 / 1e6, abs=0.1)
+    assert f["gemm.w4a16.m64.act_l2_x"].value == pytest.approx(
+        128 * 64 * 8192 * 2 / w4a16_cost(64, 8192, 8192).bytes, abs=0.05)
