@@ -20,10 +20,15 @@ from typing import Optional
 
 from ledger.figures import Figure, fig
 
-__all__ = ["BenchProtocol", "DEFAULT_PROTOCOL", "iterations", "fair_comparison_checklist",
+__all__ = ["BenchProtocol", "DEFAULT_PROTOCOL", "FLUSH_MODES", "iterations", "fair_comparison_checklist",
            "FAIRNESS_ITEMS", "figures"]
 
 STATISTICS = ("median", "mean", "min", "max")
+#: How the L2 is flushed before a sample: ``write`` rewrites a buffer larger than L2 (do_bench's
+#: ``cache.zero_()``), which leaves L2 full of dirty lines that the timed kernel may have to write
+#: back; ``clean`` follows that write with a read of a second buffer of the same size, so L2 holds
+#: clean lines of data no kernel uses (suite ``gemm.flush`` measures the difference).
+FLUSH_MODES = ("write", "clean")
 BACKENDS = ("event", "cupti", "cudagraph")
 
 
@@ -41,6 +46,7 @@ class BenchProtocol:
     rep_ms: float = 100.0
     flush_l2: bool = True
     flush_mb: int = 256  # do_bench's cache_size: a buffer larger than L2 is rewritten
+    flush_mode: str = "write"  # FLUSH_MODES
     statistic: str = "median"
     backend: str = "event"
     estimate_runs: int = 5  # runs timed first to estimate one call
@@ -52,6 +58,8 @@ class BenchProtocol:
             raise ValueError(f"statistic must be one of {STATISTICS}, got {self.statistic!r}")
         if self.backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, got {self.backend!r}")
+        if self.flush_mode not in FLUSH_MODES:
+            raise ValueError(f"flush_mode must be one of {FLUSH_MODES}, got {self.flush_mode!r}")
         if not isinstance(self.flush_mb, int) or self.flush_mb <= 0:
             raise ValueError(f"flush_mb must be a positive integer, got {self.flush_mb!r}")
         if not isinstance(self.estimate_runs, int) or self.estimate_runs <= 0:
@@ -68,7 +76,8 @@ class BenchProtocol:
 
     def describe(self) -> str:
         """One line printed with every timed result."""
-        flush = f"L2 flushed ({self.flush_mb} MB) before each sample" if self.flush_l2 else "L2 not flushed"
+        how = f"{self.flush_mb} MB" if self.flush_mode == "write" else f"{self.flush_mb} MB written, then {self.flush_mb} MB read"
+        flush = f"L2 flushed ({how}) before each sample" if self.flush_l2 else "L2 not flushed"
         return (f"warm-up {self.warmup_ms:g} ms, measure {self.rep_ms:g} ms (iterations = max(1, target/estimate)), "
                 f"{flush}, {self.statistic} of samples, {self.backend} timing, kernel only")
 

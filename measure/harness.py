@@ -59,6 +59,7 @@ class Harness(Checking, Timing, Searching):
         self._copy_bw: float | None = None
         self._copy_ms: float | None = None
         self._flush_buf = None
+        self._clean_buf = None
 
     # ------------------------------------------------------------------ inputs
     def _gen(self):

@@ -6,7 +6,8 @@
     Milliseconds of ``fn()`` by CUDA events, following ``h.protocol``
     (:func:`protocol_dict` of :data:`ledger.protocol.DEFAULT_PROTOCOL`): warm-up for
     ``warmup_ms``, then as many timed launches as fit ``rep_ms``, each preceded by an L2
-    flush (a write of ``l2_flush_bytes`` bytes) outside the timed interval; returns the
+    flush (a write of ``l2_flush_bytes`` bytes; with ``flush_mode="clean"`` followed by a read
+    of as many other bytes) outside the timed interval; returns the
     statistic (median).  On a CPU harness (tests) ``time.perf_counter`` is used.
 ``h.copy_bandwidth()``
     Device copy bandwidth in GB/s measured in this run (large device-to-device copy, bytes
@@ -30,7 +31,7 @@ import statistics
 import time
 from typing import Any, Callable, Mapping
 
-from ledger.protocol import DEFAULT_PROTOCOL, BenchProtocol, iterations
+from ledger.protocol import DEFAULT_PROTOCOL, FLUSH_MODES, BenchProtocol, iterations
 
 __all__ = ["protocol_dict", "ClockSampler", "clock_event_names", "CLOCK_EVENT_BITS", "Timing"]
 
@@ -50,6 +51,7 @@ def protocol_dict(p: BenchProtocol = DEFAULT_PROTOCOL) -> dict:
         "rep_ms": float(p.rep_ms),
         "flush_l2": bool(p.flush_l2),
         "l2_flush_bytes": int(p.flush_mb) * 1024 * 1024,
+        "flush_mode": p.flush_mode,
         "statistic": p.statistic,
         "copy_bytes": COPY_BYTES,
         "min_repeat": MIN_REPEAT,
@@ -165,10 +167,20 @@ class Timing:
     records: list
 
     def _flush(self):
+        """Rewrite a buffer larger than L2; with ``flush_mode="clean"`` then read a second one of
+        the same size, so that the dirty lines the write left are written back here, outside the
+        timed interval, and L2 holds clean lines of data the timed kernel does not use."""
+        mode = self.protocol.get("flush_mode", "write")
+        if mode not in FLUSH_MODES:
+            raise ValueError(f"flush_mode must be one of {FLUSH_MODES}, got {mode!r}")
+        n = int(self.protocol.get("l2_flush_bytes", DEFAULT_PROTOCOL.flush_mb * 1024 * 1024))
         if self._flush_buf is None:
-            n = int(self.protocol.get("l2_flush_bytes", DEFAULT_PROTOCOL.flush_mb * 1024 * 1024))
             self._flush_buf = self.torch.empty(max(n // 4, 1), dtype=self.torch.int32, device=self.device)
         self._flush_buf.zero_()
+        if mode == "clean":
+            if getattr(self, "_clean_buf", None) is None:
+                self._clean_buf = self.torch.ones(max(n // 4, 1), dtype=self.torch.int32, device=self.device)
+            self._clean_sum = self._clean_buf.sum()
 
     def time(self, fn: Callable[[], Any], *, repeat: int | None = None, flush_l2: bool | None = None) -> float:
         """Statistic (median by default) of CUDA-event samples of ``fn()``, in ms."""

@@ -225,3 +225,29 @@ def test_clock_sampler_without_nvml_records_nothing():
         with s:
             time.sleep(0.01)
         assert s.summary() == (None, None) and s.power_limit_w() is None
+
+
+def test_flush_modes_write_then_optionally_read_a_second_buffer():
+    """``write`` rewrites the flush buffer only (do_bench's zero_); ``clean`` also reads a second
+    buffer of the same size (so the write's dirty lines leave L2 outside the timed interval); an
+    unknown mode is refused by name, in the ledger's protocol and in the harness."""
+    from ledger.protocol import DEFAULT_PROTOCOL, FLUSH_MODES, BenchProtocol
+
+    assert DEFAULT_PROTOCOL.flush_mode == "write" and FLUSH_MODES == ("write", "clean")
+    assert timing.protocol_dict()["flush_mode"] == "write"
+    assert "then 256 MB read" in BenchProtocol(flush_mode="clean").describe()
+    assert "read" not in DEFAULT_PROTOCOL.describe()
+    with pytest.raises(ValueError, match="flush_mode must be one of"):
+        BenchProtocol(flush_mode="dirty")
+    hh = Harness(device="cpu", log=None, protocol={**timing.protocol_dict(), "l2_flush_bytes": 4096})
+    hh._flush_buf = hh.torch.full((1024,), 7, dtype=hh.torch.int32)
+    hh._flush()
+    assert int(hh._flush_buf.abs().sum()) == 0 and hh._clean_buf is None
+    hh.protocol["flush_mode"] = "clean"
+    hh._flush_buf.fill_(7)
+    hh._flush()
+    assert int(hh._flush_buf.abs().sum()) == 0
+    assert hh._clean_buf.numel() == 1024 and int(hh._clean_sum) == 1024  # the whole second buffer was read
+    hh.protocol["flush_mode"] = "dirty"
+    with pytest.raises(ValueError, match="flush_mode must be one of"):
+        hh._flush()
