@@ -386,6 +386,158 @@ def w4a16_table(results: dict | None = None) -> str:
     return "\n".join(lines)
 
 
+#: The flush modes of suite ``gemm.flush`` (:data:`ledger.protocol.FLUSH_MODES`), in the order the pages name them.
+FLUSHES = ("write", "clean")
+#: The bounds the M = 16 rounds of suite ``gemm.flush`` time beside the kernel (baseline labels, by page key).
+FLUSH_BOUNDS = {"load": "load path alone", "copy": "torch copy, same bytes moved", "add": "one-element add"}
+
+
+def _flush(results: dict | None) -> dict:
+    """Per W4A16 shape that suite ``gemm.flush`` timed under both flushes: ``{"write": rec, "clean": rec}``."""
+    out: dict = {}
+    for key, shape in W4_SHAPES:
+        pair = {m: bench(results, f"{m} flush: w4a16 {shape}", "gemm.flush") for m in FLUSHES}
+        if all(pair.values()):
+            out[key] = pair
+    return out
+
+
+def _same_bytes(rec: dict) -> tuple[str | None, float | None]:
+    """The label and time (µs) of the cuBLAS baseline on fp16 weights of the int4 weights' byte count."""
+    for k, t in (rec.get("baselines") or {}).items():
+        if k.startswith("cuBLAS fp16, same bytes") and t:
+            return k, t * 1e3
+    return None, None
+
+
+def flush_table(results: dict | None = None) -> str:
+    """W4A16 against cuBLAS under the two L2 flushes of suite ``gemm.flush`` (same run, alternating rounds)."""
+    results = load() if results is None else results
+    fl = _flush(results)
+    if not fl:
+        return f"**{NO_RESULT}**"
+    lines = ["| M×N×K | W4A16 (µs)，重写 / 重写后再读 | cuBLAS (µs)，重写 / 重写后再读 | 加速比，重写 / 重写后再读 | 事先定的目标 |",
+             "|---|---:|---:|---:|---:|"]
+    for key, pair in fl.items():
+        w, c = pair["write"], pair["clean"]
+        bw, bc = (w.get("baselines") or {}).get(W4_BASE), (c.get("baselines") or {}).get(W4_BASE)
+        xw, xc = (w.get("speedup") or {}).get(W4_BASE), (c.get("speedup") or {}).get(W4_BASE)
+        tgt, _ = _target(w, W4_BASE)
+        cell = (lambda a, b, f: f"{DASH if a is None else f(a)} / {DASH if b is None else f(b)}")
+        lines.append(f"| {_w4_shape(w)} | {cell(w['ms'], c['ms'], lambda t: f'{t * 1e3:.1f}')} | "
+                     f"{cell(bw, bc, lambda t: f'{t * 1e3:.1f}')} | {cell(xw, xc, lambda x: f'{x:.2f}×')} | "
+                     f"{DASH if tgt is None else f'≥ {tgt}×'} |")
+    return "\n".join(lines)
+
+
+def flush_values(results: dict | None) -> dict[str, str]:
+    """The numbers the flush paragraph quotes (``derived.gemm.lib.w4.flush.*``); ``—`` where the record is missing."""
+    v: dict[str, str] = {}
+    d = DASH
+    fl = _flush(results)
+    dec = [p for k, p in fl.items() if k != "square"]
+    extra_c = [((p["write"]["baselines"] or {}).get(W4_BASE) or 0) * 1e3 - ((p["clean"]["baselines"] or {}).get(W4_BASE) or 0) * 1e3
+               for p in dec]
+    extra_k = [(p["write"]["ms"] - p["clean"]["ms"]) * 1e3 for p in dec]
+    v["derived.gemm.lib.w4.flush.cublas_extra_lo"] = f"{min(extra_c):.1f}" if dec else d
+    v["derived.gemm.lib.w4.flush.cublas_extra_hi"] = f"{max(extra_c):.1f}" if dec else d
+    v["derived.gemm.lib.w4.flush.w4_extra_hi"] = f"{max(extra_k):.1f}" if dec else d
+    for side, pcts in _copy_pcts(dec).items():
+        v[f"derived.gemm.lib.w4.flush.{side}_copy_lo"] = f"{min(pcts):.0f}" if pcts else d
+        v[f"derived.gemm.lib.w4.flush.{side}_copy_hi"] = f"{max(pcts):.0f}" if pcts else d
+    p16 = fl.get("m16")
+    for mode in FLUSHES:
+        r = p16[mode] if p16 else {}
+        base = r.get("baselines") or {}
+        v[f"derived.gemm.lib.w4.flush.m16_{mode}_us"] = f"{r['ms'] * 1e3:.1f}" if r else d
+        for key, lab in FLUSH_BOUNDS.items():
+            v[f"derived.gemm.lib.w4.flush.m16_{key}_{mode}_us"] = f"{base[lab] * 1e3:.1f}" if base.get(lab) else d
+        lab, t = _same_bytes(r)
+        v[f"derived.gemm.lib.w4.flush.m16_same_{mode}_us"] = d if t is None else f"{t:.1f}"
+    c16 = p16["clean"] if p16 else {}
+    lab, _ = _same_bytes(c16)
+    m = re.search(r"\((\d+)x(\d+)x(\d+)\)", lab or "")
+    v["derived.gemm.lib.w4.flush.same_rows"] = m.group(2) if m else d
+    b16 = (c16.get("baselines") or {}).get(W4_BASE)
+    tgt, _ = _target(c16, W4_BASE) if c16 else (None, None)
+    v["derived.gemm.lib.w4.flush.m16_need_us"] = f"{b16 * 1e3 / tgt:.1f}" if b16 and tgt else d
+    for mode, gap in _load_gap(fl).items():
+        v[f"derived.gemm.lib.w4.flush.m16_gap_{mode}_us"] = d if gap is None else f"{gap:.1f}"
+    return v
+
+
+def _copy_pcts(dec: list) -> dict[str, list[float]]:
+    """Under the clean flush, the % of the run's copy bandwidth each side reaches at the decode shapes: the
+    W4A16 kernel on its ledger bytes, cuBLAS on the ledger bytes of the fp16-weight GEMM."""
+    from ledger.w4a16 import fp16_cost
+
+    out: dict[str, list[float]] = {"w4": [], "cublas": []}
+    for p in dec:
+        r = p["clean"]
+        base = (r.get("baselines") or {}).get(W4_BASE)
+        if r.get("frac_copy_bw"):
+            out["w4"].append(100 * r["frac_copy_bw"])
+        if base and r.get("copy_gbps") and r.get("shape"):
+            gbps = fp16_cost(*r["shape"]).bytes / (base * 1e-3) / 1e9
+            out["cublas"].append(100 * gbps / r["copy_gbps"])
+    return out
+
+
+def _load_gap(fl: dict) -> dict[str, float | None]:
+    """Per flush: how much longer (µs) the M = 16 kernel takes than its load path alone."""
+    out: dict[str, float | None] = {}
+    for mode in FLUSHES:
+        r = (fl.get("m16") or {}).get(mode) or {}
+        load_ms = (r.get("baselines") or {}).get(FLUSH_BOUNDS["load"])
+        out[mode] = (r["ms"] - load_ms) * 1e3 if r and load_ms else None
+    return out
+
+
+def flush_claims(results: dict | None) -> list:
+    """The sentences of the flush paragraph, chosen by suite ``gemm.flush``'s record (``claim.gemm.lib.w4.flush.*``)."""
+    from coursebook import claims as C
+
+    out = []
+    fl = _flush(results)
+    dec = [p for k, p in fl.items() if k != "square"]
+    extra = [(((p["write"]["baselines"] or {}).get(W4_BASE) or 0) - ((p["clean"]["baselines"] or {}).get(W4_BASE) or 0),
+              p["write"]["ms"] - p["clean"]["ms"]) for p in dec]
+    k_lib = sum(c > k + 1e-3 for c, k in extra)  # the library pays more than the kernel by over 1 us
+    k_ker = sum(k > c + 1e-3 for c, k in extra)
+    out.append(C.choose("claim.gemm.lib.w4.flush.cost", None if not extra else (
+        "library" if k_lib == len(extra) else "kernel" if k_ker == len(extra) else "none" if k_lib == k_ker == 0
+        else "mixed"), {
+        "library": "{n} 个解码形状上，cuBLAS 都比 W4A16 kernel 多付 1 µs 以上",
+        "kernel": "{n} 个解码形状上，W4A16 kernel 都比 cuBLAS 多付 1 µs 以上",
+        "none": "{n} 个解码形状上，两边多付的时间相差都不到 1 µs",
+        "mixed": "{n} 个解码形状上，两边谁多付并不一致"}, n=len(extra)))
+    clean = [_target(p["clean"], W4_BASE)[1] for p in dec]
+    out.append(C.every("claim.gemm.lib.w4.flush.targets", clean if dec else [],
+                       all_="{n} 个解码形状仍然都到了目标", some="{n} 个解码形状里只有 {k} 个还到目标",
+                       none="{n} 个解码形状没有一个到目标"))
+    sq = (fl.get("square") or {}).get("clean") or {}
+    tgt, _ = _target(sq, W4_BASE)
+    out.append(C.threshold("claim.gemm.lib.w4.flush.square", (sq.get("speedup") or {}).get(W4_BASE), tgt or 0.0,
+                           above="仍在目标 {limit}× 之上", below="落到了目标 {limit}× 之下"))
+    c16 = (fl.get("m16") or {}).get("clean") or {}
+    _, same = _same_bytes(c16)
+    out.append(C.compare("claim.gemm.lib.w4.flush.same", c16["ms"] * 1e3 if c16 else None, same, tol=0.02,
+                         lower="比它还快", higher="比它还慢", tie="和它一样快（相差不到 2%）"))
+    base = c16.get("baselines") or {}
+    tgt, _ = _target(c16, W4_BASE) if c16 else (None, None)
+    need = base.get(W4_BASE) / tgt if base.get(W4_BASE) and tgt else None
+    out.append(C.compare("claim.gemm.lib.w4.flush.reach", need, base.get(FLUSH_BOUNDS["copy"]),
+                         lower="比搬同样多字节的一次拷贝还短：按这个参照，目标超出了读一遍权重所能做到的",
+                         higher="比搬同样多字节的一次拷贝长：读一遍权重的时间本身并不挡住这个目标",
+                         tie="和搬同样多字节的一次拷贝差不多：目标恰在读一遍权重所能做到的边上", tol=0.02))
+    gap = _load_gap(fl)
+    out.append(C.compare("claim.gemm.lib.w4.flush.gap", gap.get("clean"), gap.get("write"), tol=0.1,
+                         higher="多出来的这一段在干净的冲刷下更长：展开与乘法没能藏进读权重的时间里，它们成了要缩短的部分",
+                         lower="多出来的这一段在干净的冲刷下更短",
+                         tie="两种冲刷下多出来的这一段差不多长"))
+    return out
+
+
 def _probes(results: dict | None) -> dict[str, float]:
     """The timing probes of the per-element wgmma pipeline at M=16: ``nomma``, ``noexpand`` and the complete
     kernel timed beside them, ``full`` (µs); the other kernels' ``loadonly``/``mmaonly`` probes are read elsewhere."""

@@ -157,12 +157,18 @@ def merge_results(paths: Iterable[Path | str], names: Iterable[str] | None = Non
         for sname, suite in data.get("suites", {}).items():
             merged["suites"][sname] = {**suite, "copy_bandwidth_gbps": data.get("copy_bandwidth_gbps"), "run": name}
         protocol = protocol or data.get("protocol")
-        if data.get("protocol") != protocol:
+        if _same_protocol(data.get("protocol")) != _same_protocol(protocol):
             raise ValueError(f"{p}: timing protocol differs from the earlier inputs'")
     merged["provenance"] = summary_provenance(merged["runs"])
     merged["protocol"] = protocol
     merged["quick"] = False
     return merged
+
+
+def _same_protocol(p: dict | None) -> dict | None:
+    """A recorded protocol in comparable form: a record from before ``flush_mode`` existed flushed
+    by writing (the only mode then), so the missing key reads as ``"write"``."""
+    return None if p is None else {"flush_mode": "write", **p}
 
 
 # ---------------------------------------------------------------- the manifest

@@ -904,3 +904,65 @@ def test_post_sentences_follow_the_searches():
     v = tiles.library_values(res(po=19.0, other_po=18.0))
     assert v["derived.gemm.lib.w4.post.m16_pair_po_us"] == "19.0" and v["derived.gemm.lib.w4.post.m16_po_us"] == "18.0"
     assert v["derived.gemm.lib.w4.post.fold_ffma"] == "8" and v["derived.gemm.lib.w4.post.saved_hmul2"] == "32"
+
+
+def test_flush_sentences_follow_the_flush_suite():
+    """The flush section of the W4A16 pages: who pays more for the write flush's dirty lines (over 1 µs), how many
+    decode targets hold under the clean flush, 4096^3 against its target, the M = 16 kernel against cuBLAS on the
+    same bytes (2 %), the target's time against a copy of the same bytes, and the kernel's time beyond its load path
+    under each flush; every sentence turns with made-up records, and the table and figures come from them."""
+    from coursebook import tiles
+
+    shapes = {1: (19.4, 19.3, 48.2, 40.1, 2.5), 16: (18.4, 17.2, 43.9, 35.1, 2.5), 64: (25.3, 25.2, 45.6, 38.9, 2.0),
+              128: (34.6, 34.0, 45.2, 37.6, 1.3), 4096: (203.6, 187.4, 206.0, 181.0, 0.9)}
+
+    def res(over=None, m16_bounds=None):
+        recs = []
+        for m, (kw, kc, bw, bc, tgt) in shapes.items():
+            kw, kc, bw, bc = (over or {}).get(m, (kw, kc, bw, bc))
+            shape = f"{m}x8192x8192" if m < 4096 else "4096x4096x4096"
+            for mode, k, b in (("write", kw, bw), ("clean", kc, bc)):
+                base = {"cuBLAS fp16 weights": b / 1e3}
+                if m == 16:
+                    bounds = (m16_bounds or {}).get(mode, {"write": (16.1, 19.4, 14.1, 3.8), "clean": (12.7, 17.1, 11.6, 3.6)}[mode])
+                    base.update({"load path alone": bounds[0] / 1e3, "cuBLAS fp16, same bytes (16x2112x8192)": bounds[1] / 1e3,
+                                 "torch copy, same bytes moved": bounds[2] / 1e3, "one-element add": bounds[3] / 1e3})
+                x = b / k
+                recs.append({"kind": "bench", "name": f"{mode} flush: w4a16 {shape}", "ms": k / 1e3, "baselines": base,
+                             "speedup": {lab: t * 1e3 / k for lab, t in base.items()}, "frac_copy_bw": 0.4, "copy_gbps": 4260.0,
+                             "shape": [m, 8192, 8192] if m < 4096 else [4096] * 3,
+                             "targets": {"speedup:cuBLAS fp16 weights": {"target": tgt, "value": x, "met": x >= tgt}}})
+        return {"suites": {"gemm.flush": {"records": recs}}}
+
+    def pick(r, key):
+        return next(c for c in tiles.flush_claims(r) if c.key == f"claim.gemm.lib.w4.flush.{key}").case
+
+    r = res()
+    assert [pick(r, k) for k in ("cost", "targets", "square", "same", "reach", "gap")] == [
+        "library", "none", "above", "tie", "higher", "higher"]
+    v = tiles.flush_values(r)
+    assert (v["derived.gemm.lib.w4.flush.cublas_extra_lo"], v["derived.gemm.lib.w4.flush.cublas_extra_hi"]) == ("6.7", "8.8")
+    assert v["derived.gemm.lib.w4.flush.w4_extra_hi"] == "1.2" and v["derived.gemm.lib.w4.flush.same_rows"] == "2112"
+    assert v["derived.gemm.lib.w4.flush.m16_need_us"] == "14.0"  # 35.1 / 2.5
+    assert (v["derived.gemm.lib.w4.flush.m16_gap_write_us"], v["derived.gemm.lib.w4.flush.m16_gap_clean_us"]) == ("2.3", "4.5")
+    assert v["derived.gemm.lib.w4.flush.w4_copy_lo"] == "40"
+    table = tiles.flush_table(r)
+    assert "| 16×8192×8192 | 18.4 / 17.2 | 43.9 / 35.1 | 2.39× / 2.04× | ≥ 2.5× |" in table
+    # the kernel pays as much as cuBLAS: no side pays over 1 µs more; the kernel pays more everywhere
+    same = {m: (k, k - (bw - bc), bw, bc) for m, (k, _, bw, bc, _) in shapes.items() if m < 4096}
+    assert pick(res(over=same), "cost") == "none"
+    worse = {m: (k + 10, k, bw, bc) for m, (k, _, bw, bc, _) in shapes.items() if m < 4096}
+    assert pick(res(over=worse), "cost") == "kernel"
+    # under the clean flush the targets hold at 2 of 4 shapes, then at all; 4096^3 falls below 0.9x
+    assert pick(res(over={1: (19.4, 15.0, 48.2, 40.1), 16: (18.4, 13.0, 43.9, 35.1)}), "targets") == "some"
+    fast = {m: (k, bc / (t + 0.1), bw, bc) for m, (k, _, bw, bc, t) in shapes.items() if m < 4096}
+    assert pick(res(over=fast), "targets") == "all"
+    assert pick(res(over={4096: (203.6, 210.0, 206.0, 181.0)}), "square") == "below"
+    # against cuBLAS on the same bytes, and the target against the copy; the gap under the clean flush
+    assert pick(res(m16_bounds={"clean": (12.7, 19.0, 11.6, 3.6)}), "same") == "lower"
+    assert pick(res(m16_bounds={"clean": (12.7, 15.0, 11.6, 3.6)}), "same") == "higher"
+    assert pick(res(m16_bounds={"clean": (12.7, 17.1, 15.0, 3.6)}), "reach") == "lower"
+    assert pick(res(m16_bounds={"clean": (16.0, 17.1, 11.6, 3.6)}), "gap") == "lower"  # 1.2 µs against 2.3
+    assert pick(res(m16_bounds={"clean": (15.0, 17.1, 11.6, 3.6)}), "gap") == "tie"  # 2.2 µs against 2.3
+    assert all(c.case is None for c in tiles.flush_claims({"suites": {}}))
+    assert tiles.flush_values({"suites": {}})["derived.gemm.lib.w4.flush.m16_clean_us"] == "—"

@@ -79,6 +79,16 @@ def test_merge_keeps_the_later_suite_and_refuses_what_does_not_belong(tmp_path):
             R.merge_results([a, c])
 
 
+def test_a_protocol_from_before_flush_mode_reads_as_the_write_flush(tmp_path):
+    a, b, c = tmp_path / "x.run1.json", tmp_path / "x.run2.json", tmp_path / "x.run3.json"
+    a.write_text(json.dumps(_run(suites=("s",))))
+    b.write_text(json.dumps(_run(suites=("t",), protocol={"describe": "p", "flush_mode": "write"})))
+    c.write_text(json.dumps(_run(suites=("t",), protocol={"describe": "p", "flush_mode": "clean"})))
+    assert set(R.merge_results([a, b])["suites"]) == {"s", "t"}
+    with pytest.raises(ValueError, match="protocol"):
+        R.merge_results([a, c])
+
+
 def test_a_live_run_writes_the_next_raw_file_never_the_merged_one(tmp_path):
     (tmp_path / "raw").mkdir()
     assert R.next_raw_path("NVIDIA H200", tmp_path).name == "nvidia-h200.run1.json"
