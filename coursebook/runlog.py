@@ -346,6 +346,13 @@ def repeats_markdown(device: str = "nvidia-h200") -> str:
                              f"{_cell(r.get('name'))} | `{best}` | {bms * 1e3:.1f} | " if bms else
                              f"| {run_number(fname)} | {str(s.get('date', '?'))[:16]} | {_cell(r.get('name'))} | `{best}` | — | ")
                 lines[-1] += (f"{b['ms'] * 1e3:.1f} | " if b.get("ms") else "— | ") + f"{sp} |"
+            searched = {r.get("name") for r in s.get("records", []) if r.get("kind") == "search"}
+            for name, b in benches.items():  # a bench with no search before it (a fixed kernel timed again)
+                if name in searched or not b.get("ms"):
+                    continue
+                sp = "；".join(f"{k} {v:.3f}×" for k, v in (b.get("speedup") or {}).items() if v is not None) or "—"
+                lines.append(f"| {run_number(fname)} | {str(s.get('date', '?'))[:16].replace('T', ' ')} | "
+                             f"{_cell(name)}（未搜索） | — | — | {b['ms'] * 1e3:.1f} | {sp} |")
         out.append("\n".join(lines))
     return "\n\n".join(out)
 

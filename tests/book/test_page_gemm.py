@@ -62,13 +62,13 @@ def _page_values(results):
 
     return {**tiles.exercise_values(), **tiles.splitk_values(results), **tiles.streamk_values(results),
             **tiles.variant_values(results), **tiles.library_values(results), **tiles.streamk_ws_values(results),
-            **gemm_ladder.pipeline_values(),
+            **tiles.flush_values(results), **gemm_ladder.pipeline_values(),
             **gemm_ladder.tuned_values(results), **gemm_ladder.replicate_values(results),
             **gemm_ladder.fp8_values(results), **ncu.gemm_values(), **ncu.w4a16_values(),
             **C.claim_values(gemm_ladder.ladder_claims(results), gemm_ladder.ws_claims(results),
                              gemm_ladder.fp8_claims(results), gemm_ladder.lowp_claims(results),
                              tiles.variant_claims(results), tiles.library_claims(results), tiles.wave_claims(results),
-                             tiles.streamk_ws_claims(results),
+                             tiles.streamk_ws_claims(results), tiles.flush_claims(results),
                              ncu.w4a16_claims({} if results is None else None))}
 
 
