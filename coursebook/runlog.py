@@ -347,14 +347,14 @@ def repeats_markdown(device: str = "nvidia-h200") -> str:
                              f"| {run_number(fname)} | {str(s.get('date', '?'))[:16]} | {_cell(r.get('name'))} | `{best}` | — | ")
                 lines[-1] += (f"{b['ms'] * 1e3:.1f} | " if b.get("ms") else "— | ") + f"{sp} |"
             searched = {r.get("name") for r in s.get("records", []) if r.get("kind") == "search"}
-            for name, b in benches.items():  # a bench with no search before it (a fixed kernel timed again): its
-                # time and its speed-up over the first baseline (the library), so that the page stays short
-                if name in searched or not b.get("ms"):
-                    continue
-                first = next(((k, v) for k, v in (b.get("speedup") or {}).items() if v is not None), None)
-                sp = f"{first[0]} {first[1]:.3f}×" if first else "—"  # the library only: one line a row
+            alone = [b for n, b in benches.items() if n not in searched and b.get("ms")]
+            if alone:  # benches with no search before them (fixed kernels timed again): one row a run, so the page
+                # stays short; their speed-ups over the first baseline (the library) as a range
+                xs = [next((v for v in (b.get("speedup") or {}).values() if v is not None), None) for b in alone]
+                xs = [x for x in xs if x is not None]
+                rng = f"对第一个基线 {min(xs):.3f}×–{max(xs):.3f}×" if xs else "—"
                 lines.append(f"| {run_number(fname)} | {str(s.get('date', '?'))[:16].replace('T', ' ')} | "
-                             f"{_cell(name)}（未搜索） | — | — | {b['ms'] * 1e3:.1f} | {sp} |")
+                             f"{len(alone)} 次计时，未搜索 | — | — | — | {rng} |")
         out.append("\n".join(lines))
     return "\n\n".join(out)
 
