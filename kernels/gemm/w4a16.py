@@ -48,7 +48,9 @@ Further knobs, each a candidate of the H200 search (:data:`CANDIDATES`):
   half of the activations; the upper block hands each consumer's fp32 partial to the lower
   one by one SM-to-SM bulk copy, and the lower block adds and stores.
 * ``inst="mma"`` (:func:`w4a16_gemm_mma`): the warp-level ``mma.sync`` m16n8k16 instead of
-  wgmma, each warp on its 16 weight rows;
+  wgmma, each warp on its 16 weight rows; with it the activation tile may be 8 rows (``block_M=8``, for
+  M <= 8): one n8 tile per k16 step instead of two, half the activation ring, the tensor-core work and
+  the fold of a 16-row tile whose rows past M are zeros;
 * ``chunk``: a stage is expanded in pieces of ``chunk`` of K into two register buffers used in
   turn; a piece's wgmma is left running while the next piece is expanded, and a buffer is
   written again only once the wgmma that read it has completed (``wait_wgmma<1>``), so inside
@@ -276,9 +278,12 @@ def check_config(M: int, N: int, K: int, *, group: int, block_M: int, block_K: i
     rows = block_rows(split)
     for name, v in (("M", M), ("N", N), ("K", K), ("group", group), ("block_K", block_K), ("stages", stages)):
         require(isinstance(v, int) and v > 0, f"{name}={v} must be a positive integer")
-    require(block_M % 16 == 0 and 16 <= block_M <= 256,
-            f"block_M={block_M} is wgmma's N here: a multiple of 16 from 16 to 256 "
-            f"(N = 8 mod 16 hits the 0.1.x wgmma bug, see common.check_wgmma_n)")
+    require((block_M % 16 == 0 and 16 <= block_M <= 256) or (block_M == 8 and inst == "mma"),
+            f"block_M={block_M} is the tensor-core instruction's N here: a multiple of 16 from 16 to 256 "
+            f"(N = 8 mod 16 hits the 0.1.x wgmma bug, see common.check_wgmma_n), or 8 with inst='mma' (one n8 "
+            f"tile of mma.sync)")
+    require(block_M != 8 or M <= 8, f"block_M=8 is the activation tile of a decode step of at most 8 rows: M={M} "
+                                    f"would read every weight once per 8 rows")
     require(group % 2 == 0 and K % group == 0, f"K={K} must be a multiple of the (even) scale group {group}")
     require(K % block_K == 0 and block_K % 16 == 0, f"K={K} must be a multiple of block_K={block_K} (itself of 16)")
     require(group % block_K == 0 or block_K % group == 0, f"group={group} and block_K={block_K} must nest")

@@ -348,3 +348,36 @@ def test_post_kernels_multiply_each_groups_partial_by_its_scale(fresh_compiles):
     assert expands == 4 and "w4p::expand<" not in src and "mma_sync<" in src  # 2 pieces x 2 consumers
     assert len(re.findall(r"\*\(float4\*\)\(g[01] \+ \(i_\d+ \* 4\)\) = make_float4\(broadcast", src)) == expands
     assert src.count("__half22float2(") == expands
+
+
+def test_eight_row_activation_tiles_are_for_mma_and_at_most_eight_rows():
+    """``block_M=8`` (one n8 tile of mma.sync a k16 step) is accepted for the warp-level path and M <= 8 only;
+    each refusal names its constraint."""
+    from measure.suites.gemm import w4a16 as suite
+
+    kw = dict(group=128, block_M=8, block_K=256, stages=12, split="k", cluster=1, inst="mma", chunk=128, wide=True,
+              perm=True, post=True)
+    for M in (1, 5, 8):
+        w4a16.check_config(M, 8192, 8192, **kw)
+    with pytest.raises(ValueError, match="at most 8 rows: M=9"):
+        w4a16.check_config(9, 8192, 8192, **kw)
+    with pytest.raises(ValueError, match="or 8 with inst='mma'"):
+        w4a16.check_config(1, 8192, 8192, **{**kw, "inst": "wgmma", "chunk": 0, "post": False})
+    with pytest.raises(ValueError, match="a multiple of 16 from 16 to 256"):
+        w4a16.check_config(1, 8192, 8192, **{**kw, "block_M": 24})
+    eight = [c for c in suite.CANDIDATES["decode"] if c.get("block_M") == 8]
+    assert eight and all(w4a16.label(c).startswith("m8_") for c in eight)
+    assert any(cfg.get("block_M") == 8 and M <= 8 for (M, _, _), cfg in suite.RAGGED)  # checked on a ragged M
+
+
+@pytest.mark.slow
+def test_eight_row_tiles_issue_one_mma_per_k16_step(fresh_compiles):
+    """At M = 1 the 8-row tile loads its activations with ldmatrix.x2 and issues one m16n8k16 per k16 step of each
+    scale group, where the 16-row tile loads x4 and issues two."""
+    counts = {}
+    for bm in (8, 16):
+        cfg = w4a16.config(bm, 256, 4, inst="mma", chunk=128, wide=True, perm=True, post=True)
+        src = w4a16.build(1, 1024, 2048, 128, cfg).get_kernel_source()
+        counts[bm] = (src.count("mma_sync<"), src.count("ptx_ldmatrix_x2("), src.count("ptx_ldmatrix_x4("))
+    assert counts[8][1] > 0 and counts[8][2] == 0 and counts[16][1] == 0 and counts[16][2] > 0, counts
+    assert 2 * counts[8][0] == counts[16][0], counts

@@ -90,6 +90,13 @@ CANDIDATES: dict[str, list[dict[str, Any]]] = {
                _c(16, 256, 12, inst="mma", chunk=128, wide=True, consumers=4, perm=True, post=True),
                _c(16, 256, 8, inst="mma", chunk=128, wide=True, consumers=4, perm=True, post=True),
                _c(16, 256, 12, inst="mma", chunk=128, wide=True, consumers=4, tiled=True, perm=True, post=True),
+               # an activation tile of 8 rows for M <= 8 (mma.sync's n8; refused at M = 16): half the tensor-core
+               # work, the activation ring and the fold of the 16-row tile, whose rows past M are zeros
+               _c(8, 256, 8, inst="mma", chunk=128, wide=True, perm=True, post=True),
+               _c(8, 256, 12, inst="mma", chunk=128, wide=True, perm=True, post=True),
+               _c(8, 256, 16, inst="mma", chunk=128, wide=True, perm=True, post=True),
+               _c(8, 512, 8, inst="mma", chunk=128, wide=True, perm=True, post=True),
+               _c(8, 256, 12, inst="mma", chunk=128, wide=True, tiled=True, perm=True, post=True),
                # the four-consumer winner of the last search on tiled interleaved weights, and with longer stages
                _c(16, 256, 12, wide=True, consumers=4, tiled=True, perm=True), _c(16, 512, 4, wide=True, consumers=4, perm=True),
                # the TMA decode kernel (kernels.gemm.w4a16_tma): the weights through a TMA ring (`stages` slots of
@@ -168,6 +175,7 @@ RAGGED: list[tuple[tuple[int, int, int], dict[str, Any]]] = [
     ((13, 1024, 2048), _c(16, 256, 8, inst="mma", chunk=128, wide=True, tiled=True, perm=True, post=True)),
     ((100, 2048, 1024), _c(64, 256, 4, inst="mma", chunk=128, wide=True, perm=True, post=True)),
     ((13, 1024, 2048), _c(16, 256, 8, inst="mma", chunk=128, wide=True, consumers=4, perm=True, post=True)),
+    ((5, 1024, 2048), _c(8, 256, 8, inst="mma", chunk=128, wide=True, perm=True, post=True)),
     ((100, 2048, 2048), _c(64, 128, 4, "n", stages_w=8, kpair=True, wide=True, perm=True)),
     ((300, 1024, 2048), _c(128, 128, 2, "n", stages_w=4, kpair=True, wide=True, perm=True)),
 ]
