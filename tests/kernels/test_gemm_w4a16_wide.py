@@ -368,6 +368,12 @@ def test_eight_row_activation_tiles_are_for_mma_and_at_most_eight_rows():
     eight = [c for c in suite.CANDIDATES["decode"] if c.get("block_M") == 8]
     assert eight and all(w4a16.label(c).startswith("m8_") for c in eight)
     assert any(cfg.get("block_M") == 8 and M <= 8 for (M, _, _), cfg in suite.RAGGED)  # checked on a ragged M
+    # the suite builds them for M = 1 only, not at M = 16, where the configuration check would refuse them
+    keys = suite.build_thunks(suite.DECODE_SHAPES[:2])
+    labels = {w4a16.label(c) for c in eight}
+    assert suite.DECODE_SHAPES[0][0] == 1 and suite.DECODE_SHAPES[1][0] == 16
+    assert {k.split("@")[0] for k in keys if k.endswith("@1x8192x8192")} >= labels
+    assert not {k.split("@")[0] for k in keys if k.endswith("@16x8192x8192")} & labels
 
 
 @pytest.mark.slow

@@ -233,6 +233,13 @@ def make_inputs(h: Any, M: int, N: int, K: int, group: int = 128) -> tuple[Any, 
     return a, packed, scales, w16
 
 
+def applies(cfg: dict[str, Any], M: int) -> bool:
+    """Whether a candidate of M's regime is built for M: an 8-row activation tile serves M <= 8 only (at
+    M = 16 it would read every weight twice; :func:`kernels.gemm.w4a16.check_config` refuses it); the
+    search lists the others as skipped."""
+    return cfg.get("block_M") != 8 or M <= 8
+
+
 def build_thunks(shapes: list[tuple[int, int, int]], skip: tuple[str, ...] = (), group: int = 128,
                  candidates: "dict[str, list[dict[str, Any]]] | None" = None,
                  ragged: "list[tuple[tuple[int, int, int], dict[str, Any]]] | None" = None,
@@ -247,7 +254,7 @@ def build_thunks(shapes: list[tuple[int, int, int]], skip: tuple[str, ...] = (),
     thunks: dict[str, Any] = {}
     for (M, N, K) in shapes:
         for cfg in candidates[regime(M)]:
-            if label(cfg) not in skip:
+            if label(cfg) not in skip and applies(cfg, M):
                 thunks[f"{label(cfg)}@{M}x{N}x{K}"] = (lambda m=M, n=N, k=K, c=cfg: build(m, n, k, group, c))
     for (M, N, K), cfg in ragged:
         if label(cfg) not in skip:
