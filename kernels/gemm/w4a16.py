@@ -270,6 +270,12 @@ def grid(M: int, N: int, *, block_M: int, split: str, kpair: bool = False) -> tu
     return N // block_rows(split) * (2 if kpair else 1), -(-M // block_M)
 
 
+def serves(block_M: int, M: int) -> bool:
+    """Whether an activation tile of ``block_M`` rows serves ``M`` rows: the 8-row tile (``inst="mma"``) is for
+    decode steps of at most 8 rows; a larger M would read every weight once per 8 rows."""
+    return block_M != 8 or M <= 8
+
+
 def check_config(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, stages: int, split: str,
                  cluster: int, stages_w: int = 0, kpair: bool = False, chunk: int = 0, wide: bool = False,
                  inst: str = "wgmma", consumers: int = 2, tiled: bool = False, perm: bool = False,
@@ -282,8 +288,8 @@ def check_config(M: int, N: int, K: int, *, group: int, block_M: int, block_K: i
             f"block_M={block_M} is the tensor-core instruction's N here: a multiple of 16 from 16 to 256 "
             f"(N = 8 mod 16 hits the 0.1.x wgmma bug, see common.check_wgmma_n), or 8 with inst='mma' (one n8 "
             f"tile of mma.sync)")
-    require(block_M != 8 or M <= 8, f"block_M=8 is the activation tile of a decode step of at most 8 rows: M={M} "
-                                    f"would read every weight once per 8 rows")
+    require(serves(block_M, M), f"block_M=8 is the activation tile of a decode step of at most 8 rows: M={M} "
+                                f"would read every weight once per 8 rows")
     require(group % 2 == 0 and K % group == 0, f"K={K} must be a multiple of the (even) scale group {group}")
     require(K % block_K == 0 and block_K % 16 == 0, f"K={K} must be a multiple of block_K={block_K} (itself of 16)")
     require(group % block_K == 0 or block_K % group == 0, f"group={group} and block_K={block_K} must nest")

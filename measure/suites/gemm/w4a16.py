@@ -14,7 +14,7 @@ import os
 from typing import Any
 
 from kernels.gemm.lowp import dequant_weight, pack_int4
-from kernels.gemm.w4a16 import build, config as _c, kernel_weights, label
+from kernels.gemm.w4a16 import build, config as _c, kernel_weights, label, serves
 from kernels.gemm.w4a16_dec import config as _d
 from kernels.gemm.w4a16_tma import config as _t
 from ledger.w4a16 import DECODE_SHAPES, SQUARE_SHAPE, fp16_cost, gain_bound, roofline, w4a16_cost
@@ -234,10 +234,9 @@ def make_inputs(h: Any, M: int, N: int, K: int, group: int = 128) -> tuple[Any, 
 
 
 def applies(cfg: dict[str, Any], M: int) -> bool:
-    """Whether a candidate of M's regime is built for M: an 8-row activation tile serves M <= 8 only (at
-    M = 16 it would read every weight twice; :func:`kernels.gemm.w4a16.check_config` refuses it); the
-    search lists the others as skipped."""
-    return cfg.get("block_M") != 8 or M <= 8
+    """Whether a candidate of M's regime is built for M (:func:`kernels.gemm.w4a16.serves`: an 8-row
+    activation tile serves M <= 8 only); the search lists the others as skipped."""
+    return "block_M" not in cfg or serves(cfg["block_M"], M)
 
 
 def build_thunks(shapes: list[tuple[int, int, int]], skip: tuple[str, ...] = (), group: int = 128,
