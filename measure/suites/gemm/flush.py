@@ -31,7 +31,7 @@ from measure.suites.gemm.w4a16 import TARGETS as W4_TARGETS, make_inputs
 
 #: The bench winners of the W4A16 searches the pages read, by shape.
 W4A16_WINNERS: dict[tuple[int, int, int], dict[str, Any]] = {
-    (1, 8192, 8192): _c(16, 256, 12, wide=True, consumers=4, tiled=True, perm=True),
+    (1, 8192, 8192): _c(8, 256, 12, inst="mma", chunk=128, wide=True, tiled=True, perm=True, post=True),
     (16, 8192, 8192): _c(16, 256, 8, inst="mma", chunk=128, wide=True, perm=True, post=True),
     (64, 8192, 8192): _c(64, 256, 4, stages_w=8, wide=True, perm=True),
     (128, 8192, 8192): _c(128, 128, 4, stages_w=8, wide=True, perm=True),
