@@ -49,7 +49,7 @@ pdf: venv
 	$(VPY) -m coursebook.pdf
 
 test: venv test-ledger-bare
-	$(VPY) -m pytest tests
+	$(VPY) -m pytest tests --durations=40
 
 # ledger is standard-library only: run its CLI and tests/ledger from the checkout with a
 # throwaway venv holding nothing but pytest (the lock's pins), never the course's .venv.

@@ -677,7 +677,7 @@ def _post(results: dict | None) -> dict:
     out: dict = {}
     for key, shape in W4_SHAPES[:2]:
         ms = (search(results, f"w4a16 {shape}") or {}).get("ms") or {}
-        po = {k: t for k, t in ms.items() if t and "_po" in k}
+        po = {k: t for k, t in ms.items() if t and "_po" in k and not k.startswith("m8_")}  # 8 rows: see _m8()
         il = [t for k, t in ms.items() if t and "_il" in k and "_po" not in k]
         if not po or not il:
             continue
@@ -685,6 +685,19 @@ def _post(results: dict | None) -> dict:
         out[key] = {"po": min(po.values()) * 1e3, "il": min(il) * 1e3,
                     "pair": (ctl[0][0] * 1e3, ms[ctl[0][1].replace("_po", "")] * 1e3) if ctl else None}
     return out
+
+
+def _m8(results: dict | None) -> dict:
+    """At M = 1: the best time (µs) among the candidates with an 8-row activation tile (labels ``m8_``, mma.sync's
+    n8 operand), the best among those of the same kernel module with a 16-row tile (``m16_``), how many 8-row
+    candidates ran, and whether the bench winner is one of them; an empty dict without both kinds."""
+    ms = (search(results, "w4a16 1x8192x8192") or {}).get("ms") or {}
+    m8 = [t for k, t in ms.items() if t and k.startswith("m8_")]
+    m16 = [t for k, t in ms.items() if t and k.startswith("m16_")]
+    if not m8 or not m16:
+        return {}
+    winner = (bench(results, "w4a16 1x8192x8192") or {}).get("label") or ""
+    return {"m8": min(m8) * 1e3, "m16": min(m16) * 1e3, "n": len(m8), "won": winner.startswith("m8_")}
 
 
 def _kpair(results: dict | None) -> dict:
@@ -833,6 +846,10 @@ def library_values(results: dict | None) -> dict[str, str]:
         pair = r.get("pair")
         v[f"derived.gemm.lib.w4.post.{key}_pair_po_us"] = f"{pair[0]:.1f}" if pair else d
         v[f"derived.gemm.lib.w4.post.{key}_pair_ctl_us"] = f"{pair[1]:.1f}" if pair else d
+    m8 = _m8(results)
+    for k in ("m8", "m16"):
+        v[f"derived.gemm.lib.w4.m8.{k}_us"] = f"{m8[k]:.1f}" if m8 else d
+    v["derived.gemm.lib.w4.m8.n"] = str(m8["n"]) if m8 else d
     kp = _kpair(results)
     for key, _ in W4_SHAPES[2:4]:
         pair = kp.get(key)
@@ -844,6 +861,7 @@ def library_values(results: dict | None) -> dict[str, str]:
     fold = post_fold(16, rows=WG_ROWS)  # post at M = 16 (a 16-row activation tile), per thread and group
     v["derived.gemm.lib.w4.post.fold_ffma"] = str(fold["ffma"])
     v["derived.gemm.lib.w4.post.saved_hmul2"] = str(fold["hmul2"])
+    v["derived.gemm.lib.w4.m8.fold_ffma"] = str(post_fold(8, rows=WG_ROWS)["ffma"])  # the 8-row tile's fold
     new, old = _qk_store(results)
     v["derived.gemm.lib.bmm.qk.store_new_us"] = d if new is None else f"{new:.1f}"
     v["derived.gemm.lib.bmm.qk.store_old_us"] = d if old is None else f"{old:.1f}"
@@ -1014,8 +1032,9 @@ def library_claims(results: dict | None) -> list:
     near_txt = "".join(f"（M = {m} 时是 {x:.4f}×，保留两位与目标 {t}× 相同，实际还差 {100 * (1 - x / t):.2f}%）"
                        for m, x, t in near)
     out.append(C.every("claim.gemm.lib.w4.targets", mets if recs else [],
-                       all_="这 {n} 个形状都到了事先定的加速比", some="这 {n} 个形状里只有 {k} 个到了事先定的加速比{near}",
-                       none="这 {n} 个形状没有一个到了事先定的加速比{near}", near=near_txt))
+                       all_="这 {n} 个形状都到了事先定的加速比", some="这 {n} 个形状里只有 {met} 到了事先定的加速比{near}",
+                       none="这 {n} 个形状没有一个到了事先定的加速比{near}", near=near_txt,
+                       met="、".join(f"M = {r['shape'][0]}" for r, ok in zip(recs, mets) if ok)))
     sq = bench(results, "w4a16 4096x4096x4096") or {}
     tgt, _ = _target(sq, W4_BASE)
     out.append(C.threshold("claim.gemm.lib.w4.square", (sq.get("speedup") or {}).get(W4_BASE), tgt or 0.0,
@@ -1059,6 +1078,13 @@ def library_claims(results: dict | None) -> list:
     post = _post(results)
     out.append(_faster_claim("claim.gemm.lib.w4.post.ctl", [r["pair"] for r in post.values() if r["pair"]]))
     out.append(_faster_claim("claim.gemm.lib.w4.post.best", [(r["po"], r["il"]) for r in post.values()]))
+    m8 = _m8(results)
+    out.append(C.compare("claim.gemm.lib.w4.m8", m8.get("m8"), m8.get("m16"), tol=0.02,
+                         lower="8 行的快了 {pct}%", higher="8 行的反而慢了 {pct}%", tie="两者相差不到 2%",
+                         pct=f"{100 * abs(1 - m8['m8'] / m8['m16']):.0f}" if m8 else ""))
+    out.append(C.choose("claim.gemm.lib.w4.m8.won", None if not m8 else "yes" if m8["won"] else "no", {
+        "yes": "上表 M = 1 那一行的胜者就是一个 8 行的配置",
+        "no": "上表 M = 1 那一行的胜者仍是 16 行的配置"}))
     kp = list(_kpair(results).values())
     out.append(C.choose("claim.gemm.lib.w4.kp", _faster_case(kp)[0], {
         "faster": "测到的 {n} 个形状上它都快出 2% 以上：片上的激活流量减半，换来了时间",

@@ -395,6 +395,7 @@ def test_library_claims_follow_the_records():
     bad = res([(1, 2.6, 3.9), (16, 2.7, 3.8), (64, 1.6, 2.6), (128, 1.2, 1.3)], (16.6, 19.0), 1.3)
     assert pick(bad, "claim.gemm.lib.w4.shrinks").case == "not"
     assert pick(bad, "claim.gemm.lib.w4.targets").case == "some"
+    assert "只有 M = 1、M = 16 到了" in pick(bad, "claim.gemm.lib.w4.targets").text  # the shapes that met, by name
     assert pick(bad, "claim.gemm.lib.w4.overlap").case == "higher"
     assert pick(bad, "claim.gemm.lib.grp.bound").case == "above"
     over = res([(1, 2.6, 3.9), (16, 2.3, 3.8), (64, 1.8, 2.6), (128, 1.31, 1.30)], (16.6, 17.4), 1.19)
@@ -904,6 +905,40 @@ def test_post_sentences_follow_the_searches():
     v = tiles.library_values(res(po=19.0, other_po=18.0))
     assert v["derived.gemm.lib.w4.post.m16_pair_po_us"] == "19.0" and v["derived.gemm.lib.w4.post.m16_po_us"] == "18.0"
     assert v["derived.gemm.lib.w4.post.fold_ffma"] == "8" and v["derived.gemm.lib.w4.post.saved_hmul2"] == "32"
+
+
+def test_eight_row_sentences_follow_the_m1_search():
+    """The 8-row activation tile at M = 1: its best candidate against the best 16-row one of the same module (the
+    decode kernels' ``dec_``/``tma_`` left out), within 2 % no difference; whether the bench winner has 8 rows;
+    the 8-row candidates stay out of the post comparison (a 16-row kernel's scale after the MMA)."""
+    from coursebook import tiles
+
+    def res(m8=17.0, m16=18.5, won=True, dec=15.0):
+        ms = {"m8_k256_s12_k_mma_x128_il_po_wd": m8 / 1e3, "m8_k256_s8_k_mma_x128_il_po_wd": 0.0199,
+              "m16_k256_s12_k_mma_x128_il_po_wd": 0.0190, "m16_k256_s12_k_mma_x128_il_wd": 0.0210,
+              "m16_k256_s12_k_q4_il_wd": m16 / 1e3, "dec_r128_kw1_sk4_d4": dec / 1e3, "tma_r128_sk4_st4_g1": dec / 1e3}
+        label = "m8_k256_s12_k_mma_x128_il_po_wd" if won else "m16_k256_s12_k_q4_il_wd"
+        return {"suites": {"gemm.w4a16": {"records": [
+            {"kind": "search", "name": "w4a16 1x8192x8192", "ms": ms},
+            {"kind": "bench", "name": "w4a16 1x8192x8192", "ms": 0.018, "label": label}]}}}
+
+    pick = lambda r, k: next(c for c in tiles.library_claims(r) if c.key == k)  # noqa: E731
+    c = pick(res(), "claim.gemm.lib.w4.m8")
+    assert c.case == "lower" and "快了 8%" in c.text
+    assert pick(res(m8=18.3), "claim.gemm.lib.w4.m8").case == "tie"
+    c = pick(res(m8=19.5), "claim.gemm.lib.w4.m8")
+    assert c.case == "higher" and "慢了 5%" in c.text
+    assert pick(res(), "claim.gemm.lib.w4.m8.won").case == "yes"
+    assert pick(res(won=False), "claim.gemm.lib.w4.m8.won").case == "no"
+    no_m8 = {"suites": {"gemm.w4a16": {"records": [{"kind": "search", "name": "w4a16 1x8192x8192",
+                                                     "ms": {"m16_k256_s12_k_q4_il_wd": 0.0185}}]}}}
+    assert pick(no_m8, "claim.gemm.lib.w4.m8").case is None and pick(no_m8, "claim.gemm.lib.w4.m8.won").case is None
+    v = tiles.library_values(res())
+    assert v["derived.gemm.lib.w4.m8.m8_us"] == "17.0" and v["derived.gemm.lib.w4.m8.m16_us"] == "18.5"
+    assert v["derived.gemm.lib.w4.m8.n"] == "2"
+    assert v["derived.gemm.lib.w4.post.m1_po_us"] == "19.0"  # the 16-row post candidate, not the faster 8-row one
+    assert v["derived.gemm.lib.w4.m8.fold_ffma"] == "4" and v["derived.gemm.lib.w4.post.fold_ffma"] == "8"
+    assert tiles.library_values(no_m8)["derived.gemm.lib.w4.m8.m8_us"] == tiles.DASH
 
 
 def test_flush_sentences_follow_the_flush_suite():
