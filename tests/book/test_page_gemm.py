@@ -997,7 +997,10 @@ def test_flush_sentences_follow_the_flush_suite():
     worse = {m: (k + 10, k, bw, bc) for m, (k, _, bw, bc, _) in shapes.items() if m < 4096}
     assert pick(res(over=worse), "cost") == "kernel"
     # under the clean flush the targets hold at 2 of 4 shapes, then at all; 4096^3 falls below 0.9x
-    assert pick(res(over={1: (19.4, 15.0, 48.2, 40.1), 16: (18.4, 13.0, 43.9, 35.1)}), "targets") == "some"
+    two = res(over={1: (19.4, 15.0, 48.2, 40.1), 16: (18.4, 13.0, 43.9, 35.1)})
+    assert pick(two, "targets") == "some"
+    assert "只有 M = 1、M = 16 还到目标" in next(c.text for c in tiles.flush_claims(two)
+                                            if c.key == "claim.gemm.lib.w4.flush.targets")  # named, not counted
     fast = {m: (k, bc / (t + 0.1), bw, bc) for m, (k, _, bw, bc, t) in shapes.items() if m < 4096}
     assert pick(res(over=fast), "targets") == "all"
     assert pick(res(over={4096: (203.6, 210.0, 206.0, 181.0)}), "square") == "below"
