@@ -324,9 +324,10 @@ def w4a16_values(data: dict | None = None) -> dict[str, str]:
         out[f"derived.gemm.w4.ncu.{k}_dram_pct"] = DASH if not r else f"{r['dram_throughput_pct_of_peak']:.0f}"
     prov = ((recorded("ncu_w4a16") if data is None else data) or {}).get("provenance") or {}
     ncu_ver = (str(prov.get("ncu_version") or "").split() + [DASH, DASH])[1]  # "Version 2025.3.1.0 (build …)"
-    out["derived.gemm.w4.ncu.run"] = (DASH if not prov else
-                                      f"{prov.get('device', DASH)}，{str(prov.get('date', DASH))[:10]}，Nsight Compute "
-                                      f"{ncu_ver}，tilelang {prov.get('tilelang', DASH)}，torch {prov.get('torch', DASH)}")
+    out["derived.gemm.w4.ncu.provenance"] = (DASH if not prov else
+                                             f"{prov.get('device', DASH)}，{str(prov.get('date', DASH))[:10]}，"
+                                             f"Nsight Compute {ncu_ver}，tilelang {prov.get('tilelang', DASH)}，"
+                                             f"torch {prov.get('torch', DASH)}")
     r = rows["loadonly"]
     stall = next((s for s in (r or {}).get("top_stalls", []) if s["reason"] == "lg_throttle"), None)
     out["derived.gemm.w4.ncu.loadonly_lg_pct"] = DASH if not stall else f"{stall['pct']:.0f}"

@@ -526,7 +526,7 @@ def flush_claims(results: dict | None) -> list:
         "none": "{n} 个解码形状上，两边多付的时间相差都不到 {us} µs",
         "mixed": "{n} 个解码形状上，两边谁多付并不一致"}, n=len(extra), us=f"{FLUSH_PAYS_MORE_MS * 1e3:g}"))
     clean = [_target(p["clean"], W4_BASE)[1] for p in dec]
-    met = "、".join(f"M = {k[1:]}" for (k, p), ok in zip(((k, p) for k, p in fl.items() if k != "square"), clean) if ok)
+    met = "、".join(f"M = {k[1:]}" for k, ok in zip([k for k in fl if k != "square"], clean) if ok)  # fl keys: m1, m16, …
     out.append(C.every("claim.gemm.lib.w4.flush.targets", clean if dec else [],
                        all_="{n} 个解码形状仍然都到了目标", some="{n} 个解码形状里只有 {met} 还到目标",
                        none="{n} 个解码形状没有一个到目标", met=met))
