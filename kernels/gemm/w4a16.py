@@ -352,7 +352,7 @@ def check_config(M: int, N: int, K: int, *, group: int, block_M: int, block_K: i
 def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, stages: int, split: str,
              cluster: int, probe: str = "", stages_w: int = 0, kpair: bool = False, inst: str = "wgmma",
              chunk: int = 0, wide: bool = False, consumers: int = 2, tiled: bool = False, perm: bool = False,
-             post: bool = False, evict: bool = False):
+             post: bool = False):
     check_config(M, N, K, group=group, block_M=block_M, block_K=block_K, stages=stages, split=split,
                  cluster=cluster, stages_w=stages_w, kpair=kpair, chunk=chunk, wide=wide, inst=inst,
                  consumers=consumers, tiled=tiled, perm=perm, post=post)
@@ -371,7 +371,6 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
     n_loc = n_k // 2 if kpair else n_k  # K blocks of one block (kpair: its half of K)
     cdim = 2 if kpair else cluster
     arrivals = 4 * cluster * (1 if split == "k" else 2)  # lane 0 of each warp that read a stage
-    ep = "evict_first" if evict else None  # the L2 priority of the read-once weight and scale loads
 
     @T.macro
     def release(empty, s):
@@ -540,8 +539,6 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
     def produce(A, Bq, S, A_s, W_s, S_s, full, empty, sbar, m0, n0):
         """The one-ring producer (the block's scales, then per K block the activation tile and the
         packed weight tile into one slot)."""
-        # the scales keep the normal priority: their copy lowers to a 1-D bulk copy, for which tilelang 0.1.15
-        # has no cache-hint form (tl_templates/cuda/copy_sm90.h); they are 1 MB of the 34.6 MB at 8192 x 8192
         T.tma_copy(S[n0:n0 + rows, 0:G], S_s, barrier=sbar)
         T.barrier_arrive(sbar)
         for ko in T.serial(n_k):
@@ -555,10 +552,9 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
                 T.tma_copy(A[m0:m0 + block_M, k0:k0 + block_K], A_s[s, :, :], barrier=full[s])
             if tiled:  # the block's K block ko is one contiguous run of rows * block_K / 2 bytes
                 t0 = (n0 // rows * n_k + ko) * rows
-                T.tma_copy(Bq[t0:t0 + rows, 0:block_K // 2], W_s[s, :, :], barrier=full[s], eviction_policy=ep)
+                T.tma_copy(Bq[t0:t0 + rows, 0:block_K // 2], W_s[s, :, :], barrier=full[s])
             else:
-                T.tma_copy(Bq[n0:n0 + rows, k0 // 2:(k0 + block_K) // 2], W_s[s, :, :], barrier=full[s],
-                           eviction_policy=ep)
+                T.tma_copy(Bq[n0:n0 + rows, k0 // 2:(k0 + block_K) // 2], W_s[s, :, :], barrier=full[s])
             T.barrier_arrive(full[s])
 
     @T.macro
@@ -662,14 +658,13 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
                 if decoupled and tx < 128:
                     T.dec_max_nreg(PRODUCER_REGS)  # the whole warpgroup, before its warps part ways
                     if tx < 32:  # producer warp 0: the block's scales, then the weight ring
-                        T.tma_copy(S[n0:n0 + rows, 0:G], S_s, barrier=sbar)  # normal priority (see produce)
+                        T.tma_copy(S[n0:n0 + rows, 0:G], S_s, barrier=sbar)
                         T.barrier_arrive(sbar)
                         for t in T.serial(n_loc):
                             s = t % sw
                             T.barrier_wait(wempty[s], t // sw % 2 ^ 1)
                             kw = (kbase + t) * (block_K // 2)
-                            T.tma_copy(Bq[n0:n0 + rows, kw:kw + block_K // 2], W_s[s, :, :], barrier=wfull[s],
-                                       eviction_policy=ep)
+                            T.tma_copy(Bq[n0:n0 + rows, kw:kw + block_K // 2], W_s[s, :, :], barrier=wfull[s])
                             T.barrier_arrive(wfull[s])
                     elif tx < 64:  # producer warp 1: the activation ring (multicast in a cluster)
                         for t in T.serial(n_loc):
@@ -791,7 +786,6 @@ def w4a16_gemm(
     tiled: bool = False,
     perm: bool = False,
     post: bool = False,
-    evict: bool = False,
 ):
     """W4A16 with the weights expanded into wgmma's register operand (see the module docstring).
 
@@ -807,7 +801,7 @@ def w4a16_gemm(
     """
     return _program(M, N, K, group=group, block_M=block_M, block_K=block_K, stages=stages, split=split,
                     cluster=cluster, probe=probe, stages_w=stages_w, kpair=kpair, chunk=chunk, wide=wide,
-                    consumers=consumers, tiled=tiled, perm=perm, post=post, evict=evict)
+                    consumers=consumers, tiled=tiled, perm=perm, post=post)
 
 
 #: The warp-level tensor-core path: tilelang's wgmma lowering switched off, T.gemm on m16n8k16.
@@ -834,7 +828,6 @@ def w4a16_gemm_mma(
     tiled: bool = False,
     perm: bool = False,
     post: bool = False,
-    evict: bool = False,
 ):
     """:func:`w4a16_gemm` on the warp-level ``mma.sync`` m16n8k16 instruction instead of wgmma:
     each warp multiplies its 16 weight rows, the tensor-core work is issued in m16 x n8 x k16
@@ -842,13 +835,12 @@ def w4a16_gemm_mma(
     warpgroup."""
     return _program(M, N, K, group=group, block_M=block_M, block_K=block_K, stages=stages, split=split,
                     cluster=cluster, probe=probe, stages_w=stages_w, kpair=kpair, inst="mma", chunk=chunk,
-                    wide=wide, consumers=consumers, tiled=tiled, perm=perm, post=post, evict=evict)
+                    wide=wide, consumers=consumers, tiled=tiled, perm=perm, post=post)
 
 
 def config(block_M: int, block_K: int, stages: int, split: str = "k", cluster: int = 1, stages_w: int = 0,
            kpair: bool = False, inst: str = "wgmma", chunk: int = 0, wide: bool = False,
-           consumers: int = 2, tiled: bool = False, perm: bool = False, post: bool = False,
-           evict: bool = False) -> dict[str, Any]:
+           consumers: int = 2, tiled: bool = False, perm: bool = False, post: bool = False) -> dict[str, Any]:
     """One configuration as the suite's tables and :func:`build` take it (``chunk``, ``wide`` and
     ``consumers`` only when set, so the configurations of the recorded runs keep their form)."""
     cfg = dict(block_M=block_M, block_K=block_K, stages=stages, split=split, cluster=cluster, stages_w=stages_w,
@@ -865,8 +857,6 @@ def config(block_M: int, block_K: int, stages: int, split: str = "k", cluster: i
         cfg["perm"] = True
     if post:
         cfg["post"] = True
-    if evict:
-        cfg["evict"] = True
     return cfg
 
 
@@ -937,7 +927,7 @@ def label(cfg: dict[str, Any]) -> str:
             + ("_mma" if cfg.get("inst") == "mma" else "") + (f"_x{cfg['chunk']}" if cfg.get("chunk") else "")
             + (f"_q{cfg['consumers']}" if cfg.get("consumers", 2) != 2 else "") + ("_tl" if cfg.get("tiled") else "")
             + ("_il" if cfg.get("perm") else "") + ("_po" if cfg.get("post") else "")
-            + ("_wd" if cfg.get("wide") else "") + ("_ef" if cfg.get("evict") else ""))
+            + ("_wd" if cfg.get("wide") else ""))
 
 
 def build(M: int, N: int, K: int, group: int, cfg: dict[str, Any], probe: str = "") -> Any:

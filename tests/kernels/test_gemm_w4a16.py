@@ -340,24 +340,3 @@ def test_tiled_producer_reads_one_tile_per_k_block_at_its_row():
     loads = [ln.strip() for ln in src.splitlines() if "tma_load(Bq_desc" in ln]
     # two 128-byte planes of the 256-byte tile rows, at row (bx * n_k + ko) * 64 with n_k = 4, column 0 or 128
     assert loads and all("(i_1 * 128), ((((int)blockIdx.x) * 256) + (ko * 64))" in ln for ln in loads), loads
-
-
-@pytest.mark.slow
-def test_evict_loads_the_weight_tiles_at_evict_first_and_the_activations_as_before():
-    """``evict``: every TMA load of a weight tile carries the L2 policy evict_first (one ring, the tiled form and
-    the weight ring of its own); the activation tiles and the scales keep the default priority, and a configuration
-    without the knob has no cache hint at all."""
-    hint = "tma_load<tl::CacheHintSm90::EVICT_FIRST>"
-    for cfg in (w4a16.config(16, 256, 8, inst="mma", chunk=128, wide=True, perm=True, post=True),
-                w4a16.config(16, 512, 4, wide=True, tiled=True), w4a16.config(64, 256, 4, stages_w=8, wide=True)):
-        plain = w4a16.build(5, 1024, 2048, 128, cfg).get_kernel_source()
-        assert "CacheHintSm90" not in plain, w4a16.label(cfg)
-        ef = {**cfg, "evict": True}
-        assert w4a16.label(ef) == w4a16.label(cfg) + "_ef"
-        src = w4a16.build(5, 1024, 2048, 128, ef).get_kernel_source()
-        loads = [ln.strip() for ln in src.splitlines() if "tma_load" in ln and "(" in ln and "void tma_load" not in ln]
-        weights = [ln for ln in loads if "Bq_desc" in ln]
-        others = [ln for ln in loads if "Bq_desc" not in ln]
-        assert weights and all(ln.startswith("tl::" + hint) for ln in weights), weights
-        assert any("A_desc" in ln for ln in others) and any("S_s" in ln for ln in others), others
-        assert not any("CacheHint" in ln for ln in others), others
