@@ -70,14 +70,12 @@ Further knobs, each a candidate of the H200 search (:data:`CANDIDATES`):
   packed tile (:func:`wide_offset`), for stages of 128, 256 or 512 k.  ``mma.sync`` m16n8k16 reads
   the same fragment (each warp's 16 rows, in the same register order), so ``inst="mma"`` takes it too.
 
-* ``post`` (with ``perm``, ``chunk`` = ``group``): the scale after the tensor-core work.  Each scale
-  group is expanded as one piece without its scale (``w4u::expand``: ``q - 8``, exact), its tensor-core
-  partial starts at zero in fp32, and the partial times the row's scale is added to the accumulator; the
-  expansion loses its ``mul.f16x2`` and its scale reads, each group gains a fold of fp32 multiply-adds
-  (:func:`ledger.w4a16.post_fold` counts both per thread).  Not bit-identical to the reference (the weights
-  are not rounded to fp16 first).  On ``mma.sync``, two or four consumers.  On wgmma, two consumers, the
-  groups in pairs, each into its own partial: the second group's expansion overlaps the first group's
-  wgmma, and the first partial is folded while the second group's wgmma runs (``step_pw``).
+* ``post`` (with ``perm`` and ``inst="mma"``, ``chunk`` = ``group``): the scale after the tensor-core
+  work.  Each scale group is expanded as one piece without its scale (``w4u::expand``: ``q - 8``, exact),
+  its ``mma.sync`` partial starts at zero in fp32, and the partial times the row's scale is added to the
+  accumulator; the expansion loses its ``mul.f16x2`` and its scale reads, each group gains a fold of
+  fp32 multiply-adds (:func:`ledger.w4a16.post_fold` counts both per thread).  Not bit-identical to the reference (the weights
+  are not rounded to fp16 first); two or four consumers.
 
 With ``split="k"`` every ring must have an even number of slots, so that a slot always serves
 the same consumer: an mbarrier is waited on by phase parity, and with an odd ring one

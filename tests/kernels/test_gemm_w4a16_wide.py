@@ -315,10 +315,9 @@ def test_post_configurations_are_checked():
     w4a16.check_config(16, 8192, 8192, **ok)
     assert w4a16.label(w4a16.config(16, 512, 6, inst="mma", chunk=128, wide=True, perm=True, post=True)) \
         == "m16_k512_s6_k_mma_x128_il_po_wd"
-    w4a16.check_config(16, 8192, 8192, **{**ok, "inst": "wgmma"})  # post on wgmma, two consumers
-    with pytest.raises(ValueError, match="written for two consumers"):
-        w4a16.check_config(16, 8192, 8192, **{**ok, "inst": "wgmma", "block_K": 256, "stages": 12, "consumers": 4})
-    with pytest.raises(ValueError, match="needs perm=True"):
+    with pytest.raises(ValueError, match="needs perm=True and inst='mma'"):
+        w4a16.check_config(16, 8192, 8192, **{**ok, "inst": "wgmma"})
+    with pytest.raises(ValueError, match="needs perm=True and inst='mma'"):
         w4a16.check_config(16, 8192, 8192, **{**ok, "perm": False})
     with pytest.raises(ValueError, match="chunk=256 must equal group=128"):
         w4a16.check_config(16, 8192, 8192, **{**ok, "chunk": 256})
