@@ -336,10 +336,9 @@ def check_config(M: int, N: int, K: int, *, group: int, block_M: int, block_K: i
                 f"perm reads 128 k of a row, under one scale, per 16-byte unit: the expanded piece (chunk or "
                 f"block_K = {chunk or block_K}) and group={group} must be multiples of 128")
     if post:
-        require(perm, f"post (the scale after the tensor-core work) takes the interleaved expansion without its "
-                      f"scale: it needs perm=True")
-        require(inst == "mma" or consumers == 2,
-                "post on wgmma (two fp32 partials a consumer, folded as each completes) is written for two consumers")
+        require(perm and inst == "mma",
+                f"post (the scale after the tensor-core work) takes the interleaved expansion without its scale and "
+                f"the synchronous mma.sync: it needs perm=True and inst='mma', got perm={perm}, inst={inst!r}")
         require(chunk == group,
                 f"post multiplies one scale group's fp32 partial at a time: chunk={chunk} must equal group={group}")
     g = K // group
@@ -454,71 +453,40 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
             T.gemm(Wf, A_t, acc, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
 
     @T.macro
-    def fold(acc, accg, S_s, r0, grp):
-        """``post``: a scale group's fp32 partial times the row's scale, added to the accumulator."""
-        if probe not in ("mmaonly", "loadonly"):
-            for j, m in T.Parallel(WG_ROWS, block_M):
-                acc[j, m] = acc[j, m] + accg[j, m] * T.cast(S_s[r0 + j, grp], T.float32)
-
-    @T.macro
     def mma_post(Wf, A_t, acc, accg, S_s, r0, grp):
         """``post``: one scale group's tensor-core work into its own fp32 partial (the fragment holds
         ``q - 8`` exactly), then the partial times the row's scale added to the accumulator."""
         if inst == "mma":  # (inst "none": the loadonly probe)
             T.gemm(Wf, A_t, accg, transpose_B=True, policy=T.GemmWarpPolicy.FullRow, clear_accum=True)
-        fold(acc, accg, S_s, r0, grp)
+        if probe not in ("mmaonly", "loadonly"):
+            for j, m in T.Parallel(WG_ROWS, block_M):
+                acc[j, m] = acc[j, m] + accg[j, m] * T.cast(S_s[r0 + j, grp], T.float32)
 
     @T.macro
-    def step_pw(A_s, W_s, S_s, Wa, Wb, acc, ga, gb, s, ko, r0, c0):
-        """``post`` on wgmma: two scale groups of stage ``s`` from K offset ``c0``, each expanded without
-        its scale and multiplied into its own fp32 partial (``ga``, ``gb``, started at zero); the second
-        group's expansion overlaps the first group's wgmma, and the first partial is folded while the
-        second group's wgmma runs.  Both have completed when it returns (the stage may be released)."""
-        grp = (ko * block_K + c0) // group
-        expand_c(W_s, S_s, Wa, s, ko, r0, c0)
-        if inst == "wgmma":
-            T.wgmma_gemm(Wa, A_s[s, :, c0:c0 + kc], ga, transpose_B=True, policy=T.GemmWarpPolicy.FullRow,
-                         clear_accum=True)
-        expand_c(W_s, S_s, Wb, s, ko, r0, c0 + kc)
-        if inst == "wgmma":
-            T.wgmma_gemm(Wb, A_s[s, :, c0 + kc:c0 + 2 * kc], gb, transpose_B=True,
-                         policy=T.GemmWarpPolicy.FullRow, clear_accum=True)
-            T.wait_wgmma(1)
-        fold(acc, ga, S_s, r0, grp)
-        if inst == "wgmma":
-            T.wait_wgmma(0)
-        fold(acc, gb, S_s, r0, grp + 1)
-
-    @T.macro
-    def step_c(A_s, W_s, S_s, Wa, Wb, acc, full, empty, ko, r0, lane, accg=None, accg2=None):
+    def step_c(A_s, W_s, S_s, Wa, Wb, acc, full, empty, ko, r0, lane, accg=None):
         """``chunk``: the stage in pieces of ``kc``, expanded into two register buffers in turn, so
         a piece's expansion overlaps the previous piece's wgmma; a buffer is written again only
         after the wgmma that read it has completed (at most one group left in flight).  ``post``:
-        each piece is one scale group, its partial in ``accg`` (:func:`mma_post`); on wgmma two pieces at a
-        time, their partials in ``accg`` and ``accg2`` (:func:`step_pw`)."""
+        each piece is one scale group, its partial in ``accg`` (:func:`mma_post`)."""
         s = ko % stages
         T.barrier_wait(full[s], ko // stages % 2)
-        if post and inst != "mma":  # post on wgmma (or its loadonly probe)
-            for cc in T.serial(n_c // 2):
-                step_pw(A_s, W_s, S_s, Wa, Wb, acc, accg, accg2, s, ko, r0, 2 * cc * kc)
-        else:
-            for cc in T.serial(n_c // 2):
-                if inst == "wgmma":
-                    T.wait_wgmma(1)
-                expand_c(W_s, S_s, Wa, s, ko, r0, 2 * cc * kc)
-                if post:
-                    mma_post(Wa, A_s[s, :, 2 * cc * kc:2 * cc * kc + kc], acc, accg, S_s, r0,
-                             (ko * block_K + 2 * cc * kc) // group)
-                else:
-                    mma_c(Wa, A_s[s, :, 2 * cc * kc:2 * cc * kc + kc], acc)
-                if inst == "wgmma":
-                    T.wait_wgmma(1)
-                expand_c(W_s, S_s, Wb, s, ko, r0, 2 * cc * kc + kc)
-                if post:
-                    mma_post(Wb, A_s[s, :, 2 * cc * kc + kc:2 * cc * kc + 2 * kc], acc, accg, S_s, r0,
-                             (ko * block_K + 2 * cc * kc + kc) // group)
-                else:
-                    mma_c(Wb, A_s[s, :, 2 * cc * kc + kc:2 * cc * kc + 2 * kc], acc)
+        for cc in T.serial(n_c // 2):
+            if inst == "wgmma":
+                T.wait_wgmma(1)
+            expand_c(W_s, S_s, Wa, s, ko, r0, 2 * cc * kc)
+            if post:
+                mma_post(Wa, A_s[s, :, 2 * cc * kc:2 * cc * kc + kc], acc, accg, S_s, r0,
+                         (ko * block_K + 2 * cc * kc) // group)
+            else:
+                mma_c(Wa, A_s[s, :, 2 * cc * kc:2 * cc * kc + kc], acc)
+            if inst == "wgmma":
+                T.wait_wgmma(1)
+            expand_c(W_s, S_s, Wb, s, ko, r0, 2 * cc * kc + kc)
+            if post:
+                mma_post(Wb, A_s[s, :, 2 * cc * kc + kc:2 * cc * kc + 2 * kc], acc, accg, S_s, r0,
+                         (ko * block_K + 2 * cc * kc + kc) // group)
+            else:
+                mma_c(Wb, A_s[s, :, 2 * cc * kc + kc:2 * cc * kc + 2 * kc], acc)
         if inst == "wgmma":
             T.wait_wgmma(0)
         if lane == 0:
@@ -636,8 +604,6 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
             acc1 = T.alloc_fragment((WG_ROWS, block_M), T.float32)
             g0 = T.alloc_fragment((WG_ROWS, block_M), T.float32) if post else None  # post: a group's partial
             g1 = T.alloc_fragment((WG_ROWS, block_M), T.float32) if post else None
-            g0b = T.alloc_fragment((WG_ROWS, block_M), T.float32) if post and inst != "mma" else None
-            g1b = T.alloc_fragment((WG_ROWS, block_M), T.float32) if post and inst != "mma" else None
             if nc == 4:  # the third and fourth consumers' register buffers and accumulators
                 W2 = T.alloc_fragment((WG_ROWS, kc), T.float16)
                 W3 = T.alloc_fragment((WG_ROWS, kc), T.float16)
@@ -725,7 +691,7 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
                                 step2(A_s, W_s, S_s, W0, acc0, wfull, wempty, full, empty, 2 * i, 2 * i, 0, lane)
                             else:
                                 if n_c > 1:
-                                    step_c(A_s, W_s, S_s, W0, W0b, acc0, full, empty, 2 * i, 0, lane, g0, g0b)
+                                    step_c(A_s, W_s, S_s, W0, W0b, acc0, full, empty, 2 * i, 0, lane, g0)
                                 else:
                                     step(A_s, W_s, S_s, W0, acc0, full, empty, 2 * i, 0, lane)
                         T.sync_threads(barrier_id=_BAR_BOTH, arrive_count=256)
@@ -737,7 +703,7 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
                                 step2(A_s, W_s, S_s, W0, acc0, wfull, wempty, full, empty, ko, kbase + ko, 0, lane)
                             else:
                                 if n_c > 1:
-                                    step_c(A_s, W_s, S_s, W0, W0b, acc0, full, empty, ko, 0, lane, g0, g0b)
+                                    step_c(A_s, W_s, S_s, W0, W0b, acc0, full, empty, ko, 0, lane, g0)
                                 else:
                                     step(A_s, W_s, S_s, W0, acc0, full, empty, ko, 0, lane)
                     if kpair:
@@ -759,7 +725,7 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
                                 step2(A_s, W_s, S_s, W1, acc1, wfull, wempty, full, empty, 2 * i + 1, 2 * i + 1, 0, lane)
                             else:
                                 if n_c > 1:
-                                    step_c(A_s, W_s, S_s, W1, W1b, acc1, full, empty, 2 * i + 1, 0, lane, g1, g1b)
+                                    step_c(A_s, W_s, S_s, W1, W1b, acc1, full, empty, 2 * i + 1, 0, lane, g1)
                                 else:
                                     step(A_s, W_s, S_s, W1, acc1, full, empty, 2 * i + 1, 0, lane)
                         T.copy(acc1, R_s)
@@ -771,7 +737,7 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
                                       lane)
                             else:
                                 if n_c > 1:
-                                    step_c(A_s, W_s, S_s, W1, W1b, acc1, full, empty, ko, WG_ROWS, lane, g1, g1b)
+                                    step_c(A_s, W_s, S_s, W1, W1b, acc1, full, empty, ko, WG_ROWS, lane, g1)
                                 else:
                                     step(A_s, W_s, S_s, W1, acc1, full, empty, ko, WG_ROWS, lane)
                         if kpair:

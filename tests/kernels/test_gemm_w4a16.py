@@ -340,34 +340,3 @@ def test_tiled_producer_reads_one_tile_per_k_block_at_its_row():
     loads = [ln.strip() for ln in src.splitlines() if "tma_load(Bq_desc" in ln]
     # two 128-byte planes of the 256-byte tile rows, at row (bx * n_k + ko) * 64 with n_k = 4, column 0 or 128
     assert loads and all("(i_1 * 128), ((((int)blockIdx.x) * 256) + (ko * 64))" in ln for ln in loads), loads
-
-
-@pytest.mark.slow
-def test_post_on_wgmma_folds_each_partial_once_its_group_completed():
-    """``post`` with wgmma: per two scale groups, both expanded without the scale (``w4u``) and multiplied into
-    their own partial started at zero, the first partial folded after ``wait_wgmma<1>`` (while the second group's
-    wgmma runs), the second after ``wait_wgmma<0>``; no spill, no serialised wgmma, the register budget kept."""
-    from kernels.gemm.lowered import ptxas_report
-
-    for (M, N, K), cfg in (((16, 8192, 8192), w4a16.config(16, 256, 8, chunk=128, wide=True, perm=True, post=True)),
-                           ((64, 8192, 8192), w4a16.config(64, 256, 4, chunk=128, wide=True, perm=True, post=True))):
-        src = w4a16.build(M, N, K, 128, cfg).get_kernel_source()
-        assert w4a16.label(cfg).endswith("_x128_il_po_wd") and "_mma" not in w4a16.label(cfg)
-        consumers = src.split("warpgroup_reg_alloc")[1:]
-        assert len(consumers) == 2
-        for wg, part in enumerate(consumers):
-            loop = part[:part.index("empty[")]
-            assert loop.count("w4u::expand<") == 2 and "w4p::expand" not in loop
-            runs = re.findall(r"wgmma_rs<[^>]*>\(reinterpret_cast<const uint32_t\*>\((W\d+b?) \+.*?"
-                              r"reinterpret_cast<uint32_t\*>\((g\d+b?) \+ 0\), \(\(0 < ki(?:_\d+)?\) \? 1 : 0\)\)", loop)
-            assert runs == [(f"W{wg}", f"g{wg}"), (f"W{wg}b", f"g{wg}b")], runs
-            first, second = loop.index("wait_wgmma<1>"), loop.index("wait_wgmma<0>")
-            # the first partial is read (folded) between the two waits, the second after the last one
-            assert first < loop.index(f"(g{wg} + ", first) < second < loop.index(f"(g{wg}b + ", second)
-        rep = ptxas_report(src)
-        assert rep["spill_bytes"] == 0 and not rep["serialized_wgmma"], rep["text"][-400:]
-        launched = rep["registers"]
-        assert 2 * 128 * (w4a16.CONSUMER_REGS - launched) <= 128 * (launched - w4a16.PRODUCER_REGS), launched
-    with pytest.raises(ValueError, match="two consumers"):
-        w4a16.check_config(16, 8192, 8192, group=128, block_M=16, block_K=256, stages=8, split="k", cluster=1,
-                           chunk=128, wide=True, perm=True, post=True, consumers=4)
