@@ -149,7 +149,7 @@ def test_fp8_two_partials_need_an_even_number_of_k_blocks():
 
 
 @pytest.mark.slow
-def test_ptxas_serializes_wgmma_when_a_partial_is_added_while_the_next_runs():
+def test_ptxas_serializes_wgmma_when_a_partial_is_added_while_the_next_is_in_flight():
     """inflight=1 for fp8 adds one partial while the wgmma of the other is in flight; ptxas
     answers with warning C7514 and serializes the wgmma (the record shows it ~20 % slower).
     The one-partial form, and the fp16 pipeline keeping its own wgmma in flight, do not."""
