@@ -590,11 +590,14 @@ def streamk_ws_last(
 
 @tilelang.jit(target=TARGET)
 def streamk_ws_fixup(M: int, N: int, K: int, block_N: int = 256, block_K: int = 64, panel: int = 8,
-                     workers: int = SMS, dp_waves: int = -1, rows: int = 16, threads: int = 256, pdl: bool = False):
+                     workers: int = SMS, dp_waves: int = -1, rows: int = 16, threads: int = 256, pdl: bool = False,
+                     unroll: bool = False):
     """Fix-up of :func:`streamk_ws`: every tail tile's pieces (workers ``owner(first step)`` to
     ``owner(last step)``) added in fp32 in worker order and cast to fp16 once, ``rows`` rows of a tile per block.
     ``pdl``: launched while the stream-K kernel (``pdl=True``) runs, each block first waits until it has
-    completed and its writes are visible (``T.pdl_sync``)."""
+    completed and its writes are visible (``T.pdl_sync``).  ``unroll``: the loop over a tile's contributors
+    unrolled, so that a thread's loads of every piece are in flight together instead of one piece's after the
+    previous piece's have been added."""
     from kernels.gemm.ws import WS_BLOCK_M
 
     s = ws_schedule(M, N, K, block_N, block_K, workers, dp_waves)
@@ -612,7 +615,7 @@ def streamk_ws_fixup(M: int, N: int, K: int, block_N: int = 256, block_K: int = 
             T.clear(acc)
             w_lo = sk_owner(lt * ipt, q, r, T.if_then_else)
             w_hi = sk_owner((lt + 1) * ipt - 1, q, r, T.if_then_else)
-            for c in T.serial(s.max_contrib):
+            for c in (T.unroll if unroll else T.serial)(s.max_contrib):
                 wk = w_lo + c
                 if wk <= w_hi:
                     slot = sk_slot(wk, lt, q, r, ipt, s.max_segments, T.min)
@@ -626,10 +629,12 @@ def streamk_ws_fixup(M: int, N: int, K: int, block_N: int = 256, block_K: int = 
 
 
 def ws_config(block_N: int = 256, stages: int = 3, epi_cols: int = 64, dp_waves: int = -1, inflight: int = 0,
-              panel: int = 8, fixup: bool = False, pdl: bool = False) -> dict[str, Any]:
+              panel: int = 8, fixup: bool = False, pdl: bool = False, fix_rows: int = 0,
+              fix_unroll: bool = False) -> dict[str, Any]:
     """One configuration of :func:`build_ws` (K blocks of 64); ``fixup`` (the tail tiles summed inside
     the kernel, :func:`streamk_ws_last`) and ``pdl`` (the fix-up kernel launched as a programmatic
-    dependent) are kept only when set (earlier configurations unchanged)."""
+    dependent) are kept only when set (earlier configurations unchanged), as are ``fix_rows`` (rows of a tail
+    tile per block of the separate fix-up, default 16) and ``fix_unroll`` (its contributor loop unrolled)."""
     cfg = dict(block_N=block_N, block_K=64, stages=stages, epi_cols=epi_cols, dp_waves=dp_waves, inflight=inflight,
                panel=panel)
     if fixup:
@@ -637,16 +642,27 @@ def ws_config(block_N: int = 256, stages: int = 3, epi_cols: int = 64, dp_waves:
     if pdl:
         require(not fixup, "pdl overlaps the launch of the fix-up kernel: with fixup there is none")
         cfg["pdl"] = True
+    if fix_rows or fix_unroll:
+        require(not fixup, "fix_rows / fix_unroll shape the separate fix-up kernel: with fixup there is none")
+        from kernels.gemm.ws import WS_BLOCK_M
+
+        require(fix_rows == 0 or WS_BLOCK_M % fix_rows == 0, f"fix_rows={fix_rows} must divide {WS_BLOCK_M}")
+        if fix_rows:
+            cfg["fix_rows"] = fix_rows
+        if fix_unroll:
+            cfg["fix_unroll"] = True
     return cfg
 
 
 def ws_label(cfg: dict[str, Any]) -> str:
-    """Short printable name: ``sk`` = pure stream-K, ``dp+sk`` = full waves + streamed tail, ``dpK+sk``."""
+    """Short printable name: ``sk`` = pure stream-K, ``dp+sk`` = full waves + streamed tail, ``dpK+sk``;
+    ``fr`` rows of a tile per fix-up block, ``fu`` the fix-up's contributor loop unrolled."""
     d = cfg["dp_waves"]
     kind = "sk" if d == 0 else ("dp+sk" if d == -1 else f"dp{d}+sk")
     return (f"{kind} 128x{cfg['block_N']} st{cfg['stages']} e{cfg['epi_cols']}"
             + (f" if{cfg['inflight']}" if cfg["inflight"] else "") + (f" p{cfg['panel']}" if cfg["panel"] != 8 else "")
-            + (" last" if cfg.get("fixup") else "") + (" pdl" if cfg.get("pdl") else ""))
+            + (" last" if cfg.get("fixup") else "") + (" pdl" if cfg.get("pdl") else "")
+            + (f" fr{cfg['fix_rows']}" if cfg.get("fix_rows") else "") + (" fu" if cfg.get("fix_unroll") else ""))
 
 
 def build_ws(M: int, N: int, K: int, cfg: dict[str, Any], workers: int = SMS) -> tuple[Any, Any]:
@@ -656,11 +672,15 @@ def build_ws(M: int, N: int, K: int, cfg: dict[str, Any], workers: int = SMS) ->
     if cfg.get("fixup"):
         return streamk_ws_last(M, N, K, workers=workers, **kw), None
     s = ws_schedule(M, N, K, cfg["block_N"], cfg["block_K"], workers, cfg["dp_waves"])
-    pdl = dict(pdl=True) if cfg.get("pdl") and s.sk_tiles else {}  # earlier configurations keep their exact builds
+    fx = dict(pdl=True) if cfg.get("pdl") and s.sk_tiles else {}  # earlier configurations keep their exact builds
+    if cfg.get("fix_rows"):
+        fx["rows"] = cfg["fix_rows"]
+    if cfg.get("fix_unroll"):
+        fx["unroll"] = True
     fix = None
     if s.sk_tiles:
-        fix = streamk_ws_fixup(M, N, K, cfg["block_N"], cfg["block_K"], cfg["panel"], workers, cfg["dp_waves"], **pdl)
-    return streamk_ws(M, N, K, workers=workers, **kw, **pdl), fix
+        fix = streamk_ws_fixup(M, N, K, cfg["block_N"], cfg["block_K"], cfg["panel"], workers, cfg["dp_waves"], **fx)
+    return streamk_ws(M, N, K, workers=workers, **kw, **({"pdl": True} if fx.get("pdl") else {})), fix
 
 
 def check_ws_inputs(a: Any, b: Any, cfg: dict[str, Any]) -> tuple[int, int, int]:
