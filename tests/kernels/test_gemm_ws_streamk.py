@@ -5,6 +5,7 @@ consumer warpgroups, register budgets, TMA loads, fp32 partials by TMA store, fp
 the additive changes to split-K leave the recorded configurations' calls unchanged."""
 
 import itertools
+import re
 
 import pytest
 
@@ -158,3 +159,82 @@ def test_page_sentences_on_stream_k_follow_the_records():
     rows = [r for r in tiles.wave_rows(good) if r["kind"].startswith("stream-K，手写")]
     assert len(rows) == 3 and rows[0]["meas"] == 1.6 and rows[0]["holds_dir"]
     assert claims.UNKNOWN not in {c.text for c in tiles.streamk_ws_claims(good)}
+
+
+def test_full_wave_tile_gives_the_awkward_shape_one_tile_per_sm():
+    """128 x 144 tiles: 12 x 11 = 132 tiles for 132 SMs, one full wave; the last tile column is clipped."""
+    from kernels.gemm.ws import ws_grid
+    from ledger.gemm import grid_waves
+
+    cfg = suite.FULL_WAVE
+    for shape in suite.FULL_WAVE_SHAPES:
+        M, N, _ = shape
+        assert grid_waves(M, N, cfg["block_M"], cfg["block_N"], sms=132) == (132, 1, 1.0)
+        gn, gm = ws_grid(M, N, cfg["block_N"], cfg["cluster"])
+        assert (gn, gm) == (11, 12) and gn * cfg["block_N"] > N  # the TMA store clips the last column
+        # the 128 x 256 tiling of the baseline fills 72 of the 132 SMs
+        assert grid_waves(M, N, 128, 256, sms=132)[0] == 72
+
+
+@pytest.mark.parametrize("panel", [0, 8])
+def test_row_order_keeps_every_tile_row_of_the_stream_at_the_same_k(panel):
+    """1536^3-ish awkward shape, 128 x 256 tiles streamed whole on 132 workers: in row order (panel 0) the 11
+    workers of each tile row start where those of row 0 do (same N block, a few K steps apart: the first
+    workers take one step more), so at any time every row reads the same few B tiles; in panels of eight rows
+    walked by column they do not."""
+    s = streamk.ws_schedule(1536, 1536, 8192, 256, 64, 132, 0)
+    starts = {}  # worker -> (M block, N block, first K step) of its first piece
+    for w, pieces in enumerate(s.pieces()):
+        _, lt, k0, _ = pieces[0]
+        mb, nb = streamk.raster(lt, panel, s.grid_m, s.grid_n)
+        starts[w] = (mb, nb, k0)
+    per_row = s.sk_iters // s.grid_m // s.iters_per_worker  # workers a tile row holds
+    assert per_row == 11
+    def pos(w):  # where in its row's sequence of (N block, K step) worker w starts
+        return starts[w][1] * s.iters_per_tile + starts[w][2]
+
+    in_step = all(abs(pos(w) - pos(w % per_row)) <= 2 * per_row for w in range(s.workers))
+    assert in_step == (panel == 0)
+
+
+def test_fixup_knobs_are_named_checked_and_reach_the_fixup_kernel():
+    from tools.kernel_digest import calls
+
+    base = streamk.ws_config(128, 5, 64, -1, panel=0)
+    assert "fix_rows" not in base and "fix_unroll" not in base  # earlier configurations unchanged
+    cfg = streamk.ws_config(128, 5, 64, -1, panel=0, fix_rows=4, fix_unroll=True)
+    assert streamk.ws_label(cfg) == "dp+sk 128x128 st5 e64 p0 fr4 fu"
+    with pytest.raises(ValueError, match="fix_rows=48 must divide 128"):
+        streamk.ws_config(128, 5, 64, -1, fix_rows=48)
+    with pytest.raises(ValueError, match="with fixup there is none"):
+        streamk.ws_config(128, 5, 64, -1, fixup=True, fix_rows=4)
+    # build_ws makes the fix-up first, then the stream-K kernel
+    (_, _, fkw), (_, _, gkw) = calls(lambda: streamk.build_ws(1536, 1536, 8192, cfg, 132))
+    assert fkw == {"rows": 4, "unroll": True} and "pdl" not in gkw
+    (_, _, fkw), (_, _, gkw) = calls(lambda: streamk.build_ws(1536, 1536, 8192, base, 132))
+    assert fkw == {} and "pdl" not in gkw
+
+
+@pytest.mark.slow
+def test_full_wave_kernel_is_persistent_on_132_blocks_with_n144_wgmma(_fresh):
+    from kernels.gemm.ladder import build_tuned
+
+    k = build_tuned(1536, 1536, 8192, suite.FULL_WAVE, 132)
+    src = k.get_kernel_source()
+    assert set(wgmma_shapes(src)) == {(64, 144, 16)}
+    p = instruction_path(src)
+    assert p["tma_load"] and p["tma_store"] and p["wgmma"]
+    info = launch_info(k)
+    assert info.grid == (132, 1, 1) and info.smem_bytes <= SMEM_LIMIT
+
+
+@pytest.mark.slow
+def test_unrolled_fixup_asks_nvcc_to_unroll_the_loop_over_the_pieces(_fresh):
+    s = streamk.ws_schedule(1536, 1536, 8192, 128, 64, 132, -1)
+    fix = streamk.streamk_ws_fixup(1536, 1536, 8192, 128, 64, 0, 132, -1, rows=4, unroll=True)
+    src = fix.get_kernel_source()
+    assert launch_info(fix).grid == (128 // 4, s.sk_tiles, 1)
+    loop = f"for (int c = 0; c < {s.max_contrib}; ++c)"
+    assert re.search(r"#pragma unroll\s*" + re.escape(loop), src)
+    plain = streamk.streamk_ws_fixup(1536, 1536, 8192, 128, 64, 0, 132, -1, rows=4).get_kernel_source()
+    assert loop in plain and not re.search(r"#pragma unroll\s*" + re.escape(loop), plain)

@@ -13,6 +13,11 @@ Three shapes, chosen by the wave count (132 SMs, 128 x 256 tiles):
 * 2048 x 2048 x 8192 -- 128 tiles, one wave 97 % full: the model predicts almost nothing, and the
   fix-up is pure cost.
 
+On the awkward shape the rounds also time a third answer to the same wave problem: the data-parallel
+pipeline with 128 x 144 tiles (:data:`FULL_WAVE`), 12 x 11 = 132 tiles, exactly one per SM, no tail and
+no fix-up (the last tile column is clipped: 11 x 144 > 1536); it has its own bench record against
+cuBLAS and the 128 x 256 tiling.  The library's kernel names (profiler) are noted at every shape.
+
 Each stream-K time includes its fix-up.  The fix-up inside the kernel (``fixup``, label ``last``):
 the last piece of a tail tile's chunk to be counted adds the tile's pieces and writes C; its counters
 are checked with every check of its runner (see :mod:`measure.suites.gemm.splitk_ws`).
@@ -25,8 +30,8 @@ from kernels.gemm.streamk import build_ws, make_ws_runner, ws_config as _c, ws_l
 from ledger.gemm import grid_waves
 from measure.search import par_build
 from measure.suites.common import sm_count
-from measure.suites.gemm.common import (BENCH_ROUNDS, SEARCH_ROUNDS, gemm_cost, gemm_tolerance, rel_fro_err,
-                                        screen_workspace_candidates)
+from measure.suites.gemm.common import (BENCH_ROUNDS, SEARCH_ROUNDS, gemm_cost, gemm_tolerance, library_kernels,
+                                        rel_fro_err, screen_workspace_candidates)
 from measure.suites.gemm.splitk_ws import NO_SPLIT, check_fixup_counters
 
 SHAPES = [(1536, 1536, 8192), (1024, 1024, 16384), (2048, 2048, 8192)]
@@ -45,15 +50,24 @@ SPLITK_BEST = ws_splitk_config(4)
 #: workspace): the hybrid with five or six stages (no fp32 staging: room for a sixth), 128 x 256
 #: tiles streamed whole (at most three pieces per tile); and the hybrid with its fix-up kernel launched
 #: as a programmatic dependent (``pdl``: launched while the stream-K kernel runs, it waits for it);
-#: on the awkward shape also 128 x 256 tiles streamed whole with the fix-up kernel, plain and ``pdl``.
+#: on the awkward shape also 128 x 256 tiles streamed whole with the fix-up kernel, plain and ``pdl``;
+#: and the streamed tiles taken in row order (``panel=0``: the workers of one tile row keep in step with
+#: those of every other row, at the same K offsets, so the B tiles they read are shared in L2) instead of
+#: in panels of eight rows walked column by column.
 CANDIDATES: dict[tuple[int, int, int], list[dict[str, Any]]] = {
     (1536, 1536, 8192): [_c(128, 5, 64, -1), _c(128, 5, 64, -1, fixup=True), _c(128, 6, 64, -1, fixup=True),
                          _c(256, 4, 64, 0, fixup=True), _c(128, 5, 64, -1, pdl=True),
-                         _c(256, 4, 64, 0), _c(256, 4, 64, 0, pdl=True)],
-    (1024, 1024, 16384): [_c(256, 4, 64, 0), _c(256, 4, 64, 0, fixup=True)],
+                         _c(256, 4, 64, 0), _c(256, 4, 64, 0, pdl=True),
+                         _c(128, 5, 64, -1, panel=0), _c(256, 4, 64, 0, panel=0)],
+    (1024, 1024, 16384): [_c(256, 4, 64, 0), _c(256, 4, 64, 0, fixup=True), _c(256, 4, 64, 0, panel=0)],
     (2048, 2048, 8192): [_c(256, 4, 64, 0), _c(256, 4, 64, 0, fixup=True)],
 }
 QUICK_SHAPE = (256, 512, 4096)
+#: The full-wave tiling of the awkward shape: 128 x 144 tiles (the hand-written pipeline, persistent on
+#: one block per SM, six stages, the epilogue in chunks of 72 columns), 132 tiles for 132 SMs.
+FULL_WAVE = dict(ws=True, block_M=128, block_N=144, block_K=64, stages=6, threads=256, panel=8, inflight=0,
+                 epi_cols=72, persistent=True, cluster=1)
+FULL_WAVE_SHAPES = [(1536, 1536, 8192)]
 
 
 def candidates(shape: tuple[int, int, int]) -> list[dict[str, Any]]:
@@ -88,6 +102,8 @@ def gpu_suite(h: Any) -> None:
         for cfg in candidates((M, N, K)):
             thunks[f"{label(cfg)}@{M}"] = (lambda c=cfg, m=M, n=N, k=K: build_ws(m, n, k, c, sms))
         thunks[f"dp@{M}"] = (lambda m=M, n=N, k=K: build_tuned(m, n, k, NO_SPLIT, sms))
+        if (M, N, K) in FULL_WAVE_SHAPES:
+            thunks[f"full-wave@{M}"] = (lambda m=M, n=N, k=K: build_tuned(m, n, k, FULL_WAVE, sms))
     if (1024, 1024, 16384) in shapes:
         from kernels.gemm.splitk import build_ws as build_splitk
 
@@ -116,13 +132,27 @@ def gpu_suite(h: Any) -> None:
                 del cands[lab]
                 rejected[lab] = f"{left} fix-up counters left non-zero"
         h.note(f"stream-K ws {shape} candidates", f"{len(cands)} valid of {len(candidates((M, N, K)))}", rejected=rejected)
-        baselines: dict[str, Any] = {"cuBLAS": lambda: torch.matmul(a, b.t())}
+        cublas = lambda: torch.matmul(a, b.t())  # noqa: E731
+        baselines: dict[str, Any] = {"cuBLAS": cublas}
+        if h.is_cuda:
+            try:
+                names = library_kernels(cublas)
+                h.note(f"cuBLAS kernel {shape}", ", ".join(names) or "none seen", kernels=names)
+            except Exception as exc:  # the profiler is a nicety; the bench goes on without it
+                h.error(f"cuBLAS kernel {shape}", exc)
         dp = built[f"dp@{M}"]["kernel"]
         c_dp = h.poisoned((M, N), torch.float16)
         if dp is not None:
             dp(a, b, c_dp)
             h.check(f"data-parallel ws {shape}", c_dp, ref, rel_fro_err=rel_fro_err(c_dp, ref), **tol)
             baselines["data-parallel"] = lambda: dp(a, b, c_dp)
+        fw = built.get(f"full-wave@{M}", {}).get("kernel") if (M, N, K) in FULL_WAVE_SHAPES else None
+        if fw is not None:  # written twice into one poisoned output (the clipped last tile column included)
+            c_fw = h.poisoned((M, N), torch.float16)
+            fw(a, b, c_fw)
+            fw(a, b, c_fw)
+            h.check(f"full-wave 128x144 {shape}", c_fw, ref, rel_fro_err=rel_fro_err(c_fw, ref), **tol)
+            baselines["full-wave 128x144"] = lambda: fw(a, b, c_fw)
         if (M, N, K) == (1024, 1024, 16384) and built["splitk@1024"]["kernel"] is not None:
             c_sp = h.poisoned((M, N), torch.float16)
             sp = make_splitk_runner(a, b, SPLITK_BEST, sms)
@@ -153,6 +183,14 @@ def gpu_suite(h: Any) -> None:
         # the output of the last timed launch, and the counters every timed launch left behind
         h.check(f"stream-K ws {shape} after timing", c, ref, rel_fro_err=rel_fro_err(c, ref), config=cfg, **tol)
         check_fixup_counters(h, f"stream-K ws {shape} counters after timing", fn)
+        if fw is not None:  # the full-wave tiling against the library and the 128 x 256 tiling, its own rounds
+            fw_base = {k: v for k, v in baselines.items() if k in ("cuBLAS", "data-parallel")}
+            g, w_fw, fill = grid_waves(M, N, 128, FULL_WAVE["block_N"], sms=sms)
+            h.bench(f"full-wave 128x144 {shape}", lambda: fw(a, b, c_fw), flops=flops, bytes=nbytes,
+                    ledger_source=src, baselines=fw_base, targets=TARGETS.get((M, N, K)), rounds=BENCH_ROUNDS,
+                    config=FULL_WAVE, shape=[M, N, K], tiles=g, waves=w_fw, last_wave_fill=fill, sms=sms)
+            h.check(f"full-wave 128x144 {shape} after timing", c_fw, ref, rel_fro_err=rel_fro_err(c_fw, ref),
+                    **tol)
         sp = rec["speedup"].get("data-parallel")
         if sp is not None:
             h.note(f"stream-K ws {shape} prediction", f"predicted {pred:.2f}x vs data-parallel, measured {sp:.2f}x",
