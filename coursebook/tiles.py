@@ -1270,6 +1270,7 @@ def streamk_ws_values(results: dict | None) -> dict[str, str]:
     the data-parallel tiling and (skinny shape) to split-K (``derived.gemm.skws.*``; ``—`` when
     the suite has not been recorded)."""
     from kernels.common import SMS
+    from ledger.gemm import grid_waves
     from measure.suites.gemm import streamk_ws as S
 
     v: dict[str, str] = {}
@@ -1277,7 +1278,8 @@ def streamk_ws_values(results: dict | None) -> dict[str, str]:
     v["calc.gemm.skws.skinny.split_steps"] = str(S.SHAPES[1][2] // sk["block_K"] // sk["splits"])
     for key, shape in (("awk", S.SHAPES[0]), ("skinny", S.SHAPES[1]), ("full", S.SHAPES[2])):
         pred, w = S.predicted_speedup(*shape, S.candidates(shape)[0], SMS)
-        v[f"calc.gemm.skws.{key}.tiles"] = str(w["tiles"])
+        # the tiles of the pipeline's own 128 x 256 tiling (the data-parallel baseline), whatever the first candidate
+        v[f"calc.gemm.skws.{key}.tiles"] = str(grid_waves(*shape[:2], 128, S.NO_SPLIT["block_N"], sms=SMS)[0])
         v[f"calc.gemm.skws.{key}.fill_pct"] = f"{100 * w['last_wave_fill_data_parallel']:.0f}"
         v[f"calc.gemm.skws.{key}.pred"] = f"{pred:.2f}"
         sched = S.ws_schedule(*shape, S.candidates(shape)[0]["block_N"], 64, SMS, S.candidates(shape)[0]["dp_waves"])
@@ -1291,7 +1293,61 @@ def streamk_ws_values(results: dict | None) -> dict[str, str]:
         cfg = r.get("config") or {}
         v[f"derived.gemm.skws.{key}.form"] = (DASH if not cfg else
                                               ("整网格流式切分" if cfg.get("dp_waves") == 0 else "整波之后只切尾部")
-                                              + f"，128×{cfg['block_N']} 的块")
+                                              + f"，128×{cfg['block_N']} 的块"
+                                              + ("，切开的块按行排队" if cfg.get("panel") == 0 else ""))
+    v.update(_skws_order_values(results))
+    v.update(_skws_full_wave_values(results))
+    return v
+
+
+#: The streamed 128 x 256 tiles of the awkward shape in panels of eight rows and in row order (search labels).
+SKWS_ORDER = {"panel": "sk 128x256 st4 e64", "row": "sk 128x256 st4 e64 p0"}
+
+
+def _skws_order_us(results: dict | None) -> dict[str, float | None]:
+    """Search times (us) of the streamed 128 x 256 tiles in panels and in row order (None: not searched)."""
+    ms = (search(results, SKWS["awk"], "gemm.streamk_ws") or {}).get("ms") or {}
+    return {k: (1e3 * ms[lab] if ms.get(lab) else None) for k, lab in SKWS_ORDER.items()}
+
+
+def _skws_order_values(results: dict | None) -> dict[str, str]:
+    us = _skws_order_us(results)
+    return {f"derived.gemm.skws.awk.{k}_us": (f"{t:.1f}" if t else DASH) for k, t in us.items()}
+
+
+def _library_tile(results: dict | None, shape: str) -> str:
+    """The tile in the name of the library's kernel at ``shape`` (``nvjet_..._144x128_...`` -> ``144×128``)."""
+    rec = next((r for r in records(results, "gemm.streamk_ws", f"cuBLAS kernel {shape}", kind="note")), None)
+    m = re.search(r"_(\d+)x(\d+)_\d+x\d+_", " ".join((rec or {}).get("kernels") or []))
+    return f"{m.group(1)}×{m.group(2)}" if m else DASH
+
+
+def _skws_full_wave_values(results: dict | None) -> dict[str, str]:
+    """The full-wave tiling of the awkward shape: its tile count (analytic) and wave-model prediction over the
+    128 x 256 data-parallel tiling (one wave each: the time of a wave taken as proportional to the tile's area),
+    and from its bench record the ratios and time."""
+    from kernels.common import SMS
+    from ledger.gemm import grid_waves
+    from measure.suites.gemm import streamk_ws as S
+
+    M, N, K = S.FULL_WAVE_SHAPES[0]
+    fw = S.FULL_WAVE
+    g, w, fill = grid_waves(M, N, fw["block_M"], fw["block_N"], sms=SMS)
+    _, w_dp, _ = grid_waves(M, N, 128, 256, sms=SMS)
+    sched = S.ws_schedule(M, N, K, 256, 64, SMS, 0)  # 128 x 256 tiles streamed whole
+    v = {"calc.gemm.skws.awk.row_tiles": str(sched.grid_n),
+         "calc.gemm.skws.awk.row_workers": f"{SMS / sched.grid_m:.0f}",  # the workers of one tile row
+         "calc.gemm.skws.fw.tiles": str(g), "calc.gemm.skws.fw.cols": str(-(-N // fw["block_N"])),
+         "calc.gemm.skws.fw.rows": str(-(-M // fw["block_M"])), "calc.gemm.skws.fw.block_n": str(fw["block_N"]),
+         "calc.gemm.skws.fw.pred": f"{(w_dp * 256) / (w * fw['block_N']):.2f}"}
+    r = bench(results, f"full-wave 128x144 {M}x{N}x{K}", "gemm.streamk_ws") or {}
+    sp = r.get("speedup") or {}
+    for base, tag in (("cuBLAS", "cublas"), ("data-parallel", "dp")):
+        v[f"derived.gemm.skws.fw.{tag}"] = f"{sp[base]:.2f}" if sp.get(base) else DASH
+    v["derived.gemm.skws.fw.us"] = f"{1e3 * r['ms']:.1f}" if r.get("ms") else DASH
+    sk = bench(results, SKWS["awk"], "gemm.streamk_ws") or {}
+    v["derived.gemm.skws.awk.us"] = f"{1e3 * sk['ms']:.1f}" if sk.get("ms") else DASH
+    v["derived.gemm.skws.awk.lib_tile"] = _library_tile(results, f"{M}x{N}x{K}")
     return v
 
 
@@ -1304,6 +1360,10 @@ def streamk_ws_claims(results: dict | None) -> list:
     def sp(key: str, base: str) -> float | None:
         return ((bench(results, SKWS[key], "gemm.streamk_ws") or {}).get("speedup") or {}).get(base)
 
+    def full_wave(base: str) -> float | None:
+        name = "full-wave 128x144 {}x{}x{}".format(*S.FULL_WAVE_SHAPES[0])
+        return ((bench(results, name, "gemm.streamk_ws") or {}).get("speedup") or {}).get(base)
+
     return [
         C.threshold("claim.gemm.skws.awk.cublas", sp("awk", "cuBLAS"), S.TARGETS[S.SHAPES[0]]["speedup:cuBLAS"],
                     above="达到了事先定下的 {limit} 倍", below="还没有达到事先定下的 {limit} 倍"),
@@ -1315,4 +1375,11 @@ def streamk_ws_claims(results: dict | None) -> list:
                     above="不比同一次运行里的 split-K 慢", below="比同一次运行里的 split-K 慢"),
         C.threshold("claim.gemm.skws.full.dp", sp("full", "data-parallel"), 1.0,
                     above="也没有因此变慢", below="比数据并行慢：修正步骤在这里是纯开销"),
+        C.compare("claim.gemm.skws.awk.order", _skws_order_us(results)["row"], _skws_order_us(results)["panel"],
+                  lower="按行排队快得多", higher="按行排队反而更慢", tie="两种顺序差不多快", tol=0.02),
+        C.threshold("claim.gemm.skws.fw.cublas", full_wave("cuBLAS"), S.TARGETS[S.SHAPES[0]]["speedup:cuBLAS"],
+                    above="达到了事先定下的 {limit} 倍", below="也没有达到事先定下的 {limit} 倍"),
+        # stream-K's bench over the full-wave tiling: below 1, stream-K is the slower one
+        C.threshold("claim.gemm.skws.fw.vs_sk", sp("awk", "full-wave 128x144"), 1.0,
+                    above="stream-K 并不比它慢", below="比最快的 stream-K 还快"),
     ]

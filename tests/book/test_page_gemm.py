@@ -569,6 +569,32 @@ def test_stream_k_reaches_the_split_k_ceiling(results):
     assert float(v["derived.gemm.streamk.dp_l2_tbps"]) < lo
 
 
+@claims.guards("gemm.skws.fw")
+def test_the_full_wave_tile_beats_stream_k_in_every_recorded_run(results):
+    """The advice "change the tile width first, stream-K only where no width fills the wave": in every recorded
+    run of the suite the full-wave tiling is faster than the best stream-K on the awkward shape, and fills the
+    wave exactly (one tile per SM)."""
+    import json
+    from pathlib import Path
+
+    from coursebook import tiles
+
+    res = Path(__file__).resolve().parents[2] / "measure" / "results"
+    inputs = json.loads((res / "manifest.json").read_text(encoding="utf-8"))["nvidia-h200"]["inputs"]
+    runs = []
+    for f in inputs:
+        suite = json.loads((res / f).read_text(encoding="utf-8"))["suites"].get("gemm.streamk_ws") or {}
+        recs = suite.get("records") or []
+        if any(x.get("name", "").startswith("full-wave") for x in recs):
+            runs.append(recs)
+    assert len(runs) >= 2, "the full-wave tiling is recorded in fewer than two runs"
+    for recs in runs:
+        sk = next(x for x in recs if x.get("kind") == "bench" and x["name"] == tiles.SKWS["awk"])
+        assert sk["speedup"]["full-wave 128x144"] < 1
+    v = tiles.streamk_ws_values(results)
+    assert v["calc.gemm.skws.fw.tiles"] == str(results["provenance"].get("sm_count") or 132)
+
+
 @claims.guards("gemm.grouped.lost-to-loop")
 def test_both_grouped_forms_lost_to_the_loop(results):
     from coursebook import tiles

@@ -12,6 +12,7 @@ import pytest
 torch = pytest.importorskip("torch")
 tilelang = pytest.importorskip("tilelang")
 
+from coursebook import claims  # noqa: E402
 from kernels.gemm import splitk, streamk  # noqa: E402
 from kernels.gemm.lowered import instruction_path, launch_info, wgmma_shapes  # noqa: E402
 from measure.suites.gemm import streamk_ws as suite  # noqa: E402
@@ -129,14 +130,19 @@ def test_hybrid_stores_whole_tiles_in_fp16_and_the_tail_in_fp32(_fresh):
     assert fix is not None and launch_info(fix).grid == (8, 12, 1)
 
 
-def _fabricated(awk: dict, skinny: dict, full: dict) -> dict:
-    """A results file holding only suite gemm.streamk_ws, with the given speedups per shape."""
+def _fabricated(awk: dict, skinny: dict, full: dict, order: dict | None = None, fw: dict | None = None) -> dict:
+    """A results file holding only suite gemm.streamk_ws, with the given speedups per shape; ``order``: the
+    awkward shape's search times (ms) by label, ``fw``: the speedups of its full-wave bench."""
     from coursebook.tiles import SKWS
 
     recs = [dict(kind="bench", name=SKWS[k], ms=0.05, tflops=500.0, speedup=sp,
                  config=streamk.ws_config(256, 4, 64, 0), predicted_speedup_vs_dp=1.5,
                  waves=dict(tiles=72, waves_data_parallel=1, ideal_waves=0.55, last_wave_fill_data_parallel=0.55))
             for k, sp in (("awk", awk), ("skinny", skinny), ("full", full))]
+    if order is not None:
+        recs.append(dict(kind="search", name=SKWS["awk"], ms=order))
+    if fw is not None:
+        recs.append(dict(kind="bench", name="full-wave 128x144 1536x1536x8192", ms=0.055, speedup=fw))
     return {"suites": {"gemm.streamk_ws": {"records": recs}}}
 
 
@@ -147,11 +153,20 @@ def test_page_sentences_on_stream_k_follow_the_records():
         return {c.key.split("skws.")[1]: c.case for c in tiles.streamk_ws_claims(res)}
 
     assert set(cases(None).values()) == {None}  # no record: the page says it cannot tell
-    good = _fabricated({"cuBLAS": 0.93, "data-parallel": 1.6}, {"cuBLAS": 1.01, "split-K ws": 1.02, "data-parallel": 3.0},
-                       {"data-parallel": 1.0})
-    bad = _fabricated({"cuBLAS": 0.85, "data-parallel": 0.97}, {"cuBLAS": 0.97, "split-K ws": 0.99},
-                      {"data-parallel": 0.96})
-    assert set(cases(good).values()) == {"above"} and set(cases(bad).values()) == {"below"}
+    good = _fabricated({"cuBLAS": 0.93, "data-parallel": 1.6, "full-wave 128x144": 1.01},
+                       {"cuBLAS": 1.01, "split-K ws": 1.02, "data-parallel": 3.0}, {"data-parallel": 1.0},
+                       order={"sk 128x256 st4 e64": 0.092, "sk 128x256 st4 e64 p0": 0.075}, fw={"cuBLAS": 0.97})
+    bad = _fabricated({"cuBLAS": 0.85, "data-parallel": 0.97, "full-wave 128x144": 0.85},
+                      {"cuBLAS": 0.97, "split-K ws": 0.99}, {"data-parallel": 0.96},
+                      order={"sk 128x256 st4 e64": 0.075, "sk 128x256 st4 e64 p0": 0.092}, fw={"cuBLAS": 0.85})
+    assert cases(good) == {**{k: "above" for k in cases(good)}, "awk.order": "lower"}
+    assert cases(bad) == {**{k: "below" for k in cases(bad)}, "awk.order": "higher"}
+    tie = _fabricated({}, {}, {}, order={"sk 128x256 st4 e64": 0.075, "sk 128x256 st4 e64 p0": 0.0745})
+    assert cases(tie)["awk.order"] == "tie"
+    v = tiles.streamk_ws_values(good)
+    assert v["derived.gemm.skws.awk.panel_us"] == "92.0" and v["derived.gemm.skws.awk.row_us"] == "75.0"
+    assert v["derived.gemm.skws.fw.cublas"] == "0.97" and v["derived.gemm.skws.fw.us"] == "55.0"
+    assert v["calc.gemm.skws.fw.tiles"] == "132" and v["calc.gemm.skws.awk.tiles"] == "72"
     v = tiles.streamk_ws_values(good)
     assert v["derived.gemm.skws.awk.cublas"] == "0.93" and v["derived.gemm.skws.skinny.splitk"] == "1.02"
     assert tiles.streamk_ws_values(None)["derived.gemm.skws.awk.dp"] == "—"
@@ -176,6 +191,7 @@ def test_full_wave_tile_gives_the_awkward_shape_one_tile_per_sm():
         assert grid_waves(M, N, 128, 256, sms=132)[0] == 72
 
 
+@claims.guards("gemm.skws.awk.order")
 @pytest.mark.parametrize("panel", [0, 8])
 def test_row_order_keeps_every_tile_row_of_the_stream_at_the_same_k(panel):
     """1536^3-ish awkward shape, 128 x 256 tiles streamed whole on 132 workers: in row order (panel 0) the 11
