@@ -11,6 +11,16 @@ sideways at 390 px; figures have meaningful alt texts and open full size; glued
 values keep the text's weight; no bold runs away; every page links the repository
 and notebook pages offer their .ipynb and .md.  Pages are taken from the built
 HTML, so new pages are covered without editing this file.
+
+Most checks look at every page, and loading a page is what costs, so each page is
+loaded once per width and the tests read what that visit collected: ``desktop_visits``
+(1280 px: console errors, bold, glued values, the repository link, the download menu),
+``phone_visits`` (390 px touch screen: width, figures, sidebar buttons) and
+``tablet_visits`` (820 px: sidebar buttons).  A visit runs its checks in order, those
+that click or tap last; the pages of one width follow each other in one tab (``_Tab``),
+each from a blank start.  A check that raises on one page (``_Failed``) becomes a
+problem of that page, reported by the test that owns the check.  A new check of every
+page belongs in these visits, not in a loop of page loads of its own.
 """
 from __future__ import annotations
 
@@ -84,16 +94,27 @@ def browser(tmp_path_factory):
         b.close()
 
 
-def _open(browser, url):
-    page = browser.new_page(viewport={"width": 1280, "height": 900})
+DESKTOP_VIEWPORT = {"width": DESKTOP, "height": 900}
+
+
+def _listen(page, requests=True):
+    """The list that the page's listeners fill: console errors and uncaught exceptions,
+    with ``requests`` also failed requests and HTTP errors."""
     errors: list[str] = []
     page.on("console", lambda m: errors.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
     page.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
-    # A request the browser aborts because the page navigated on (the root redirect)
-    # is not a failure of the book; every other failed request is.
-    page.on("requestfailed", lambda r: None if "ERR_ABORTED" in (r.failure or "")
-            else errors.append(f"request failed: {r.url} ({r.failure})"))
-    page.on("response", lambda r: errors.append(f"HTTP {r.status}: {r.url}") if r.status >= 400 else None)
+    if requests:
+        # A request the browser aborts because the page navigated on (the root redirect)
+        # is not a failure of the book; every other failed request is.
+        page.on("requestfailed", lambda r: None if "ERR_ABORTED" in (r.failure or "")
+                else errors.append(f"request failed: {r.url} ({r.failure})"))
+        page.on("response", lambda r: errors.append(f"HTTP {r.status}: {r.url}") if r.status >= 400 else None)
+    return errors
+
+
+def _open(browser, url):
+    page = browser.new_page(viewport=DESKTOP_VIEWPORT)
+    errors = _listen(page)
     page.goto(url, wait_until="load")
     return page, errors
 
@@ -103,14 +124,174 @@ def _all_pages(built_book):
                   if "_static" not in p.parts and p.name not in {"genindex.html"})
 
 
-def test_every_page_loads_cleanly(browser, server, built_book):
+def _touch_screen(browser, width, height=844):
+    """A browser context of a touch screen of the given width (phone 390 px, tablet 820 px)."""
+    return browser.new_context(viewport={"width": width, "height": height}, has_touch=True,
+                               is_mobile=width < DESKTOP, device_scale_factor=2)
+
+
+def _mobile(browser, url, width, height=844):
+    """A touch page of the given width, in a context of its own."""
+    ctx = _touch_screen(browser, width, height)
+    page = ctx.new_page()
+    errors = _listen(page, requests=False)
+    page.goto(url, wait_until="load")
+    return ctx, page, errors
+
+
+def _content_pages(built_book):
+    """Pages with an article (everything but the search page and the root redirect)."""
+    return [rel for rel in _all_pages(built_book)
+            if rel not in {"search.html", "index.html"}
+            and 'class="bd-article"' in (built_book / rel).read_text(encoding="utf-8")]
+
+
+# ---------------------------------------------------------------- one visit a page and width
+
+#: How long a tap or click may take to show its effect (it normally does in a frame or two).
+WAIT_MS = 3000
+
+
+class _Failed(str):
+    """A check that raised on a page (a timeout, a crashed page): a problem of that page."""
+
+    def __new__(cls, exc: BaseException):
+        text = str(exc).strip().splitlines()
+        return super().__new__(cls, f"check failed: {type(exc).__name__}: {text[0] if text else ''}")
+
+
+def _in_time(wait) -> bool:
+    """Whether ``wait()``, a Playwright wait with a timeout, saw its condition in time."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        wait()
+    except PlaywrightTimeout:
+        return False
+    return True
+
+
+#: Run first in a tab's every document: start it with the empty storage of a new tab.
+_FRESH_STORAGE = ("if (window === window.top) try { sessionStorage.clear(); localStorage.clear(); }"
+                  " catch (e) {}")
+
+
+class _Tab:
+    """One tab of the browser context ``ctx`` that visits page after page: three times
+    as fast as a new tab a page (its renderer and script caches stay warm), yet every
+    page starts fresh -- from about:blank, with empty storage and an empty error list
+    (the listeners of ``_open``, or with ``requests=False`` those of ``_mobile``)."""
+
+    def __init__(self, ctx, requests=True):
+        self.ctx, self.requests = ctx, requests
+        self._new()
+
+    def _new(self):
+        self.page = self.ctx.new_page()
+        self.page.add_init_script(_FRESH_STORAGE)
+        self.errors = _listen(self.page, self.requests)
+
+    def load(self, url):
+        try:
+            self.page.goto("about:blank")
+            self.errors.clear()
+            self.page.goto(url, wait_until="load")
+        except Exception:
+            self.page.close()  # a crashed or stuck tab: the next page gets a new one
+            self._new()
+            raise
+        return self.page, self.errors
+
+
+def _visit(tab, url, checks):
+    """Load ``url`` in ``tab`` and run ``checks`` ({name: check(page, errors)}) on it in
+    order.  Returns {name: result}; a check that raises gives a _Failed and the next
+    still run.  A check returns a copy of what it reads: the tab reuses its error list."""
+    try:
+        page, errors = tab.load(url)
+    except Exception as exc:  # the page did not load: every check fails with it
+        return dict.fromkeys(checks, _Failed(exc))
+    results = {}
+    for name, check in checks.items():
+        try:
+            results[name] = check(page, errors)
+        except Exception as exc:
+            results[name] = _Failed(exc)
+    return results
+
+
+def _is_notebook(rel):
+    src = ROOT / Path(rel).with_suffix(".md")
+    return src.is_file() and "kernelspec:" in src.read_text(encoding="utf-8")[:800]
+
+
+@pytest.fixture(scope="module")
+def desktop_visits(browser, server, built_book):
+    """Every page opened once at desktop width (the listeners of ``_open``)."""
+    content = set(_content_pages(built_book))
+    url = _repository_url()
+    ctx = browser.new_context(viewport=DESKTOP_VIEWPORT)
+    tab = _Tab(ctx)
+    visits = {}
+    for rel in _all_pages(built_book):
+        checks = {"errors": _errors_after_load}
+        if rel in content:
+            checks["bold"] = _bold_report
+            if "pasted-text" in (built_book / rel).read_text(encoding="utf-8"):
+                checks["glued"] = _glued_weights
+            checks["repository"] = functools.partial(_repository_link_shown, url=url)
+            if _is_notebook(rel):  # last: it opens the download menu
+                checks["downloads"] = functools.partial(_download_links, rel=rel)
+        visits[rel] = _visit(tab, f"{server}/{rel}", checks)
+    ctx.close()
+    return visits
+
+
+@pytest.fixture(scope="module")
+def phone_visits(browser, server, built_book):
+    """Every page but the root redirect opened once on a phone (the listeners of
+    ``_mobile``).  Pages without an article (search) are only measured; on the others
+    the sidebar buttons, which change the page, go last, and the errors are read when
+    the visit is done."""
+    content = set(_content_pages(built_book))
+    checks = {"width": _phone_overflow, "images": _images, "sidebars": _sidebar_problems,
+              "errors": _errors_so_far}
+    ctx = _touch_screen(browser, PHONE)
+    tab = _Tab(ctx, requests=False)
+    visits = {rel: _visit(tab, f"{server}/{rel}", checks if rel in content else {"width": _phone_overflow})
+              for rel in _all_pages(built_book) if rel != "index.html"}
+    ctx.close()
+    return visits
+
+
+@pytest.fixture(scope="module")
+def tablet_visits(browser, server, built_book):
+    """Every content page opened once on a tablet, for its sidebar buttons."""
+    checks = {"sidebars": _sidebar_problems, "errors": _errors_so_far}
+    ctx = _touch_screen(browser, TABLET)
+    tab = _Tab(ctx, requests=False)
+    visits = {rel: _visit(tab, f"{server}/{rel}", checks) for rel in _content_pages(built_book)}
+    ctx.close()
+    return visits
+
+
+def _errors_so_far(page, errors):
+    """What the listeners caught from the load to the end of the visit."""
+    return list(errors)
+
+
+def _errors_after_load(page, errors):
+    """What ``_open``'s listeners caught by 150 ms after the load event."""
+    page.wait_for_timeout(150)
+    return list(errors)
+
+
+def test_every_page_loads_cleanly(built_book, desktop_visits):
     problems = {}
     for rel in _all_pages(built_book):
-        page, errors = _open(browser, f"{server}/{rel}")
-        page.wait_for_timeout(150)
+        errors = desktop_visits[rel]["errors"]
         if errors:
-            problems[rel] = errors
-        page.close()
+            problems[rel] = [errors] if isinstance(errors, _Failed) else errors
     assert not problems, f"pages with console errors: {problems}"
 
 
@@ -173,78 +354,81 @@ def test_screenshots_of_chapters(browser, server, built_book):
 
 # ---------------------------------------------------------------- reader experience
 
-def _mobile(browser, url, width, height=844):
-    """A touch page of the given width (phone 390 px, tablet 820 px)."""
-    ctx = browser.new_context(viewport={"width": width, "height": height}, has_touch=True,
-                              is_mobile=width < DESKTOP, device_scale_factor=2)
-    page = ctx.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
-    page.on("console", lambda m: errors.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
-    page.goto(url, wait_until="load")
-    return ctx, page, errors
-
-
-def _content_pages(built_book):
-    """Pages with an article (everything but the search page and the root redirect)."""
-    return [rel for rel in _all_pages(built_book)
-            if rel not in {"search.html", "index.html"}
-            and 'class="bd-article"' in (built_book / rel).read_text(encoding="utf-8")]
-
-
-def _visible_links(page, dialog_id):
-    """Links inside a sidebar dialog that a reader can actually see on screen."""
-    return page.evaluate("""(id) => {
-        const d = document.getElementById(id);
-        if (!d || !d.open) return 0;
-        return [...d.querySelectorAll('a')].filter(a => {
-            const r = a.getBoundingClientRect(), s = getComputedStyle(a);
-            return r.width > 0 && r.height > 0 && r.right > 0 && r.left < innerWidth
-                && r.bottom > 0 && r.top < innerHeight && s.visibility !== 'hidden';
-        }).length;
-    }""", dialog_id)
+#: How many links inside the sidebar dialog ``id`` a reader can actually see on screen.
+_VISIBLE_LINKS = """(id) => {
+    const d = document.getElementById(id);
+    if (!d || !d.open) return 0;
+    return [...d.querySelectorAll('a')].filter(a => {
+        const r = a.getBoundingClientRect(), s = getComputedStyle(a);
+        return r.width > 0 && r.height > 0 && r.right > 0 && r.left < innerWidth
+            && r.bottom > 0 && r.top < innerHeight && s.visibility !== 'hidden';
+    }).length;
+}"""
+#: The dialog is open and shows links.
+_SHOWN = f"(id) => ({_VISIBLE_LINKS})(id) > 0"
+#: No transition or animation of the dialog itself is running.
+_STILL = "(id) => !document.getElementById(id).getAnimations().length"
+#: The dialog is closed and shows no link.
+_CLOSED = f"(id) => !document.getElementById(id).open && ({_VISIBLE_LINKS})(id) === 0"
+_SIDEBARS = (("primary-toggle", "pst-primary-sidebar-modal"),
+             ("secondary-toggle", "pst-secondary-sidebar-modal"))
 
 
 def _tap_outside(page, dialog_id):
-    """Tap the backdrop: the side of the screen the dialog does not cover."""
+    """Tap the backdrop: the side of the screen the dialog does not cover.  Returns
+    the problem when the dialog leaves no side to tap, else None."""
     box = page.evaluate("(id) => { const r = document.getElementById(id).getBoundingClientRect();"
                         " return [r.left, r.right, innerWidth, innerHeight]; }", dialog_id)
     left, right, width, height = box
     x = (right + width) / 2 if width - right > left else left / 2
-    assert (width - right > 8) or (left > 8), f"the {dialog_id} dialog covers the whole width"
+    if not ((width - right > 8) or (left > 8)):
+        return f"the {dialog_id} dialog covers the whole width"
     page.touchscreen.tap(x, height / 2)
-    page.wait_for_timeout(300)
+    return None
+
+
+def _sidebar_problems(page, errors=None):
+    """Tap ☰ and the contents button in turn; each must show its sidebar dialog, and a tap
+    on the backdrop must close it.  Returns {button class: problem}."""
+    problems = {}
+    for cls, dialog in _SIDEBARS:
+        buttons = [b for b in page.locator(f".{cls}").all() if b.is_visible()]
+        if cls == "secondary-toggle" and not buttons and not page.locator("nav.page-toc a").count():
+            continue  # a page without sections has no contents button
+        if len(buttons) != 1:
+            problems[cls] = f"{len(buttons)} visible buttons"
+            continue
+        if page.evaluate(_VISIBLE_LINKS, dialog):
+            problems[cls] = "sidebar visible before the tap"
+        buttons[0].tap()
+        if not _in_time(lambda: page.wait_for_function(_SHOWN, arg=dialog, timeout=WAIT_MS)):
+            problems[cls] = "tap did not show the sidebar"
+            continue
+        # Let it finish sliding in, so the tap beside it lands beside where it stops.
+        _in_time(lambda: page.wait_for_function(_STILL, arg=dialog, timeout=WAIT_MS))
+        covers = _tap_outside(page, dialog)
+        if covers:
+            problems[cls] = covers
+            continue
+        if not _in_time(lambda: page.wait_for_function(_CLOSED, arg=dialog, timeout=WAIT_MS)):
+            problems[cls] = "tap outside did not close the sidebar"
+    return problems
 
 
 @pytest.mark.parametrize("width", [PHONE, TABLET])
-def test_sidebar_buttons_open_and_close_on_touch_screens(browser, server, built_book, width):
+def test_sidebar_buttons_open_and_close_on_touch_screens(request, built_book, width):
     """☰ opens the book's navigation, the list button the page's contents; a tap on
     the backdrop closes them again -- on every page, at phone and tablet width."""
+    visits = request.getfixturevalue("phone_visits" if width == PHONE else "tablet_visits")
     problems = {}
     for rel in _content_pages(built_book):
-        ctx, page, errors = _mobile(browser, f"{server}/{rel}", width)
-        for cls, dialog in (("primary-toggle", "pst-primary-sidebar-modal"),
-                            ("secondary-toggle", "pst-secondary-sidebar-modal")):
-            buttons = [b for b in page.locator(f".{cls}").all() if b.is_visible()]
-            if cls == "secondary-toggle" and not buttons and not page.locator("nav.page-toc a").count():
-                continue  # a page without sections has no contents button
-            if len(buttons) != 1:
-                problems[(rel, cls)] = f"{len(buttons)} visible buttons"
-                continue
-            if _visible_links(page, dialog):
-                problems[(rel, cls)] = "sidebar visible before the tap"
-            buttons[0].tap()
-            page.wait_for_timeout(400)
-            shown = _visible_links(page, dialog)
-            if not shown:
-                problems[(rel, cls)] = "tap did not show the sidebar"
-                continue
-            _tap_outside(page, dialog)
-            if page.evaluate(f"document.getElementById('{dialog}').open") or _visible_links(page, dialog):
-                problems[(rel, cls)] = "tap outside did not close the sidebar"
+        sidebars, errors = visits[rel]["sidebars"], visits[rel]["errors"]
+        if isinstance(sidebars, _Failed):
+            problems[(rel, "sidebars")] = sidebars
+        else:
+            problems.update({(rel, cls): problem for cls, problem in sidebars.items()})
         if errors:
             problems[(rel, "errors")] = errors
-        ctx.close()
     assert not problems, problems
 
 
@@ -355,40 +539,53 @@ def _settled(page):
     page.wait_for_timeout(200)
 
 
-def test_no_page_scrolls_sideways_on_a_phone(browser, server, built_book):
+def _phone_overflow(page, errors=None):
+    """None when the page fits the phone's width, else (scroll width, inner width, culprits)."""
+    _settled(page)
+    # A mobile browser widens its layout viewport to fit wide content (innerWidth
+    # grows with it), so compare with the phone's width itself.
+    sw, iw = page.evaluate("[document.documentElement.scrollWidth, innerWidth]")
+    if max(sw, iw) <= PHONE:
+        return None
+    culprits = page.evaluate("""(w) => [...document.querySelectorAll('.bd-article *')]
+        .filter(e => e.getBoundingClientRect().right > w + 1)
+        .slice(0, 3).map(e => e.tagName + '.' + e.className + ': ' + e.textContent.slice(0, 50))""", PHONE)
+    return (sw, iw, culprits)
+
+
+def test_no_page_scrolls_sideways_on_a_phone(built_book, phone_visits):
     wide = {}
     for rel in _all_pages(built_book):
         if rel == "index.html":
             continue  # the root redirect
-        ctx, page, _ = _mobile(browser, f"{server}/{rel}", PHONE)
-        _settled(page)
-        # A mobile browser widens its layout viewport to fit wide content (innerWidth
-        # grows with it), so compare with the phone's width itself.
-        sw, iw = page.evaluate("[document.documentElement.scrollWidth, innerWidth]")
-        if max(sw, iw) > PHONE:
-            culprits = page.evaluate("""(w) => [...document.querySelectorAll('.bd-article *')]
-                .filter(e => e.getBoundingClientRect().right > w + 1)
-                .slice(0, 3).map(e => e.tagName + '.' + e.className + ': ' + e.textContent.slice(0, 50))""", PHONE)
-            wide[rel] = (sw, iw, culprits)
-        ctx.close()
+        overflow = phone_visits[rel]["width"]
+        if overflow:
+            wide[rel] = overflow
     assert not wide, f"pages wider than a 390 px phone: {wide}"
 
 
 _FILE_LIKE = re.compile(r"(^|/)[0-9a-f]{16,}(\.\w+)?$|\.(png|jpe?g|gif|svg)$", re.I)
 
 
-def test_figures_have_alt_text_and_open_full_size(browser, server, built_book):
+def _images(page, errors=None):
+    """The article's images as a phone shows them."""
+    return page.evaluate("""() => [...document.querySelectorAll('.bd-article img')].map(img => ({
+        alt: img.getAttribute('alt') || '', src: img.getAttribute('src'),
+        link: img.closest('a') ? img.closest('a').getAttribute('href') : null,
+        natural: img.naturalWidth, shown: img.getBoundingClientRect().width}))""")
+
+
+def test_figures_have_alt_text_and_open_full_size(browser, server, built_book, phone_visits):
     """Every content image has an alt text that is words, not a file name; it links
     to its full-size file; on a phone it is shown at a legible size (scrolling in its
     own box) and a tap opens the file."""
     problems, seen = {}, 0
-    tapped = False
+    first_with_images = None
     for rel in _content_pages(built_book):
-        ctx, page, _ = _mobile(browser, f"{server}/{rel}", PHONE)
-        images = page.evaluate("""() => [...document.querySelectorAll('.bd-article img')].map(img => ({
-            alt: img.getAttribute('alt') || '', src: img.getAttribute('src'),
-            link: img.closest('a') ? img.closest('a').getAttribute('href') : null,
-            natural: img.naturalWidth, shown: img.getBoundingClientRect().width}))""")
+        images = phone_visits[rel]["images"]
+        if isinstance(images, _Failed):
+            problems[(rel, "images")] = images
+            continue
         for img in images:
             seen += 1
             alt = img["alt"].strip()
@@ -403,32 +600,40 @@ def test_figures_have_alt_text_and_open_full_size(browser, server, built_book):
             legible = min(img["natural"], 600)
             if img["shown"] < legible - 1:
                 problems[(rel, img["src"], "size")] = f"shown {img['shown']:.0f} px of {img['natural']} px"
-        if images and not tapped:
-            first = page.locator(".bd-article a.cb-figure-link img").first
-            first.scroll_into_view_if_needed()
-            with page.expect_navigation():
-                first.tap()
-            assert page.url.endswith(".png") or page.url.endswith(".svg"), page.url
-            tapped = True
+        if images and first_with_images is None:
+            first_with_images = rel
+    tapped = False
+    if first_with_images:  # a tap on the first figure of the book opens its file
+        ctx, page, _ = _mobile(browser, f"{server}/{first_with_images}", PHONE)
+        first = page.locator(".bd-article a.cb-figure-link img").first
+        first.scroll_into_view_if_needed()
+        with page.expect_navigation():
+            first.tap()
+        assert page.url.endswith(".png") or page.url.endswith(".svg"), page.url
+        tapped = True
         ctx.close()
     assert seen, "the book has no figures"
     assert tapped
     assert not problems, problems
 
 
-def test_glued_values_keep_the_text_weight(browser, server, built_book):
+def _glued_weights(page, errors=None):
+    """[glued value's font weight, its sentence's] for each glued value in running text."""
+    return page.evaluate("""() => [...document.querySelectorAll('p span.pasted-text')]
+        .filter(s => !s.closest('strong, b, th, h1, h2, h3, h4'))
+        .map(s => [getComputedStyle(s).fontWeight, getComputedStyle(s.closest('p')).fontWeight])""")
+
+
+def test_glued_values_keep_the_text_weight(built_book, desktop_visits):
     checked = 0
     for rel in _content_pages(built_book):
         if "pasted-text" not in (built_book / rel).read_text(encoding="utf-8"):
             continue
-        page, _ = _open(browser, f"{server}/{rel}")
-        pairs = page.evaluate("""() => [...document.querySelectorAll('p span.pasted-text')]
-            .filter(s => !s.closest('strong, b, th, h1, h2, h3, h4'))
-            .map(s => [getComputedStyle(s).fontWeight, getComputedStyle(s.closest('p')).fontWeight])""")
+        pairs = desktop_visits[rel]["glued"]
+        assert not isinstance(pairs, _Failed), f"{rel}: {pairs}"
         bold = [p for p in pairs if p[0] != p[1]]
         assert not bold, f"{rel}: glued values heavier than their sentence: {bold[:3]}"
         checked += len(pairs)
-        page.close()
     assert checked, "no glued value found in a paragraph"
 
 
@@ -436,30 +641,33 @@ def test_glued_values_keep_the_text_weight(browser, server, built_book):
 MAX_BOLD_CHARS = 80
 
 
-def test_no_runaway_bold(browser, server, built_book):
+def _bold_report(page, errors=None):
+    """The article's nested bold, overlong bold runs and stray ``**`` outside code."""
+    return page.evaluate("""(limit) => {
+        const art = document.querySelector('.bd-article');
+        const nested = [...art.querySelectorAll('strong strong, b b, strong b, b strong')]
+            .map(e => e.textContent.slice(0, 40));
+        const long = [...art.querySelectorAll('strong, b')].map(e => e.textContent)
+            .filter(t => [...t].length > limit).map(t => t.slice(0, 40));
+        const walker = document.createTreeWalker(art, NodeFilter.SHOW_TEXT);
+        const stray = [];
+        for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+            if (n.parentElement.closest('pre, code, script, style, .highlight, mjx-container')) continue;
+            if (n.data.includes('**')) stray.push(n.data.slice(0, 60));
+        }
+        return {nested, long, stray};
+    }""", MAX_BOLD_CHARS)
+
+
+def test_no_runaway_bold(built_book, desktop_visits):
     """Markdown emphasis that failed to close (CommonMark will not close ``**`` after
     a full-width bracket followed by a letter: ``**…）**的``) shows as nested bold, a
     stray ``**`` or a bold run half a paragraph long."""
     problems = {}
     for rel in _content_pages(built_book):
-        page, _ = _open(browser, f"{server}/{rel}")
-        report = page.evaluate("""(limit) => {
-            const art = document.querySelector('.bd-article');
-            const nested = [...art.querySelectorAll('strong strong, b b, strong b, b strong')]
-                .map(e => e.textContent.slice(0, 40));
-            const long = [...art.querySelectorAll('strong, b')].map(e => e.textContent)
-                .filter(t => [...t].length > limit).map(t => t.slice(0, 40));
-            const walker = document.createTreeWalker(art, NodeFilter.SHOW_TEXT);
-            const stray = [];
-            for (let n = walker.nextNode(); n; n = walker.nextNode()) {
-                if (n.parentElement.closest('pre, code, script, style, .highlight, mjx-container')) continue;
-                if (n.data.includes('**')) stray.push(n.data.slice(0, 60));
-            }
-            return {nested, long, stray};
-        }""", MAX_BOLD_CHARS)
-        if any(report.values()):
+        report = desktop_visits[rel]["bold"]
+        if isinstance(report, _Failed) or any(report.values()):
             problems[rel] = report
-        page.close()
     assert not problems, problems
 
 
@@ -472,46 +680,63 @@ def _repository_url():
     return repository_url(config["repository"]["url"])
 
 
-def test_every_page_links_the_repository(browser, server, built_book):
+def _repository_link_shown(page, errors=None, *, url):
+    """Whether the page shows a link to ``url``; without a real URL (None), whether it
+    shows any repository link."""
+    if url:
+        links = page.locator(f'a[href="{url}"]')
+        return bool(links.count()) and any(a.is_visible() for a in links.all())
+    shown = page.locator('a[href*="/OWNER/"], [class*="source-repository-button"], a[title="Source repository"]')
+    return any(a.is_visible() for a in shown.all())
+
+
+def test_every_page_links_the_repository(built_book, desktop_visits):
     """With a real repository URL every page shows a link to it; without one (the placeholder of
     _config.yml) no page shows a repository link at all."""
     url = _repository_url()
     missing = []
     for rel in _content_pages(built_book):
-        page, _ = _open(browser, f"{server}/{rel}")
-        if url:
-            links = page.locator(f'a[href="{url}"]')
-            if not links.count() or not any(a.is_visible() for a in links.all()):
-                missing.append(rel)
-        else:
-            shown = page.locator('a[href*="/OWNER/"], [class*="source-repository-button"], a[title="Source repository"]')
-            if any(a.is_visible() for a in shown.all()):
-                missing.append(rel)
-        page.close()
+        shown = desktop_visits[rel]["repository"]
+        if isinstance(shown, _Failed):
+            missing.append(f"{rel} ({shown})")
+        elif (not shown) if url else shown:
+            missing.append(rel)
     assert not missing, (f"no visible link to {url}: {missing}" if url else
                          f"a repository link without a real URL: {missing}")
 
 
-def test_notebook_pages_offer_ipynb_and_md(browser, server, built_book):
+def _download_links(page, errors=None, *, rel):
+    """Open the page's download menu: {suffix: (links, shown, href)} for .ipynb and .md."""
+    page.locator("button[aria-label='Download this page'], .dropdown-download-buttons button").first.click()
+    found = {}
+    for suffix in (".ipynb", ".md"):
+        link = page.locator(f".dropdown-download-buttons a[href$='{Path(rel).stem}{suffix}']")
+        count = link.count()
+        if count != 1:
+            found[suffix] = (count, False, None)
+            continue
+        shown = _in_time(lambda: link.wait_for(state="visible", timeout=WAIT_MS))
+        found[suffix] = (count, shown, link.get_attribute("href"))
+    return found
+
+
+def test_notebook_pages_offer_ipynb_and_md(built_book, desktop_visits):
     """A page written as a MyST notebook offers its executed .ipynb and its .md."""
     checked = 0
     for rel in _content_pages(built_book):
-        src = ROOT / Path(rel).with_suffix(".md")
-        if not (src.is_file() and "kernelspec:" in src.read_text(encoding="utf-8")[:800]):
+        if not _is_notebook(rel):
             continue
-        page, _ = _open(browser, f"{server}/{rel}")
-        page.locator("button[aria-label='Download this page'], .dropdown-download-buttons button").first.click()
-        page.wait_for_timeout(300)
+        downloads = desktop_visits[rel]["downloads"]
+        assert not isinstance(downloads, _Failed), f"{rel}: {downloads}"
         for suffix in (".ipynb", ".md"):
-            link = page.locator(f".dropdown-download-buttons a[href$='{Path(rel).stem}{suffix}']")
-            assert link.count() == 1, f"{rel}: no {suffix} download"
-            assert link.is_visible(), f"{rel}: the {suffix} download is not shown"
-            target = ((built_book / rel).parent / link.get_attribute("href")).resolve()
+            count, shown, href = downloads[suffix]
+            assert count == 1, f"{rel}: no {suffix} download"
+            assert shown, f"{rel}: the {suffix} download is not shown"
+            target = ((built_book / rel).parent / href).resolve()
             assert target.is_file(), target
         nb = json.loads(target.with_suffix(".ipynb").read_text(encoding="utf-8"))
         assert nb["nbformat"] == 4 and any(c["cell_type"] == "code" for c in nb["cells"]), rel
         checked += 1
-        page.close()
     assert checked, "no notebook page found"
 
 
