@@ -1333,13 +1333,14 @@ def _skws_full_wave_values(results: dict | None) -> dict[str, str]:
     M, N, K = S.FULL_WAVE_SHAPES[0]
     fw = S.FULL_WAVE
     g, w, fill = grid_waves(M, N, fw["block_M"], fw["block_N"], sms=SMS)
-    _, w_dp, _ = grid_waves(M, N, 128, 256, sms=SMS)
-    sched = S.ws_schedule(M, N, K, 256, 64, SMS, 0)  # 128 x 256 tiles streamed whole
+    bn = S.NO_SPLIT["block_N"]  # the 128 x 256 data-parallel tiling
+    _, w_dp, _ = grid_waves(M, N, 128, bn, sms=SMS)
+    sched = S.ws_schedule(M, N, K, bn, 64, SMS, 0)  # its tiles streamed whole
     v = {"calc.gemm.skws.awk.row_tiles": str(sched.grid_n),
          "calc.gemm.skws.awk.row_workers": f"{SMS / sched.grid_m:.0f}",  # the workers of one tile row
          "calc.gemm.skws.fw.tiles": str(g), "calc.gemm.skws.fw.cols": str(-(-N // fw["block_N"])),
          "calc.gemm.skws.fw.rows": str(-(-M // fw["block_M"])), "calc.gemm.skws.fw.block_n": str(fw["block_N"]),
-         "calc.gemm.skws.fw.pred": f"{(w_dp * 256) / (w * fw['block_N']):.2f}"}
+         "calc.gemm.skws.fw.pred": f"{(w_dp * bn) / (w * fw['block_N']):.2f}"}
     r = bench(results, f"full-wave 128x144 {M}x{N}x{K}", "gemm.streamk_ws") or {}
     sp = r.get("speedup") or {}
     for base, tag in (("cuBLAS", "cublas"), ("data-parallel", "dp")):
