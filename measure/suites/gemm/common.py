@@ -99,6 +99,18 @@ def library_kernels(fn: Any) -> list[str]:
     return sorted(n for n in names if not n.startswith(("Memset", "Memcpy")))
 
 
+def note_library_kernels(h: Any, name: str, fn: Any) -> None:
+    """Note (record ``name``) the kernels one call of ``fn`` launches, on a CUDA harness; a profiler
+    failure is recorded as an error of that note and the suite goes on."""
+    if not h.is_cuda:
+        return
+    try:
+        names = library_kernels(fn)
+        h.note(name, ", ".join(names) or "none seen", kernels=names)
+    except Exception as exc:  # the profiler is a nicety; the bench goes on without it
+        h.error(name, exc)
+
+
 def record_bench(h: Any, name: str, fn: Any, *, repeat: int | None = None, **kw: Any) -> dict[str, Any]:
     """``h.bench`` when ``repeat`` is None; otherwise time with ``h.time(fn, repeat=repeat)`` (slow kernels)
     and append a bench record of the same shape (baselines timed the same way)."""

@@ -12,7 +12,7 @@ from kernels.gemm.ladder import RUNGS, build, build_tuned, gemm_ref, label, run
 from kernels.gemm.lowered import launch_info
 from measure.search import par_build
 from measure.suites.common import sm_count
-from measure.suites.gemm.common import (BENCH_ROUNDS, SEARCH_ROUNDS, gemm_cost, gemm_tolerance, library_kernels,
+from measure.suites.gemm.common import (BENCH_ROUNDS, SEARCH_ROUNDS, gemm_cost, gemm_tolerance, note_library_kernels,
                                         record_bench, rel_fro_err)
 
 # --------------------------------------------------------------- tuned rung 4
@@ -144,12 +144,7 @@ def gpu_suite(h: Any) -> None:
         c_cublas = cublas()
         tol = gemm_tolerance(K)
         h.check(f"cuBLAS {M}^3", c_cublas, ref, rel_fro_err=rel_fro_err(c_cublas, ref), **tol)
-        if h.is_cuda:
-            try:
-                names = library_kernels(cublas)
-                h.note(f"cuBLAS kernel {M}^3", ", ".join(names) or "none seen", kernels=names)
-            except Exception as exc:  # the profiler is a nicety; the bench goes on without it
-                h.error(f"cuBLAS kernel {M}^3", exc)
+        note_library_kernels(h, f"cuBLAS kernel {M}^3", cublas)
         for name, (_, cfg) in RUNGS.items():
             key = f"{name}@{M}"
             if key not in built:

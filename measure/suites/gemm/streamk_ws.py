@@ -30,7 +30,7 @@ from kernels.gemm.streamk import build_ws, make_ws_runner, ws_config as _c, ws_l
 from ledger.gemm import grid_waves
 from measure.search import par_build
 from measure.suites.common import sm_count
-from measure.suites.gemm.common import (BENCH_ROUNDS, SEARCH_ROUNDS, gemm_cost, gemm_tolerance, library_kernels,
+from measure.suites.gemm.common import (BENCH_ROUNDS, SEARCH_ROUNDS, gemm_cost, gemm_tolerance, note_library_kernels,
                                         rel_fro_err, screen_workspace_candidates)
 from measure.suites.gemm.splitk_ws import NO_SPLIT, check_fixup_counters
 
@@ -134,12 +134,7 @@ def gpu_suite(h: Any) -> None:
         h.note(f"stream-K ws {shape} candidates", f"{len(cands)} valid of {len(candidates((M, N, K)))}", rejected=rejected)
         cublas = lambda: torch.matmul(a, b.t())  # noqa: E731
         baselines: dict[str, Any] = {"cuBLAS": cublas}
-        if h.is_cuda:
-            try:
-                names = library_kernels(cublas)
-                h.note(f"cuBLAS kernel {shape}", ", ".join(names) or "none seen", kernels=names)
-            except Exception as exc:  # the profiler is a nicety; the bench goes on without it
-                h.error(f"cuBLAS kernel {shape}", exc)
+        note_library_kernels(h, f"cuBLAS kernel {shape}", cublas)
         dp = built[f"dp@{M}"]["kernel"]
         c_dp = h.poisoned((M, N), torch.float16)
         if dp is not None:
