@@ -306,6 +306,67 @@ def _swizzled(*bufs: Any) -> dict:
     return {b: make_swizzled_layout(b) for b in bufs if b is not None}
 
 
+#: Device helpers of the spread fix-up (``spread``, :func:`streamk_ws_spread`): the arrival on a tail tile's
+#: counter (release), the wait for all of its pieces (acquire), the reduction of a band of rows of the tile (every
+#: piece read at the L2, added in worker order, cast, stored) and the departure (the last one resets the counter).
+_SPREAD_SRC = r"""
+namespace sksp {
+__device__ __forceinline__ void arrive(int* p) {
+  asm volatile("red.release.gpu.global.add.s32 [%0], 1;" ::"l"(p) : "memory");
+}
+__device__ __forceinline__ void wait_count(const int* p, int target) {
+  int v;
+  do {
+    asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  } while (v < target);
+}
+// the second count of a tail tile's band readers: the last of the 2n arrivals leaves the counter zero
+__device__ __forceinline__ void depart(int* p, int total) {
+  int old;
+  asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], 1;" : "=r"(old) : "l"(p) : "memory");
+  if (old == total - 1) *p = 0;
+}
+// rows [r0, r1) of one consumer's 64 rows of a tail tile: the n pieces (workers w_lo .. w_lo + n - 1, their
+// workspace slots as sk_slot computes them) added in worker order, then cast and stored to C (dst: the first
+// of those 64 rows and the tile's first column; w: the workspace at the same 64 rows of slot 0)
+template <int BN, int MAXC, int Q, int R, int IPT, int MAXSEG, typename Out>
+__device__ __forceinline__ void reduce_rows(Out* dst, int ldc, const float* w, int w_lo, int n, int lt, int r0,
+                                            int r1, int tid) {
+  const int vec = (r1 - r0) * (BN / 4);
+  for (int i = tid; i < vec; i += 128) {
+    const int row = r0 + i / (BN / 4), col = 4 * (i % (BN / 4));
+    float4 v[MAXC];
+#pragma unroll
+    for (int k = 0; k < MAXC; ++k) {
+      if (k < n) {
+        const int wk = w_lo + k;
+        const int slot = wk * MAXSEG + lt - (wk * Q + min(wk, R)) / IPT;
+        v[k] = __ldcg(reinterpret_cast<const float4*>(w + ((long)slot * 128 + row) * BN + col));
+      }
+    }
+    float4 s = v[0];
+#pragma unroll
+    for (int k = 1; k < MAXC; ++k) {
+      if (k < n) {
+        s.x += v[k].x;
+        s.y += v[k].y;
+        s.z += v[k].z;
+        s.w += v[k].w;
+      }
+    }
+    Out o[4] = {Out(s.x), Out(s.y), Out(s.z), Out(s.w)};
+    *reinterpret_cast<uint2*>(dst + (long)row * ldc + col) = *reinterpret_cast<uint2*>(o);
+  }
+}
+}  // namespace sksp
+"""
+
+
+def spread_band(c: int, n: int, rows: int = 64) -> tuple[int, int]:
+    """Rows ``[r0, r1)`` of a consumer's ``rows`` that contributor ``c`` of ``n`` reduces (:data:`_SPREAD_SRC`)."""
+    return c * rows // n, (c + 1) * rows // n
+
+
 def _py_select(cond: Any, a: Any, b: Any) -> Any:
     return a if cond else b
 
@@ -335,7 +396,7 @@ def sk_fixup_counters(M: int, N: int, K: int, block_N: int, block_K: int, worker
 
 def _streamk_ws_program(M: int, N: int, K: int, *, block_N: int, block_K: int, stages: int, panel: int,
                         inflight: int, epi_cols: int, workers: int, dp_waves: int, fixup: bool = False,
-                        pdl: bool = False):
+                        pdl: bool = False, spread: bool = False):
     """Stream-K on the hand-written warp-specialised pipeline of :mod:`kernels.gemm.ws` (one
     TMA producer warpgroup, two wgmma consumer warpgroups of 64 rows, ``setmaxnreg``, full/empty
     barriers per stage, the producer's ring running on across work items): full tiles first,
@@ -357,13 +418,17 @@ def _streamk_ws_program(M: int, N: int, K: int, *, block_N: int, block_K: int, s
     has_dp, has_sk = s.dp_rounds > 0, s.sk_tiles > 0
     n_chunks = block_N // epi_cols
     # fixup: the last piece of a tail tile's chunk to be counted sums the tile's pieces (see streamk_ws_last)
+    require(not (fixup and spread), "fixup and spread are two fix-ups inside the kernel: choose one")
     require(not fixup or has_sk, "fixup: the schedule streams no tile, there is nothing to fix up")
-    if fixup:
+    require(not spread or has_sk, "spread: the schedule streams no tile, there is nothing to fix up")
+    require(not spread or workers <= SMS, f"spread: workers={workers} must all be resident at once (at most {SMS}): "
+            "a worker waits for the pieces of the others")
+    if fixup or spread:
         require(M % WS_BLOCK_M == 0 and N % block_N == 0,
-                f"fixup stores from registers without clipping: M={M} must be a multiple of {WS_BLOCK_M}, "
+                f"{'fixup' if fixup else 'spread'} stores from registers without clipping: M={M} must be a multiple of {WS_BLOCK_M}, "
                 f"N={N} of block_N={block_N}")
         require(w_rows * block_N < 2 ** 31 and M * N < 2 ** 31,
-                f"fixup: the workspace ({w_rows} x {block_N}) and C must have fewer than 2^31 elements")
+                f"{'fixup' if fixup else 'spread'}: the workspace ({w_rows} x {block_N}) and C must have fewer than 2^31 elements")
 
     @T.macro
     def produce(A, B, A0_s, A1_s, B_s, full, empty, mb, nb, k_first, n_steps, g0):
@@ -440,6 +505,39 @@ def _streamk_ws_program(M: int, N: int, K: int, *, block_N: int, block_K: int, s
                               Sum.data, tid)
 
     @T.macro
+    def spread_store(acc, W, L, slot, lt, wg):
+        """This piece's fp32 partial (the consumer's 64 rows) to its workspace slot from registers, then one
+        arrival (release) on the tail tile's counter of these rows."""
+        T.warpgroup_fence_operand(acc, num_regs=acc_regs)
+        tid = T.get_thread_binding() % 128
+        for h in T.unroll(n_chunks):
+            T.call_extern("handle", f"skqf::store_partial<{epi_cols}>",
+                          T.address_of(W[slot * WS_BLOCK_M + wg * half, h * epi_cols]), block_N, acc.data,
+                          h * epi_cols // 2, tid)
+        T.sync_threads(barrier_id=_EPILOGUE_BARRIER[wg], arrive_count=128)
+        if tid == 0:
+            T.call_extern("handle", "sksp::arrive", T.address_of(L[lt * 2 + wg]))
+
+    @T.macro
+    def spread_reduce(C, W, L, w, lt, wg):
+        """After every arrival of this worker: wait until all the tile's pieces of these rows have arrived, add
+        this worker's band of rows (:func:`spread_band`) from every piece in worker order, store it to C, count
+        again (the last of the 2n counts resets the counter)."""
+        tid = T.get_thread_binding() % 128
+        w_lo = sk_owner(lt * ipt, q, r, T.if_then_else)
+        n = sk_owner((lt + 1) * ipt - 1, q, r, T.if_then_else) - w_lo + 1
+        mb, nb = raster(s.dp_tiles + lt, panel, s.grid_m, s.grid_n, T.min)
+        if tid == 0:
+            T.call_extern("handle", "sksp::wait_count", T.address_of(L[lt * 2 + wg]), n)
+        T.sync_threads(barrier_id=_EPILOGUE_BARRIER[wg], arrive_count=128)
+        T.call_extern("handle", f"sksp::reduce_rows<{block_N}, {s.max_contrib}, {q}, {r}, {ipt}, {s.max_segments}>",
+                      T.address_of(C[mb * WS_BLOCK_M + wg * half, nb * block_N]), N, T.address_of(W[wg * half, 0]),
+                      w_lo, n, lt, (w - w_lo) * half // n, (w - w_lo + 1) * half // n, tid)
+        T.sync_threads(barrier_id=_EPILOGUE_BARRIER[wg], arrive_count=128)
+        if tid == 0:
+            T.call_extern("handle", "sksp::depart", T.address_of(L[lt * 2 + wg]), 2 * n)
+
+    @T.macro
     def consume(A_s, B_s, acc, H_s, F_s, C, W, full, empty, w, begin, end, lane, wg, L=None, F=None, Sum=None):
         """One consumer warpgroup (rows ``wg * 64`` of every tile): whole tiles, then tail pieces."""
         if has_dp:
@@ -456,8 +554,15 @@ def _streamk_ws_program(M: int, N: int, K: int, *, block_N: int, block_K: int, s
                     mainloop(A_s, B_s, acc, full, empty, it1 - it0, s.dp_rounds * ipt + it0 - begin, lane)
                     if fixup:
                         fixup_piece(acc, W, C, L, F, Sum, w * s.max_segments + seg, lt, wg)
+                    elif spread:
+                        spread_store(acc, W, L, w * s.max_segments + seg, lt, wg)
                     else:
                         store(acc, F_s, W, (w * s.max_segments + seg) * WS_BLOCK_M + wg * half, 0, wg)
+            if spread:  # every arrival of this worker is made: now its bands (no wait can close a cycle)
+                for seg in T.serial(s.max_segments):
+                    lt = begin // ipt + seg
+                    if T.max(begin, lt * ipt) < T.min(end, (lt + 1) * ipt):
+                        spread_reduce(C, W, L, w, lt, wg)
 
     @T.macro
     def body(A, B, C, W, L):
@@ -472,7 +577,7 @@ def _streamk_ws_program(M: int, N: int, K: int, *, block_N: int, block_K: int, s
                 H1_s = T.alloc_shared((half, epi_cols), T.float16)
             else:
                 H0_s = H1_s = None
-            if has_sk and not fixup:  # fp32 staging of tail pieces
+            if has_sk and not fixup and not spread:  # fp32 staging of tail pieces
                 F0_s = T.alloc_shared((half, epi_cols), T.float32)
                 F1_s = T.alloc_shared((half, epi_cols), T.float32)
             else:
@@ -486,6 +591,8 @@ def _streamk_ws_program(M: int, N: int, K: int, *, block_N: int, block_K: int, s
                 Sum = T.alloc_local((epi_cols // 2,), T.float32)
             else:
                 F = Sum = None
+            if spread:
+                T.import_source(_FIXUP_SRC + _SPREAD_SRC)
             tx = T.get_thread_binding()
             if pdl:  # the fix-up kernel may be launched now; it waits for this one (T.pdl_sync)
                 T.pdl_trigger()
@@ -513,6 +620,15 @@ def _streamk_ws_program(M: int, N: int, K: int, *, block_N: int, block_K: int, s
             else:
                 T.inc_max_nreg(CONSUMER_REGS)
                 consume(A1_s, B_s, C1_l, H1_s, F1_s, C, W, full, empty, w, begin, end, lane, 1, L, F, Sum)
+
+    if spread:
+        @T.prim_func
+        def main_spread(A: T.Tensor((M, K), T.float16), B: T.Tensor((N, K), T.float16),
+                        C: T.Tensor((M, N), T.float16), W: T.Tensor((w_rows, block_N), T.float32),
+                        L: T.Tensor((s.sk_tiles * 2,), T.int32)):
+            body(A, B, C, W, L)
+
+        return main_spread
 
     if fixup:
         @T.prim_func
@@ -588,6 +704,33 @@ def streamk_ws_last(
                                inflight=inflight, epi_cols=epi_cols, workers=workers, dp_waves=dp_waves, fixup=True)
 
 
+@tilelang.jit(target=TARGET, pass_configs=_ws_last_pass_configs())
+def streamk_ws_spread(
+    M: int,
+    N: int,
+    K: int,
+    block_N: int = 256,
+    block_K: int = 64,
+    stages: int = 3,
+    panel: int = 8,
+    inflight: int = 0,
+    epi_cols: int = 64,
+    workers: int = SMS,
+    dp_waves: int = -1,
+):
+    """:func:`streamk_ws` with the fix-up inside, spread over the contributors ("every piece reduces a band"): the
+    kernel takes ``(A, B, C, W, L)``; each tail piece stores its fp32 partial (a consumer's 64 rows) from registers
+    into its workspace slot and arrives (release) on the tile's int32 counter of those rows (``2 * sk_tiles`` of
+    them); once a worker has stored all its pieces, it waits (acquire) for each of its tiles until all ``n`` pieces
+    have arrived and adds its own band of rows (:func:`spread_band`) from every piece in worker order -- the same
+    sum as :func:`streamk_ws_fixup` -- and stores it in fp16; the last of the ``2n`` counts resets the counter.  A
+    worker waits for others, so all ``workers`` blocks must be resident at once (one per SM, ``workers <= SMS``);
+    every arrival precedes every wait of its worker, so no wait closes a cycle.  ``L`` zero before the first
+    launch (the caller allocates it zeroed); every complete launch leaves it zero."""
+    return _streamk_ws_program(M, N, K, block_N=block_N, block_K=block_K, stages=stages, panel=panel,
+                               inflight=inflight, epi_cols=epi_cols, workers=workers, dp_waves=dp_waves, spread=True)
+
+
 @tilelang.jit(target=TARGET)
 def streamk_ws_fixup(M: int, N: int, K: int, block_N: int = 256, block_K: int = 64, panel: int = 8,
                      workers: int = SMS, dp_waves: int = -1, rows: int = 16, threads: int = 256, pdl: bool = False,
@@ -630,7 +773,7 @@ def streamk_ws_fixup(M: int, N: int, K: int, block_N: int = 256, block_K: int = 
 
 def ws_config(block_N: int = 256, stages: int = 3, epi_cols: int = 64, dp_waves: int = -1, inflight: int = 0,
               panel: int = 8, fixup: bool = False, pdl: bool = False, fix_rows: int = 0,
-              fix_unroll: bool = False) -> dict[str, Any]:
+              fix_unroll: bool = False, spread: bool = False) -> dict[str, Any]:
     """One configuration of :func:`build_ws` (K blocks of 64); ``fixup`` (the tail tiles summed inside
     the kernel, :func:`streamk_ws_last`) and ``pdl`` (the fix-up kernel launched as a programmatic
     dependent) are kept only when set (earlier configurations unchanged), as are ``fix_rows`` (rows of a tail
@@ -639,11 +782,16 @@ def ws_config(block_N: int = 256, stages: int = 3, epi_cols: int = 64, dp_waves:
                panel=panel)
     if fixup:
         cfg["fixup"] = True
+    if spread:
+        require(not fixup, "fixup and spread are two fix-ups inside the kernel: choose one")
+        cfg["spread"] = True
     if pdl:
+        require(not spread, "pdl overlaps the launch of the fix-up kernel: with spread there is none")
         require(not fixup, "pdl overlaps the launch of the fix-up kernel: with fixup there is none")
         cfg["pdl"] = True
     if fix_rows or fix_unroll:
-        require(not fixup, "fix_rows / fix_unroll shape the separate fix-up kernel: with fixup there is none")
+        require(not fixup and not spread,
+                "fix_rows / fix_unroll shape the separate fix-up kernel: with fixup or spread there is none")
         from kernels.gemm.ws import WS_BLOCK_M
 
         require(fix_rows == 0 or WS_BLOCK_M % fix_rows == 0, f"fix_rows={fix_rows} must divide {WS_BLOCK_M}")
@@ -661,7 +809,8 @@ def ws_label(cfg: dict[str, Any]) -> str:
     kind = "sk" if d == 0 else ("dp+sk" if d == -1 else f"dp{d}+sk")
     return (f"{kind} 128x{cfg['block_N']} st{cfg['stages']} e{cfg['epi_cols']}"
             + (f" if{cfg['inflight']}" if cfg["inflight"] else "") + (f" p{cfg['panel']}" if cfg["panel"] != 8 else "")
-            + (" last" if cfg.get("fixup") else "") + (" pdl" if cfg.get("pdl") else "")
+            + (" last" if cfg.get("fixup") else "") + (" spread" if cfg.get("spread") else "")
+            + (" pdl" if cfg.get("pdl") else "")
             + (f" fr{cfg['fix_rows']}" if cfg.get("fix_rows") else "") + (" fu" if cfg.get("fix_unroll") else ""))
 
 
@@ -671,6 +820,8 @@ def build_ws(M: int, N: int, K: int, cfg: dict[str, Any], workers: int = SMS) ->
     kw = {k: cfg[k] for k in ("block_N", "block_K", "stages", "panel", "inflight", "epi_cols", "dp_waves")}
     if cfg.get("fixup"):
         return streamk_ws_last(M, N, K, workers=workers, **kw), None
+    if cfg.get("spread"):
+        return streamk_ws_spread(M, N, K, workers=workers, **kw), None
     s = ws_schedule(M, N, K, cfg["block_N"], cfg["block_K"], workers, cfg["dp_waves"])
     fx = dict(pdl=True) if cfg.get("pdl") and s.sk_tiles else {}  # earlier configurations keep their exact builds
     if cfg.get("fix_rows"):
@@ -694,7 +845,7 @@ def check_ws_inputs(a: Any, b: Any, cfg: dict[str, Any]) -> tuple[int, int, int]
 
 def make_ws_runner(a: Any, b: Any, cfg: dict[str, Any], workers: int = SMS):
     """``fn(c)``: the stream-K kernel (whole tiles into ``c``, pieces into an fp32 workspace), then
-    the fix-up of the tail tiles.  With ``fixup`` one kernel does both; the runner owns its workspace
+    the fix-up of the tail tiles.  With ``fixup`` or ``spread`` one kernel does both; the runner owns its workspace
     (filled with NaN: a chunk summed before every piece has landed shows in the result) and its
     counters (allocated zeroed here, once; every complete launch leaves them zero), exposed as
     ``fn.counters`` (:func:`kernels.gemm.splitk.check_counters`)."""
@@ -703,10 +854,11 @@ def make_ws_runner(a: Any, b: Any, cfg: dict[str, Any], workers: int = SMS):
     M, N, K = check_ws_inputs(a, b, cfg)
     gemm, fix = build_ws(M, N, K, cfg, workers)
     s = ws_schedule(M, N, K, cfg["block_N"], cfg["block_K"], workers, cfg["dp_waves"])
-    if cfg.get("fixup"):
+    if cfg.get("fixup") or cfg.get("spread"):
         wl = torch.full((max(s.slots, 1) * 128, cfg["block_N"]), float("nan"), dtype=torch.float32, device=a.device)
-        counters = torch.zeros(sk_fixup_counters(M, N, K, cfg["block_N"], cfg["block_K"], workers, cfg["dp_waves"],
-                                                 cfg["epi_cols"]), dtype=torch.int32, device=a.device)
+        n_counters = s.sk_tiles * 2 if cfg.get("spread") else sk_fixup_counters(
+            M, N, K, cfg["block_N"], cfg["block_K"], workers, cfg["dp_waves"], cfg["epi_cols"])
+        counters = torch.zeros(n_counters, dtype=torch.int32, device=a.device)
 
         def last(c: Any) -> Any:
             gemm(a, b, c, wl, counters)
