@@ -396,7 +396,7 @@ def sk_fixup_counters(M: int, N: int, K: int, block_N: int, block_K: int, worker
 
 def _streamk_ws_program(M: int, N: int, K: int, *, block_N: int, block_K: int, stages: int, panel: int,
                         inflight: int, epi_cols: int, workers: int, dp_waves: int, fixup: bool = False,
-                        pdl: bool = False, spread: bool = False):
+                        pdl: bool = False, spread: bool = False, tail_first: bool = False):
     """Stream-K on the hand-written warp-specialised pipeline of :mod:`kernels.gemm.ws` (one
     TMA producer warpgroup, two wgmma consumer warpgroups of 64 rows, ``setmaxnreg``, full/empty
     barriers per stage, the producer's ring running on across work items): full tiles first,
@@ -419,6 +419,7 @@ def _streamk_ws_program(M: int, N: int, K: int, *, block_N: int, block_K: int, s
     n_chunks = block_N // epi_cols
     # fixup: the last piece of a tail tile's chunk to be counted sums the tile's pieces (see streamk_ws_last)
     require(not (fixup and spread), "fixup and spread are two fix-ups inside the kernel: choose one")
+    require(not tail_first or spread, "tail_first: only the spread fix-up reduces after the whole tiles (spread=True)")
     require(not fixup or has_sk, "fixup: the schedule streams no tile, there is nothing to fix up")
     require(not spread or has_sk, "spread: the schedule streams no tile, there is nothing to fix up")
     require(not spread or workers <= SMS, f"spread: workers={workers} must all be resident at once (at most {SMS}): "
@@ -443,6 +444,22 @@ def _streamk_ws_program(M: int, N: int, K: int, *, block_N: int, block_K: int, s
             T.tma_copy(A[m0 + half:m0 + WS_BLOCK_M, k0:k0 + block_K], A1_s[st, :, :], barrier=full[st])
             T.tma_copy(B[n0:n0 + block_N, k0:k0 + block_K], B_s[st, :, :], barrier=full[st])
             T.barrier_arrive(full[st])
+
+    @T.macro
+    def produce_dp(A, B, A0_s, A1_s, B_s, full, empty, w, g_base):
+        for t in T.serial(s.dp_rounds):
+            mb, nb = raster(t * workers + w, panel, s.grid_m, s.grid_n, T.min)
+            produce(A, B, A0_s, A1_s, B_s, full, empty, mb, nb, 0, ipt, g_base + t * ipt)
+
+    @T.macro
+    def produce_sk(A, B, A0_s, A1_s, B_s, full, empty, begin, end, g_base):
+        for seg in T.serial(s.max_segments):
+            lt = begin // ipt + seg
+            it0 = T.max(begin, lt * ipt)
+            it1 = T.min(end, (lt + 1) * ipt)
+            if it0 < it1:
+                mb, nb = raster(s.dp_tiles + lt, panel, s.grid_m, s.grid_n, T.min)
+                produce(A, B, A0_s, A1_s, B_s, full, empty, mb, nb, it0 - lt * ipt, it1 - it0, g_base + it0 - begin)
 
     @T.macro
     def mainloop(A_s, B_s, acc, full, empty, n_steps, g0, lane):
@@ -538,31 +555,46 @@ def _streamk_ws_program(M: int, N: int, K: int, *, block_N: int, block_K: int, s
             T.call_extern("handle", "sksp::depart", T.address_of(L[lt * 2 + wg]), 2 * n)
 
     @T.macro
+    def consume_dp(A_s, B_s, acc, H_s, C, full, empty, w, g_base, lane, wg):
+        for t in T.serial(s.dp_rounds):
+            mb, nb = raster(t * workers + w, panel, s.grid_m, s.grid_n, T.min)
+            mainloop(A_s, B_s, acc, full, empty, ipt, g_base + t * ipt, lane)
+            store(acc, H_s, C, mb * WS_BLOCK_M + wg * half, nb * block_N, wg)
+
+    @T.macro
+    def consume_sk(A_s, B_s, acc, F_s, C, W, full, empty, w, begin, end, g_base, lane, wg, L, F, Sum):
+        for seg in T.serial(s.max_segments):
+            lt = begin // ipt + seg
+            it0 = T.max(begin, lt * ipt)
+            it1 = T.min(end, (lt + 1) * ipt)
+            if it0 < it1:
+                mainloop(A_s, B_s, acc, full, empty, it1 - it0, g_base + it0 - begin, lane)
+                if fixup:
+                    fixup_piece(acc, W, C, L, F, Sum, w * s.max_segments + seg, lt, wg)
+                elif spread:
+                    spread_store(acc, W, L, w * s.max_segments + seg, lt, wg)
+                else:
+                    store(acc, F_s, W, (w * s.max_segments + seg) * WS_BLOCK_M + wg * half, 0, wg)
+
+    @T.macro
     def consume(A_s, B_s, acc, H_s, F_s, C, W, full, empty, w, begin, end, lane, wg, L=None, F=None, Sum=None):
-        """One consumer warpgroup (rows ``wg * 64`` of every tile): whole tiles, then tail pieces."""
-        if has_dp:
-            for t in T.serial(s.dp_rounds):
-                mb, nb = raster(t * workers + w, panel, s.grid_m, s.grid_n, T.min)
-                mainloop(A_s, B_s, acc, full, empty, ipt, t * ipt, lane)
-                store(acc, H_s, C, mb * WS_BLOCK_M + wg * half, nb * block_N, wg)
-        if has_sk:
+        """One consumer warpgroup (rows ``wg * 64`` of every tile): whole tiles, then tail pieces (``tail_first``:
+        the other way round)."""
+        if tail_first:
+            consume_sk(A_s, B_s, acc, F_s, C, W, full, empty, w, begin, end, 0, lane, wg, L, F, Sum)
+            if has_dp:
+                consume_dp(A_s, B_s, acc, H_s, C, full, empty, w, end - begin, lane, wg)
+        else:
+            if has_dp:
+                consume_dp(A_s, B_s, acc, H_s, C, full, empty, w, 0, lane, wg)
+            if has_sk:
+                consume_sk(A_s, B_s, acc, F_s, C, W, full, empty, w, begin, end, s.dp_rounds * ipt, lane, wg, L, F,
+                           Sum)
+        if spread:  # every arrival of this worker is made: now its bands (no wait can close a cycle)
             for seg in T.serial(s.max_segments):
                 lt = begin // ipt + seg
-                it0 = T.max(begin, lt * ipt)
-                it1 = T.min(end, (lt + 1) * ipt)
-                if it0 < it1:
-                    mainloop(A_s, B_s, acc, full, empty, it1 - it0, s.dp_rounds * ipt + it0 - begin, lane)
-                    if fixup:
-                        fixup_piece(acc, W, C, L, F, Sum, w * s.max_segments + seg, lt, wg)
-                    elif spread:
-                        spread_store(acc, W, L, w * s.max_segments + seg, lt, wg)
-                    else:
-                        store(acc, F_s, W, (w * s.max_segments + seg) * WS_BLOCK_M + wg * half, 0, wg)
-            if spread:  # every arrival of this worker is made: now its bands (no wait can close a cycle)
-                for seg in T.serial(s.max_segments):
-                    lt = begin // ipt + seg
-                    if T.max(begin, lt * ipt) < T.min(end, (lt + 1) * ipt):
-                        spread_reduce(C, W, L, w, lt, wg)
+                if T.max(begin, lt * ipt) < T.min(end, (lt + 1) * ipt):
+                    spread_reduce(C, W, L, w, lt, wg)
 
     @T.macro
     def body(A, B, C, W, L):
@@ -601,19 +633,15 @@ def _streamk_ws_program(M: int, N: int, K: int, *, block_N: int, block_K: int, s
             end = begin + q + T.if_then_else(w < r, 1, 0)
             if tx < 128:
                 T.dec_max_nreg(PRODUCER_REGS)
-                if has_dp:
-                    for t in T.serial(s.dp_rounds):
-                        mb, nb = raster(t * workers + w, panel, s.grid_m, s.grid_n, T.min)
-                        produce(A, B, A0_s, A1_s, B_s, full, empty, mb, nb, 0, ipt, t * ipt)
-                if has_sk:
-                    for seg in T.serial(s.max_segments):
-                        lt = begin // ipt + seg
-                        it0 = T.max(begin, lt * ipt)
-                        it1 = T.min(end, (lt + 1) * ipt)
-                        if it0 < it1:
-                            mb, nb = raster(s.dp_tiles + lt, panel, s.grid_m, s.grid_n, T.min)
-                            produce(A, B, A0_s, A1_s, B_s, full, empty, mb, nb, it0 - lt * ipt, it1 - it0,
-                                    s.dp_rounds * ipt + it0 - begin)
+                if tail_first:
+                    produce_sk(A, B, A0_s, A1_s, B_s, full, empty, begin, end, 0)
+                    if has_dp:
+                        produce_dp(A, B, A0_s, A1_s, B_s, full, empty, w, end - begin)
+                else:
+                    if has_dp:
+                        produce_dp(A, B, A0_s, A1_s, B_s, full, empty, w, 0)
+                    if has_sk:
+                        produce_sk(A, B, A0_s, A1_s, B_s, full, empty, begin, end, s.dp_rounds * ipt)
             elif tx < 256:
                 T.inc_max_nreg(CONSUMER_REGS)
                 consume(A0_s, B_s, C0_l, H0_s, F0_s, C, W, full, empty, w, begin, end, lane, 0, L, F, Sum)
@@ -717,6 +745,7 @@ def streamk_ws_spread(
     epi_cols: int = 64,
     workers: int = SMS,
     dp_waves: int = -1,
+    tail_first: bool = False,
 ):
     """:func:`streamk_ws` with the fix-up inside, spread over the contributors ("every piece reduces a band"): the
     kernel takes ``(A, B, C, W, L)``; each tail piece stores its fp32 partial (a consumer's 64 rows) from registers
@@ -726,9 +755,13 @@ def streamk_ws_spread(
     sum as :func:`streamk_ws_fixup` -- and stores it in fp16; the last of the ``2n`` counts resets the counter.  A
     worker waits for others, so all ``workers`` blocks must be resident at once (one per SM, ``workers <= SMS``);
     every arrival precedes every wait of its worker, so no wait closes a cycle.  ``L`` zero before the first
-    launch (the caller allocates it zeroed); every complete launch leaves it zero."""
+    launch (the caller allocates it zeroed); every complete launch leaves it zero.  ``tail_first``: each worker
+    computes its tail pieces before its whole tiles, so that the pieces have long arrived when it reduces its
+    bands after the whole tiles (the wait is then almost never a wait, and the partials are stored while the
+    other workers still compute)."""
     return _streamk_ws_program(M, N, K, block_N=block_N, block_K=block_K, stages=stages, panel=panel,
-                               inflight=inflight, epi_cols=epi_cols, workers=workers, dp_waves=dp_waves, spread=True)
+                               inflight=inflight, epi_cols=epi_cols, workers=workers, dp_waves=dp_waves, spread=True,
+                               tail_first=tail_first)
 
 
 @tilelang.jit(target=TARGET)
@@ -773,7 +806,7 @@ def streamk_ws_fixup(M: int, N: int, K: int, block_N: int = 256, block_K: int = 
 
 def ws_config(block_N: int = 256, stages: int = 3, epi_cols: int = 64, dp_waves: int = -1, inflight: int = 0,
               panel: int = 8, fixup: bool = False, pdl: bool = False, fix_rows: int = 0,
-              fix_unroll: bool = False, spread: bool = False) -> dict[str, Any]:
+              fix_unroll: bool = False, spread: bool = False, tail_first: bool = False) -> dict[str, Any]:
     """One configuration of :func:`build_ws` (K blocks of 64); ``fixup`` (the tail tiles summed inside
     the kernel, :func:`streamk_ws_last`) and ``pdl`` (the fix-up kernel launched as a programmatic
     dependent) are kept only when set (earlier configurations unchanged), as are ``fix_rows`` (rows of a tail
@@ -785,6 +818,9 @@ def ws_config(block_N: int = 256, stages: int = 3, epi_cols: int = 64, dp_waves:
     if spread:
         require(not fixup, "fixup and spread are two fix-ups inside the kernel: choose one")
         cfg["spread"] = True
+    if tail_first:
+        require(spread, "tail_first: only the spread fix-up reduces after the whole tiles (spread=True)")
+        cfg["tail_first"] = True
     if pdl:
         require(not spread, "pdl overlaps the launch of the fix-up kernel: with spread there is none")
         require(not fixup, "pdl overlaps the launch of the fix-up kernel: with fixup there is none")
@@ -804,12 +840,14 @@ def ws_config(block_N: int = 256, stages: int = 3, epi_cols: int = 64, dp_waves:
 
 def ws_label(cfg: dict[str, Any]) -> str:
     """Short printable name: ``sk`` = pure stream-K, ``dp+sk`` = full waves + streamed tail, ``dpK+sk``;
-    ``fr`` rows of a tile per fix-up block, ``fu`` the fix-up's contributor loop unrolled."""
+    ``fr`` rows of a tile per fix-up block, ``fu`` the fix-up's contributor loop unrolled;
+    ``last`` / ``spread`` the fix-up inside the kernel (one reducer / every contributor a band), ``tf`` tail pieces first."""
     d = cfg["dp_waves"]
     kind = "sk" if d == 0 else ("dp+sk" if d == -1 else f"dp{d}+sk")
     return (f"{kind} 128x{cfg['block_N']} st{cfg['stages']} e{cfg['epi_cols']}"
             + (f" if{cfg['inflight']}" if cfg["inflight"] else "") + (f" p{cfg['panel']}" if cfg["panel"] != 8 else "")
             + (" last" if cfg.get("fixup") else "") + (" spread" if cfg.get("spread") else "")
+            + (" tf" if cfg.get("tail_first") else "")
             + (" pdl" if cfg.get("pdl") else "")
             + (f" fr{cfg['fix_rows']}" if cfg.get("fix_rows") else "") + (" fu" if cfg.get("fix_unroll") else ""))
 
@@ -821,7 +859,8 @@ def build_ws(M: int, N: int, K: int, cfg: dict[str, Any], workers: int = SMS) ->
     if cfg.get("fixup"):
         return streamk_ws_last(M, N, K, workers=workers, **kw), None
     if cfg.get("spread"):
-        return streamk_ws_spread(M, N, K, workers=workers, **kw), None
+        tf = dict(tail_first=True) if cfg.get("tail_first") else {}  # earlier spread configurations: same build
+        return streamk_ws_spread(M, N, K, workers=workers, **kw, **tf), None
     s = ws_schedule(M, N, K, cfg["block_N"], cfg["block_K"], workers, cfg["dp_waves"])
     fx = dict(pdl=True) if cfg.get("pdl") and s.sk_tiles else {}  # earlier configurations keep their exact builds
     if cfg.get("fix_rows"):

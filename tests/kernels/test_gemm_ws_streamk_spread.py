@@ -1,7 +1,8 @@
 """CPU checks of stream-K's spread fix-up (``spread``, :func:`kernels.gemm.streamk.streamk_ws_spread`): the bands of
 rows the contributors of a tail tile reduce partition each consumer's 64 rows; the protocol -- every worker stores
 and counts all its pieces, then waits for each of its tiles and reduces its band -- finishes under any interleaving
-of the workers (no wait closes a cycle), writes every row of every tail tile once with the separate fix-up's sum
+of the workers (no wait closes a cycle), whether the tail pieces come after the whole tiles or first
+(``tail_first``: the order of a worker's arrivals and reductions is the same), writes every row of every tail tile once with the separate fix-up's sum
 (bit-identical), reads no slot before it is written and leaves the counters zero (emulated in numpy, two launches);
 configuration errors name their constraint; a spread candidate compiles for sm_90a to one kernel with the
 counter protocol."""
@@ -114,12 +115,18 @@ def test_spread_errors_name_the_constraint():
     for bad in (dict(fixup=True), dict(pdl=True), dict(fix_rows=4), dict(fix_unroll=True)):
         with pytest.raises(ValueError):
             streamk.ws_config(128, 5, 64, -1, spread=True, **bad)
+    with pytest.raises(ValueError, match="tail_first: only the spread fix-up"):
+        streamk.ws_config(128, 5, 64, -1, tail_first=True)
+    with pytest.raises(ValueError, match="tail_first: only the spread fix-up"):
+        streamk._streamk_ws_program(1536, 1536, 8192, workers=132, dp_waves=-1, tail_first=True, **kw)
 
 
 def test_spread_config_and_label():
     assert "spread" not in streamk.ws_config(128, 5, 64, -1, panel=0)
     cfg = streamk.ws_config(128, 5, 64, -1, panel=0, spread=True)
     assert cfg["spread"] is True and streamk.ws_label(cfg) == "dp+sk 128x128 st5 e64 p0 spread"
+    tf = streamk.ws_config(128, 5, 64, -1, panel=0, spread=True, tail_first=True)
+    assert streamk.ws_label(tf) == "dp+sk 128x128 st5 e64 p0 spread tf"
 
 
 @pytest.fixture(scope="module")
@@ -127,11 +134,17 @@ def _fresh(fresh_compiles):
     yield
 
 
+def _first_lines(src, *needles):
+    lines = src.splitlines()
+    return [next(i for i, ln in enumerate(lines) if nd in ln) for nd in needles]
+
+
 @pytest.mark.slow
-def test_spread_compiles_to_one_kernel_with_the_counter_protocol(_fresh):
+@pytest.mark.parametrize("tail_first", [False, True], ids=["tiles_first", "tail_first"])
+def test_spread_compiles_to_one_kernel_with_the_counter_protocol(_fresh, tail_first):
     from kernels.gemm.lowered import launch_info
 
-    cfg = streamk.ws_config(128, 5, 64, -1, panel=0, spread=True)
+    cfg = streamk.ws_config(128, 5, 64, -1, panel=0, spread=True, tail_first=tail_first)
     gemm, fix = streamk.build_ws(1536, 1536, 8192, cfg, 132)
     assert fix is None  # no second kernel
     src = gemm.get_kernel_source()
@@ -145,3 +158,7 @@ def test_spread_compiles_to_one_kernel_with_the_counter_protocol(_fresh):
     assert "tma_store(W_desc" not in src and "int* __restrict__ L" in src
     info = launch_info(gemm)
     assert info.grid == (132, 1, 1) and info.dyn_smem_bytes + info.static_smem_bytes <= 232448
+    # the first consumer's order: its piece counted before (tail_first) or after the whole tile's TMA store of C,
+    # and its band reduced after both
+    arrive, store_c, wait = _first_lines(src, "sksp::arrive(", "tma_store(C_desc", "sksp::wait_count(")
+    assert (arrive < store_c) == tail_first and wait > max(arrive, store_c)
