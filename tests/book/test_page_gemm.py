@@ -769,6 +769,28 @@ def test_in_kernel_fixup_sentences_follow_the_searches():
     assert v["derived.gemm.lib.skws.last_us"] == "62.0" and v["derived.gemm.lib.skws.sep_us"] == "57.3"
 
 
+def test_spread_fixup_sentence_follows_the_search_and_is_not_a_separate_kernel():
+    """Stream-K's spread in-kernel fix-up ("spread") against the separate fix-up kernel in the same search; it
+    counts neither as the separate kernel (sep_us), nor as the plain launch of the pdl comparison."""
+    from coursebook import tiles
+
+    def res(spread, sep, last=79.5, pdl=73.0):
+        return {"suites": {"gemm.streamk_ws": {"records": [{"kind": "search", "name": "stream-K ws 1536x1536x8192",
+                "ms": {"dp+sk 128x128 st5 e64 p0": sep / 1e3, "dp+sk 128x128 st5 e64 p0 spread": spread / 1e3,
+                       "dp+sk 128x128 st5 e64 last": last / 1e3, "dp+sk 128x128 st5 e64 pdl": pdl / 1e3}}]}}}
+
+    pick = lambda r, k: next(c for c in tiles.library_claims(r) if c.key == k).case  # noqa: E731
+    assert pick(res(70.4, 66.7), "claim.gemm.lib.skwsawk.spread") == "higher"
+    assert pick(res(60.0, 66.7), "claim.gemm.lib.skwsawk.spread") == "lower"
+    assert pick(res(67.0, 66.7), "claim.gemm.lib.skwsawk.spread") == "tie"
+    v = tiles.library_values(res(50.0, 66.7))  # a fast spread is not taken for the separate kernel
+    assert v["derived.gemm.lib.skwsawk.spread_us"] == "50.0" and v["derived.gemm.lib.skwsawk.sep_us"] == "66.7"
+    assert v["derived.gemm.lib.skwsawk.plain_us"] == "66.7"
+    assert pick(res(50.0, 66.7), "claim.gemm.lib.skwsawk.last") == "higher"
+    empty = tiles.library_values({"suites": {}})
+    assert empty["derived.gemm.lib.skwsawk.spread_us"] == tiles.DASH
+
+
 def test_pdl_sentences_follow_the_searches_and_the_bench():
     """The reduction launched as a programmatic dependent ("pdl") against the plain launch in the same
     search (the in-kernel fix-up and the cluster sum are neither); the winner's launch form and the

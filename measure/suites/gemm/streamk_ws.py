@@ -19,8 +19,9 @@ no fix-up (the last tile column is clipped: 11 x 144 > 1536); it has its own ben
 cuBLAS and the 128 x 256 tiling.  The library's kernel names (profiler) are noted at every shape.
 
 Each stream-K time includes its fix-up.  The fix-up inside the kernel (``fixup``, label ``last``):
-the last piece of a tail tile's chunk to be counted adds the tile's pieces and writes C; its counters
-are checked with every check of its runner (see :mod:`measure.suites.gemm.splitk_ws`).
+the last piece of a tail tile's chunk to be counted adds the tile's pieces and writes C; spread inside the
+kernel (``spread``): every contributor of a tail tile adds a band of its rows once all pieces are counted.  The
+counters of both are checked with every check of their runners (see :mod:`measure.suites.gemm.splitk_ws`).
 """
 from typing import Any
 
@@ -53,12 +54,15 @@ SPLITK_BEST = ws_splitk_config(4)
 #: on the awkward shape also 128 x 256 tiles streamed whole with the fix-up kernel, plain and ``pdl``;
 #: and the streamed tiles taken in row order (``panel=0``: the workers of one tile row keep in step with
 #: those of every other row, at the same K offsets, so the B tiles they read are shared in L2) instead of
-#: in panels of eight rows walked column by column.
+#: in panels of eight rows walked column by column; on the awkward shape also the row-order hybrid with the fix-up
+#: spread over the contributors inside the kernel (``spread``: every piece of a tail tile is counted, then each of
+#: its workers adds its own band of the tile's rows from every piece).
 CANDIDATES: dict[tuple[int, int, int], list[dict[str, Any]]] = {
     (1536, 1536, 8192): [_c(128, 5, 64, -1), _c(128, 5, 64, -1, fixup=True), _c(128, 6, 64, -1, fixup=True),
                          _c(256, 4, 64, 0, fixup=True), _c(128, 5, 64, -1, pdl=True),
                          _c(256, 4, 64, 0), _c(256, 4, 64, 0, pdl=True),
-                         _c(128, 5, 64, -1, panel=0), _c(256, 4, 64, 0, panel=0)],
+                         _c(128, 5, 64, -1, panel=0), _c(256, 4, 64, 0, panel=0),
+                         _c(128, 5, 64, -1, panel=0, spread=True)],
     (1024, 1024, 16384): [_c(256, 4, 64, 0), _c(256, 4, 64, 0, fixup=True), _c(256, 4, 64, 0, panel=0)],
     (2048, 2048, 8192): [_c(256, 4, 64, 0), _c(256, 4, 64, 0, fixup=True)],
 }
@@ -174,7 +178,8 @@ def gpu_suite(h: Any) -> None:
         rec = h.bench(f"stream-K ws {shape}", lambda: fn(c), flops=flops, bytes=nbytes, ledger_source=src,
                       baselines=baselines, targets=TARGETS.get((M, N, K)), rounds=BENCH_ROUNDS, config=cfg, label=best,
                       shape=[M, N, K], rel_fro_err=err, predicted_speedup_vs_dp=pred, waves=waves,
-                      schedule=dict(s.__dict__, slots=s.slots), sms=sms, fixup=bool(cfg.get("fixup")))
+                      schedule=dict(s.__dict__, slots=s.slots), sms=sms,
+                      fixup=bool(cfg.get("fixup") or cfg.get("spread")))
         # the output of the last timed launch, and the counters every timed launch left behind
         h.check(f"stream-K ws {shape} after timing", c, ref, rel_fro_err=rel_fro_err(c, ref), config=cfg, **tol)
         check_fixup_counters(h, f"stream-K ws {shape} counters after timing", fn)
