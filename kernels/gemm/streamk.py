@@ -23,7 +23,10 @@ the producer's ring running on across work items): ``dp_waves`` full waves of wh
 (fp16 to C), then the remaining tiles' K steps dealt out evenly (``dp_waves=0``: every tile,
 pure stream-K); each tail piece's fp32 partial goes by TMA store to its own workspace slot (no
 atomics, a deterministic sum) and :func:`streamk_ws_fixup` adds the pieces of every tail tile
-in worker order (see :class:`WsSchedule`).
+in worker order (see :class:`WsSchedule`).  Two forms do the fix-up inside the kernel instead:
+:func:`streamk_ws_last` (the last piece of a chunk to be counted adds them all) and :func:`streamk_ws_spread`
+(every contributor of a tail tile adds a band of its rows once all pieces are counted); on the H200 both were
+slower than the separate fix-up kernel (``measure/results/timing/README.md``).
 """
 
 import math
