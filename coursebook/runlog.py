@@ -316,15 +316,25 @@ def searches_markdown(topic: str, device: str = "nvidia-h200", suites: tuple[str
     return "\n\n".join(blocks) if blocks else "本主题没有搜索记录。"
 
 
-def repeats_markdown(device: str = "nvidia-h200") -> str:
+#: Suites whose declared repeats have a page of their own (the split-K / stream-K variants and the two flushes), so
+#: that neither page of repeats grows past a readable length.
+VARIANT_REPEAT_SUITES = ("gemm.splitk_ws", "gemm.streamk_ws", "gemm.flush")
+
+
+def repeats_markdown(device: str = "nvidia-h200", part: str | None = None) -> str:
     """The declared repeats of the manifest: per experiment and run, each search's winner and the
-    timed winner against its baselines (timing probes left out)."""
+    timed winner against its baselines (timing probes left out).  ``part``: ``"variants"`` only the
+    experiments of :data:`VARIANT_REPEAT_SUITES`, ``"main"`` all the others, None every experiment."""
     from measure.results import repeat_runs
     from measure.results import manifest as read_manifest
 
     from measure.results import device_slug
 
+    if part not in (None, "main", "variants"):
+        raise ValueError(f"part must be None, 'main' or 'variants', got {part!r}")
     exps = (read_manifest().get(device_slug(device)) or {}).get("repeats") or {}
+    if part is not None:
+        exps = {e: v for e, v in exps.items() if (e.split(" ")[0] in VARIANT_REPEAT_SUITES) == (part == "variants")}
     if not exps:
         return "没有声明重复运行。"
     out = []

@@ -86,6 +86,17 @@ def test_repeats_list_every_declared_run():
     assert " probe " not in text  # timing probes are not repeats of a winner
 
 
+def test_the_two_pages_of_repeats_split_the_declared_experiments():
+    declared = manifest()["nvidia-h200"]["repeats"]
+    main, variants = runlog.repeats_markdown(part="main"), runlog.repeats_markdown(part="variants")
+    for exp in declared:
+        on_variants = exp.split(" ")[0] in runlog.VARIANT_REPEAT_SUITES
+        assert (f"**{exp}**" in variants) == on_variants and (f"**{exp}**" in main) != on_variants, exp
+    assert any(e.split(" ")[0] in runlog.VARIANT_REPEAT_SUITES for e in declared)
+    with pytest.raises(ValueError, match="part must be"):
+        runlog.repeats_markdown(part="other")
+
+
 def test_runs_table_names_every_input_and_what_the_book_takes_from_it():
     text = runlog.runs_markdown()
     for run in RES["runs"]:
