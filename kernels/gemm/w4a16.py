@@ -279,7 +279,7 @@ def serves(block_M: int, M: int) -> bool:
 def check_config(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, stages: int, split: str,
                  cluster: int, stages_w: int = 0, kpair: bool = False, chunk: int = 0, wide: bool = False,
                  inst: str = "wgmma", consumers: int = 2, tiled: bool = False, perm: bool = False,
-                 post: bool = False) -> None:
+                 post: bool = False, lag: bool = False) -> None:
     """Every constraint of one configuration, each failure naming it (ValueError)."""
     rows = block_rows(split)
     for name, v in (("M", M), ("N", N), ("K", K), ("group", group), ("block_K", block_K), ("stages", stages)):
@@ -341,6 +341,14 @@ def check_config(M: int, N: int, K: int, *, group: int, block_M: int, block_K: i
                 f"the synchronous mma.sync: it needs perm=True and inst='mma', got perm={perm}, inst={inst!r}")
         require(chunk == group,
                 f"post multiplies one scale group's fp32 partial at a time: chunk={chunk} must equal group={group}")
+    if lag:
+        require(split == "k" and stages_w > 0 and inst == "wgmma" and consumers == 2 and not chunk and not kpair,
+                "lag (one stage's wgmma left running while the next is expanded) is written for the decoupled rings "
+                "of split='k': it needs stages_w > 0, inst='wgmma', two consumers, no chunk and no kpair")
+        require(n_k % 4 == 0, f"lag alternates two register buffers over each consumer's K blocks: K/block_K={n_k} "
+                              f"must be a multiple of 4")
+        require(stages >= 4, f"lag keeps a consumer's activation slot until its next stage is issued: each of the "
+                             f"two consumers needs two slots, stages={stages} must be >= 4")
     g = K // group
     require(g % 8 == 0, f"K/group={g} must be a multiple of 8: the block's scale rows are copied by TMA, "
                         f"whole 16-byte rows")
@@ -352,10 +360,10 @@ def check_config(M: int, N: int, K: int, *, group: int, block_M: int, block_K: i
 def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, stages: int, split: str,
              cluster: int, probe: str = "", stages_w: int = 0, kpair: bool = False, inst: str = "wgmma",
              chunk: int = 0, wide: bool = False, consumers: int = 2, tiled: bool = False, perm: bool = False,
-             post: bool = False):
+             post: bool = False, lag: bool = False):
     check_config(M, N, K, group=group, block_M=block_M, block_K=block_K, stages=stages, split=split,
                  cluster=cluster, stages_w=stages_w, kpair=kpair, chunk=chunk, wide=wide, inst=inst,
-                 consumers=consumers, tiled=tiled, perm=perm, post=post)
+                 consumers=consumers, tiled=tiled, perm=perm, post=post, lag=lag)
     nc = consumers
     threads, producer_regs, consumer_regs = (THREADS, PRODUCER_REGS, CONSUMER_REGS) if nc == 2 else Q4_REGS
     kc = chunk or block_K  # K expanded into one register buffer
@@ -511,6 +519,36 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
             release(aempty, sa)
 
     @T.macro
+    def step_lag(A_s, W_s, S_s, Wf, acc, wfull, wempty, afull, aempty, t, r0, lane):
+        """``lag``: :func:`step2` with the stage's wgmma left running.  Its expansion went into ``Wf``,
+        the one of the consumer's two register buffers that its previous stage did not use; after the
+        issue, ``wait_wgmma<1>`` leaves only this stage's wgmma in flight, so the previous stage's
+        activation slot (``t - 2``: the consumers alternate) is released, and the next stage's
+        expansion into the other buffer overlaps this stage's tensor-core work."""
+        s = t % sw
+        T.barrier_wait(wfull[s], t // sw % 2)
+        expand(W_s, S_s, Wf, s, t, r0)
+        if lane == 0:
+            T.mbarrier_arrive(wempty[s])
+        sa = t % stages
+        T.barrier_wait(afull[sa], t // stages % 2)
+        T.wgmma_gemm(Wf, A_s[sa, :, :], acc, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
+        T.wait_wgmma(1)
+        if lane == 0 and t >= 2:
+            release(aempty, (t - 2) % stages)
+
+    @T.macro
+    def consume_lag(A_s, W_s, S_s, Wa, Wb, acc, wfull, wempty, afull, aempty, c, lane):
+        """``lag``: consumer ``c``'s K blocks ``c, c + 2, ...`` with the two buffers in turn; the last
+        wgmma is waited for before the accumulator is read, and its slot released."""
+        for j in T.serial(n_k // 4):
+            step_lag(A_s, W_s, S_s, Wa, acc, wfull, wempty, afull, aempty, 4 * j + c, 0, lane)
+            step_lag(A_s, W_s, S_s, Wb, acc, wfull, wempty, afull, aempty, 4 * j + 2 + c, 0, lane)
+        T.wait_wgmma(0)
+        if lane == 0:
+            release(aempty, (n_k - 2 + c) % stages)
+
+    @T.macro
     def hand_over(acc, R_s, rbar, tx, wg):
         """kpair, upper block: this consumer's K-half partial into shared memory, then one bulk
         copy into the same buffer of the lower block, completing on the lower block's barrier."""
@@ -597,7 +635,7 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
             C0_s = T.alloc_shared((block_M, WG_ROWS), T.float16)
             W0 = T.alloc_fragment((WG_ROWS, kc), T.float16)
             W1 = T.alloc_fragment((WG_ROWS, kc), T.float16)
-            if n_c > 1:  # the second register buffer of each consumer
+            if n_c > 1 or lag:  # the second register buffer of each consumer
                 W0b = T.alloc_fragment((WG_ROWS, kc), T.float16)
                 W1b = T.alloc_fragment((WG_ROWS, kc), T.float16)
             acc0 = T.alloc_fragment((WG_ROWS, block_M), T.float32)
@@ -685,7 +723,12 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
                     lane = tx % 32
                     T.barrier_wait(sbar, 0)
                     T.clear(acc0)
-                    if split == "k":
+                    if split == "k" and lag:
+                        consume_lag(A_s, W_s, S_s, W0, W0b, acc0, wfull, wempty, full, empty, 0, lane)
+                        T.sync_threads(barrier_id=_BAR_BOTH, arrive_count=256)
+                        for j, m in T.Parallel(WG_ROWS, block_M):
+                            acc0[j, m] = acc0[j, m] + R_s[j, m]
+                    elif split == "k":
                         for i in T.serial(n_k // 2):
                             if decoupled:
                                 step2(A_s, W_s, S_s, W0, acc0, wfull, wempty, full, empty, 2 * i, 2 * i, 0, lane)
@@ -719,7 +762,11 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
                     lane = tx % 32
                     T.barrier_wait(sbar, 0)
                     T.clear(acc1)
-                    if split == "k":
+                    if split == "k" and lag:
+                        consume_lag(A_s, W_s, S_s, W1, W1b, acc1, wfull, wempty, full, empty, 1, lane)
+                        T.copy(acc1, R_s)
+                        T.sync_threads(barrier_id=_BAR_BOTH, arrive_count=256)
+                    elif split == "k":
                         for i in T.serial(n_k // 2):
                             if decoupled:
                                 step2(A_s, W_s, S_s, W1, acc1, wfull, wempty, full, empty, 2 * i + 1, 2 * i + 1, 0, lane)
@@ -786,6 +833,7 @@ def w4a16_gemm(
     tiled: bool = False,
     perm: bool = False,
     post: bool = False,
+    lag: bool = False,
 ):
     """W4A16 with the weights expanded into wgmma's register operand (see the module docstring).
 
@@ -801,7 +849,7 @@ def w4a16_gemm(
     """
     return _program(M, N, K, group=group, block_M=block_M, block_K=block_K, stages=stages, split=split,
                     cluster=cluster, probe=probe, stages_w=stages_w, kpair=kpair, chunk=chunk, wide=wide,
-                    consumers=consumers, tiled=tiled, perm=perm, post=post)
+                    consumers=consumers, tiled=tiled, perm=perm, post=post, lag=lag)
 
 
 #: The warp-level tensor-core path: tilelang's wgmma lowering switched off, T.gemm on m16n8k16.
@@ -828,6 +876,7 @@ def w4a16_gemm_mma(
     tiled: bool = False,
     perm: bool = False,
     post: bool = False,
+    lag: bool = False,
 ):
     """:func:`w4a16_gemm` on the warp-level ``mma.sync`` m16n8k16 instruction instead of wgmma:
     each warp multiplies its 16 weight rows, the tensor-core work is issued in m16 x n8 x k16
@@ -835,12 +884,13 @@ def w4a16_gemm_mma(
     warpgroup."""
     return _program(M, N, K, group=group, block_M=block_M, block_K=block_K, stages=stages, split=split,
                     cluster=cluster, probe=probe, stages_w=stages_w, kpair=kpair, inst="mma", chunk=chunk,
-                    wide=wide, consumers=consumers, tiled=tiled, perm=perm, post=post)
+                    wide=wide, consumers=consumers, tiled=tiled, perm=perm, post=post, lag=lag)
 
 
 def config(block_M: int, block_K: int, stages: int, split: str = "k", cluster: int = 1, stages_w: int = 0,
            kpair: bool = False, inst: str = "wgmma", chunk: int = 0, wide: bool = False,
-           consumers: int = 2, tiled: bool = False, perm: bool = False, post: bool = False) -> dict[str, Any]:
+           consumers: int = 2, tiled: bool = False, perm: bool = False, post: bool = False,
+           lag: bool = False) -> dict[str, Any]:
     """One configuration as the suite's tables and :func:`build` take it (``chunk``, ``wide`` and
     ``consumers`` only when set, so the configurations of the recorded runs keep their form)."""
     cfg = dict(block_M=block_M, block_K=block_K, stages=stages, split=split, cluster=cluster, stages_w=stages_w,
@@ -857,6 +907,8 @@ def config(block_M: int, block_K: int, stages: int, split: str = "k", cluster: i
         cfg["perm"] = True
     if post:
         cfg["post"] = True
+    if lag:
+        cfg["lag"] = True
     return cfg
 
 
@@ -927,6 +979,7 @@ def label(cfg: dict[str, Any]) -> str:
             + ("_mma" if cfg.get("inst") == "mma" else "") + (f"_x{cfg['chunk']}" if cfg.get("chunk") else "")
             + (f"_q{cfg['consumers']}" if cfg.get("consumers", 2) != 2 else "") + ("_tl" if cfg.get("tiled") else "")
             + ("_il" if cfg.get("perm") else "") + ("_po" if cfg.get("post") else "")
+            + ("_lg" if cfg.get("lag") else "")
             + ("_wd" if cfg.get("wide") else ""))
 
 
