@@ -77,6 +77,12 @@ Further knobs, each a candidate of the H200 search (:data:`CANDIDATES`):
   fp32 multiply-adds (:func:`ledger.w4a16.post_fold` counts both per thread).  Not bit-identical to the reference (the weights
   are not rounded to fp16 first); two or four consumers.
 
+* ``lag`` (with ``stages_w``, ``split="k"``, wgmma): each consumer keeps one stage's wgmma running while it
+  expands its next stage into a second register buffer, the two buffers used in turn.  After issuing a stage's
+  wgmma it waits only until the *previous* one has completed (``wait_wgmma<1>``), then frees that stage's
+  activation slot: the slot is held one stage longer, so each consumer needs two (``stages`` >= 4).  Without
+  it a consumer's expansion and its tensor-core work alternate, and only the other consumer fills the gap.
+
 With ``split="k"`` every ring must have an even number of slots, so that a slot always serves
 the same consumer: an mbarrier is waited on by phase parity, and with an odd ring one
 consumer could pass over a phase the other one has not consumed yet (on the H200 such a
