@@ -509,10 +509,16 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
     sw = stages_w if decoupled else stages
 
     @T.macro
-    def step2(A_s, W_s, S_s, Wf, acc, wfull, wempty, afull, aempty, t, ko, r0, lane):
+    def step2(A_s, W_s, S_s, Wf, acc, wfull, wempty, afull, aempty, t, ko, r0, lane, lagged=False):
         """Decoupled rings: the weight stage is free as soon as it is expanded into registers;
         the activation stage once the wgmma that reads it has completed.  ``t`` counts the
-        block's own K steps (ring slot and phase), ``ko`` is the K block it reads."""
+        block's own K steps (ring slot and phase), ``ko`` is the K block it reads.
+
+        ``lagged`` (``lag``): the stage's wgmma is left running.  Its expansion went into ``Wf``, the one
+        of the consumer's two register buffers that its previous stage did not use; after the issue,
+        ``wait_wgmma<1>`` leaves only this stage's wgmma in flight, so the previous stage's activation
+        slot (``t - 2``: the consumers alternate) is released, and the next stage's expansion into the
+        other buffer overlaps this stage's tensor-core work."""
         s = t % sw
         T.barrier_wait(wfull[s], t // sw % 2)
         expand(W_s, S_s, Wf, s, ko, r0)
@@ -520,36 +526,23 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
             T.mbarrier_arrive(wempty[s])
         sa = t % stages
         T.barrier_wait(afull[sa], t // stages % 2)
-        mma(Wf, A_s[sa, :, :], acc)
-        if lane == 0:
-            release(aempty, sa)
-
-    @T.macro
-    def step_lag(A_s, W_s, S_s, Wf, acc, wfull, wempty, afull, aempty, t, r0, lane):
-        """``lag``: :func:`step2` with the stage's wgmma left running.  Its expansion went into ``Wf``,
-        the one of the consumer's two register buffers that its previous stage did not use; after the
-        issue, ``wait_wgmma<1>`` leaves only this stage's wgmma in flight, so the previous stage's
-        activation slot (``t - 2``: the consumers alternate) is released, and the next stage's
-        expansion into the other buffer overlaps this stage's tensor-core work."""
-        s = t % sw
-        T.barrier_wait(wfull[s], t // sw % 2)
-        expand(W_s, S_s, Wf, s, t, r0)
-        if lane == 0:
-            T.mbarrier_arrive(wempty[s])
-        sa = t % stages
-        T.barrier_wait(afull[sa], t // stages % 2)
-        T.wgmma_gemm(Wf, A_s[sa, :, :], acc, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
-        T.wait_wgmma(1)
-        if lane == 0 and t >= 2:
-            release(aempty, (t - 2) % stages)
+        if lagged:
+            T.wgmma_gemm(Wf, A_s[sa, :, :], acc, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
+            T.wait_wgmma(1)
+            if lane == 0 and t >= 2:
+                release(aempty, (t - 2) % stages)
+        else:
+            mma(Wf, A_s[sa, :, :], acc)
+            if lane == 0:
+                release(aempty, sa)
 
     @T.macro
     def consume_lag(A_s, W_s, S_s, Wa, Wb, acc, wfull, wempty, afull, aempty, c, lane):
         """``lag``: consumer ``c``'s K blocks ``c, c + 2, ...`` with the two buffers in turn; the last
         wgmma is waited for before the accumulator is read, and its slot released."""
         for j in T.serial(n_k // 4):
-            step_lag(A_s, W_s, S_s, Wa, acc, wfull, wempty, afull, aempty, 4 * j + c, 0, lane)
-            step_lag(A_s, W_s, S_s, Wb, acc, wfull, wempty, afull, aempty, 4 * j + 2 + c, 0, lane)
+            step2(A_s, W_s, S_s, Wa, acc, wfull, wempty, afull, aempty, 4 * j + c, 4 * j + c, 0, lane, True)
+            step2(A_s, W_s, S_s, Wb, acc, wfull, wempty, afull, aempty, 4 * j + 2 + c, 4 * j + 2 + c, 0, lane, True)
         T.wait_wgmma(0)
         if lane == 0:
             release(aempty, (n_k - 2 + c) % stages)
