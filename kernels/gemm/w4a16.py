@@ -399,6 +399,9 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
     require(inst in ("wgmma", "mma"), f"inst must be 'wgmma' or 'mma', got {inst!r}")
     require(not (wide and probe == "nomma"), "wide fills the register fragment that only the tensor-core work "
                                              "gives a layout: the nomma probe is for the per-element expansion")
+    require(not (lag and probe in ("nomma", "loadonly")),
+            f"lag leaves each stage's wgmma running: the {probe!r} probe, which has no tensor-core work, is for the "
+            f"configurations without lag")
     if probe in ("nomma", "loadonly"):
         inst = "none"
 
@@ -844,7 +847,8 @@ def w4a16_gemm(
     the tensor-core work, ``"loadonly"`` one whose consumers only wait for each stage and release
     it (the TMA ring alone), ``"mmaonly"`` the ring and the tensor-core work on registers that are
     never filled (no expansion, not even the scale reads of ``noexpand``); ``wide`` = the word-wide
-    expansion; ``consumers`` = consumer warpgroups (2, or 4 taking the K blocks in turn).
+    expansion; ``consumers`` = consumer warpgroups (2, or 4 taking the K blocks in turn); ``lag`` = each
+    consumer's next stage expanded while its current wgmma runs (decoupled rings, ``split="k"``).
     """
     return _program(M, N, K, group=group, block_M=block_M, block_K=block_K, stages=stages, split=split,
                     cluster=cluster, probe=probe, stages_w=stages_w, kpair=kpair, chunk=chunk, wide=wide,

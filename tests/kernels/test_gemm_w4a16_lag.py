@@ -83,3 +83,10 @@ def test_lag_lowers_to_two_buffers_and_one_wgmma_in_flight(fresh_compiles):
     rep = ptxas_report(src)
     assert rep["spill_bytes"] == 0 and not rep["serialized_wgmma"], rep["text"][-400:]
     assert rep["registers"] <= w4a16.CONSUMER_REGS
+
+
+@pytest.mark.parametrize("probe", ["nomma", "loadonly"])
+def test_lag_refuses_the_probes_without_tensor_core_work(probe):
+    cfg = w4a16.config(64, 128, 8, stages_w=8, lag=True)  # the per-element expansion (nomma refuses wide)
+    with pytest.raises(ValueError, match=f"the '{probe}' probe"):
+        w4a16.build(64, 8192, 8192, 128, cfg, probe=probe)
