@@ -121,8 +121,9 @@ CANDIDATES: dict[str, list[dict[str, Any]]] = {
             _c(64, 128, 6, "n", stages_w=8, kpair=True, wide=True, perm=True),
             _c(64, 128, 4, "n", stages_w=12, kpair=True, wide=True, perm=True),
             # ``lag``: each consumer keeps one stage's wgmma running while it expands the next into a second register
-            # buffer (its activation slot freed a stage late, so 8 slots of 128 k); in the probes 2-4 % faster
-            # than the first candidate under the write flush and ~7 % under the clean one
+            # buffer (its activation slot freed a stage late, so 8 slots of 128 k); in the probes 0.5-4 % faster
+            # than the recorded winner (256-k stages, 4 + 8 slots, no lag) under the write flush, 7-10 % under the
+            # clean one
             _c(64, 128, 8, stages_w=8, wide=True, perm=True, lag=True),
             _c(64, 128, 8, stages_w=4, wide=True, perm=True, lag=True),
             _c(64, 128, 8, stages_w=16, wide=True, perm=True, lag=True)],
