@@ -715,6 +715,19 @@ def _kpair(results: dict | None) -> dict:
     return out
 
 
+def _lag(results: dict | None) -> dict:
+    """At M = 64: the best time (µs) among the candidates with ``lag`` (labels with ``_lg``: the consumer expands
+    its next stage while the last stage's wgmma runs), the best among the others, how many lag candidates ran,
+    and whether the bench winner is one of them; an empty dict without both kinds."""
+    ms = (search(results, "w4a16 64x8192x8192") or {}).get("ms") or {}
+    lag = [t for k, t in ms.items() if t and "_lg" in k]
+    rest = [t for k, t in ms.items() if t and "_lg" not in k]
+    if not lag or not rest:
+        return {}
+    winner = (bench(results, "w4a16 64x8192x8192") or {}).get("label") or ""
+    return {"lag": min(lag) * 1e3, "rest": min(rest) * 1e3, "n": len(lag), "won": "_lg" in winner}
+
+
 def _faster_case(pairs: list) -> tuple[str | None, int]:
     """Over (new, old) time pairs: ``faster`` (the new one more than 2 % faster on every pair), ``slower``
     (more than 2 % slower on every pair), ``none`` (within 2 % on every pair) or ``some``; ``None`` without
@@ -875,6 +888,10 @@ def library_values(results: dict | None) -> dict[str, str]:
         pair = kp.get(key)
         v[f"derived.gemm.lib.w4.kp.{key}_kp_us"] = f"{pair[0]:.1f}" if pair else d
         v[f"derived.gemm.lib.w4.kp.{key}_il_us"] = f"{pair[1]:.1f}" if pair else d
+    lag = _lag(results)
+    for k in ("lag", "rest"):
+        v[f"derived.gemm.lib.w4.lag.{k}_us"] = f"{lag[k]:.1f}" if lag else d
+    v["derived.gemm.lib.w4.lag.n"] = str(lag["n"]) if lag else d
     from kernels.gemm.w4a16 import WG_ROWS
     from ledger.w4a16 import post_fold
 
@@ -1108,6 +1125,14 @@ def library_claims(results: dict | None) -> list:
     out.append(C.choose("claim.gemm.lib.w4.m8.won", None if not m8 else "yes" if m8["won"] else "no", {
         "yes": "上表 M = 1 那一行的胜者就是一个 8 行的配置",
         "no": "上表 M = 1 那一行的胜者仍是 16 行的配置"}))
+    lag = _lag(results)
+    out.append(C.compare("claim.gemm.lib.w4.lag", lag.get("lag"), lag.get("rest"), tol=0.02,
+                         lower="留一级的最快配置快了 {pct}%", higher="留一级的最快配置反而慢了 {pct}%",
+                         tie="留一级的最快配置与其余配置里最快的相差不到 2%",
+                         pct=f"{100 * abs(1 - lag['lag'] / lag['rest']):.0f}" if lag else ""))
+    out.append(C.choose("claim.gemm.lib.w4.lag.won", None if not lag else "yes" if lag["won"] else "no", {
+        "yes": "上表 M = 64 那一行的胜者就是留一级的配置",
+        "no": "上表 M = 64 那一行的胜者不是留一级的配置"}))
     kp = list(_kpair(results).values())
     out.append(C.choose("claim.gemm.lib.w4.kp", _faster_case(kp)[0], {
         "faster": "测到的 {n} 个形状上它都快出 2% 以上：片上的激活流量减半，换来了时间",

@@ -1060,3 +1060,33 @@ def test_flush_sentences_follow_the_flush_suite():
     assert pick(res(m16_bounds={"clean": (15.0, 17.1, 11.6, 3.6)}), "gap") == "tie"  # 2.2 µs against 2.3
     assert all(c.case is None for c in tiles.flush_claims({"suites": {}}))
     assert tiles.flush_values({"suites": {}})["derived.gemm.lib.w4.flush.m16_clean_us"] == "—"
+
+
+def test_lag_sentences_follow_the_m64_search():
+    """lag at M = 64: its best candidate (labels with ``_lg``) against the best of the others in the same search,
+    within 2 % no difference; whether the bench winner is a lag form; nothing said without both kinds."""
+    from coursebook import tiles
+
+    def res(lag=25.0, rest=26.0, won=True):
+        ms = {"m64_k128_s8_w8_k_il_lg_wd": lag / 1e3, "m64_k128_s8_w4_k_il_lg_wd": 0.0292,
+              "m64_k256_s4_k_tl_il_wd": rest / 1e3, "m64_k256_s4_w8_k_il_wd": 0.0265, "m64_k256_s4_k": 0.0300}
+        label = "m64_k128_s8_w8_k_il_lg_wd" if won else "m64_k256_s4_k_tl_il_wd"
+        return {"suites": {"gemm.w4a16": {"records": [
+            {"kind": "search", "name": "w4a16 64x8192x8192", "ms": ms},
+            {"kind": "bench", "name": "w4a16 64x8192x8192", "ms": 0.025, "label": label}]}}}
+
+    pick = lambda r, k: next(c for c in tiles.library_claims(r) if c.key == k)  # noqa: E731
+    c = pick(res(), "claim.gemm.lib.w4.lag")
+    assert c.case == "lower" and "快了 4%" in c.text
+    assert pick(res(lag=25.4, rest=25.6), "claim.gemm.lib.w4.lag").case == "tie"
+    c = pick(res(lag=27.0), "claim.gemm.lib.w4.lag")
+    assert c.case == "higher" and "慢了 4%" in c.text
+    assert pick(res(), "claim.gemm.lib.w4.lag.won").case == "yes"
+    assert pick(res(won=False), "claim.gemm.lib.w4.lag.won").case == "no"
+    no_lag = {"suites": {"gemm.w4a16": {"records": [{"kind": "search", "name": "w4a16 64x8192x8192",
+                                                      "ms": {"m64_k256_s4_k_tl_il_wd": 0.0256}}]}}}
+    assert pick(no_lag, "claim.gemm.lib.w4.lag").case is None and pick(no_lag, "claim.gemm.lib.w4.lag.won").case is None
+    v = tiles.library_values(res())
+    assert (v["derived.gemm.lib.w4.lag.lag_us"], v["derived.gemm.lib.w4.lag.rest_us"]) == ("25.0", "26.0")
+    assert v["derived.gemm.lib.w4.lag.n"] == "2"
+    assert tiles.library_values(no_lag)["derived.gemm.lib.w4.lag.lag_us"] == tiles.DASH
