@@ -77,11 +77,12 @@ Further knobs, each a candidate of the H200 search (:data:`CANDIDATES`):
   fp32 multiply-adds (:func:`ledger.w4a16.post_fold` counts both per thread).  Not bit-identical to the reference (the weights
   are not rounded to fp16 first); two or four consumers.
 
-* ``lag`` (with ``stages_w``, ``split="k"``, wgmma): each consumer keeps one stage's wgmma running while it
-  expands its next stage into a second register buffer, the two buffers used in turn.  After issuing a stage's
-  wgmma it waits only until the *previous* one has completed (``wait_wgmma<1>``), then frees that stage's
-  activation slot: the slot is held one stage longer, so each consumer needs two (``stages`` >= 4).  Without
-  it a consumer's expansion and its tensor-core work alternate, and only the other consumer fills the gap.
+* ``lag`` (with ``stages_w``, wgmma): each consumer keeps one stage's wgmma running while it expands its next
+  stage into a second register buffer, the two buffers used in turn.  After issuing a stage's wgmma it waits
+  only until the *previous* one has completed (``wait_wgmma<1>``), then frees that stage's activation slot: the
+  slot is held one stage longer, so with ``split="k"`` each consumer needs two (``stages`` >= 4); with
+  ``split="n"`` (both consumers read every stage, also with ``kpair``) ``stages`` >= 3.  Without it a
+  consumer's expansion and its tensor-core work alternate, and only the other consumer fills the gap.
 
 With ``split="k"`` every ring must have an even number of slots, so that a slot always serves
 the same consumer: an mbarrier is waited on by phase parity, and with an odd ring one
@@ -348,13 +349,20 @@ def check_config(M: int, N: int, K: int, *, group: int, block_M: int, block_K: i
         require(chunk == group,
                 f"post multiplies one scale group's fp32 partial at a time: chunk={chunk} must equal group={group}")
     if lag:
-        require(split == "k" and stages_w > 0 and inst == "wgmma" and consumers == 2 and not chunk and not kpair,
-                "lag (one stage's wgmma left running while the next is expanded) is written for the decoupled rings "
-                "of split='k': it needs stages_w > 0, inst='wgmma', two consumers, no chunk and no kpair")
-        require(n_k % 4 == 0, f"lag alternates two register buffers over each consumer's K blocks: K/block_K={n_k} "
-                              f"must be a multiple of 4")
-        require(stages >= 4, f"lag keeps a consumer's activation slot until its next stage is issued: each of the "
-                             f"two consumers needs two slots, stages={stages} must be >= 4")
+        require(stages_w > 0 and inst == "wgmma" and consumers == 2 and not chunk,
+                "lag (one stage's wgmma left running while the next is expanded) is written for the decoupled rings: "
+                "it needs stages_w > 0, inst='wgmma', two consumers and no chunk")
+        if split == "k":
+            require(n_k % 4 == 0, f"lag alternates two register buffers over each consumer's K blocks: "
+                                  f"K/block_K={n_k} must be a multiple of 4")
+            require(stages >= 4, f"lag keeps a consumer's activation slot until its next stage is issued: each of "
+                                 f"the two consumers needs two slots, stages={stages} must be >= 4")
+        else:
+            n_loc = n_k // 2 if kpair else n_k
+            require(n_loc % 2 == 0, f"lag alternates two register buffers over a block's K blocks: "
+                                    f"{n_loc} K blocks per block must be even")
+            require(stages >= 3, f"lag keeps the consumers' activation slot until the next stage is issued: "
+                                 f"stages={stages} must be >= 3 so the producer can fill one more")
     g = K // group
     require(g % 8 == 0, f"K/group={g} must be a multiple of 8: the block's scale rows are copied by TMA, "
                         f"whole 16-byte rows")
@@ -384,6 +392,7 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
     grid_n, grid_m = grid(M, N, block_M=block_M, split=split, kpair=kpair)
     n_loc = n_k // 2 if kpair else n_k  # K blocks of one block (kpair: its half of K)
     cdim = 2 if kpair else cluster
+    lag_d = 2 if split == "k" else 1  # lag: the stage whose activation slot a consumer frees is t - lag_d
     arrivals = 4 * cluster * (1 if split == "k" else 2)  # lane 0 of each warp that read a stage
 
     @T.macro
@@ -521,7 +530,8 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
         of the consumer's two register buffers that its previous stage did not use; after the issue,
         ``wait_wgmma<1>`` leaves only this stage's wgmma in flight, so the previous stage's activation
         slot (``t - 2``: the consumers alternate) is released, and the next stage's expansion into the
-        other buffer overlaps this stage's tensor-core work."""
+        other buffer overlaps this stage's tensor-core work.  With ``split='n'`` both consumers read every stage
+        and the slot released is that of ``t - 1``."""
         s = t % sw
         T.barrier_wait(wfull[s], t // sw % 2)
         expand(W_s, S_s, Wf, s, ko, r0)
@@ -532,8 +542,8 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
         if lagged:
             T.wgmma_gemm(Wf, A_s[sa, :, :], acc, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
             T.wait_wgmma(1)
-            if lane == 0 and t >= 2:
-                release(aempty, (t - 2) % stages)
+            if lane == 0 and t >= lag_d:
+                release(aempty, (t - lag_d) % stages)
         else:
             mma(Wf, A_s[sa, :, :], acc)
             if lane == 0:
@@ -549,6 +559,17 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
         T.wait_wgmma(0)
         if lane == 0:
             release(aempty, (n_k - 2 + c) % stages)
+
+    @T.macro
+    def consume_lag_n(A_s, W_s, S_s, Wa, Wb, acc, wfull, wempty, afull, aempty, kbase, r0, lane):
+        """``lag`` with ``split='n'``: this consumer's 64 weight rows (from ``r0``) over all of the block's K
+        blocks, the two buffers in turn; the last wgmma is waited for and its slot released."""
+        for j in T.serial(n_loc // 2):
+            step2(A_s, W_s, S_s, Wa, acc, wfull, wempty, afull, aempty, 2 * j, kbase + 2 * j, r0, lane, True)
+            step2(A_s, W_s, S_s, Wb, acc, wfull, wempty, afull, aempty, 2 * j + 1, kbase + 2 * j + 1, r0, lane, True)
+        T.wait_wgmma(0)
+        if lane == 0:
+            release(aempty, (n_loc - 1) % stages)
 
     @T.macro
     def hand_over(acc, R_s, rbar, tx, wg):
@@ -742,6 +763,8 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
                         T.sync_threads(barrier_id=_BAR_BOTH, arrive_count=256)
                         for j, m in T.Parallel(WG_ROWS, block_M):
                             acc0[j, m] = acc0[j, m] + R_s[j, m]
+                    elif lag:
+                        consume_lag_n(A_s, W_s, S_s, W0, W0b, acc0, wfull, wempty, full, empty, kbase, 0, lane)
                     else:
                         for ko in T.serial(n_loc):
                             if decoupled:
@@ -780,15 +803,19 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
                         T.copy(acc1, R_s)
                         T.sync_threads(barrier_id=_BAR_BOTH, arrive_count=256)
                     else:
-                        for ko in T.serial(n_loc):
-                            if decoupled:
-                                step2(A_s, W_s, S_s, W1, acc1, wfull, wempty, full, empty, ko, kbase + ko, WG_ROWS,
-                                      lane)
-                            else:
-                                if n_c > 1:
-                                    step_c(A_s, W_s, S_s, W1, W1b, acc1, full, empty, ko, WG_ROWS, lane, g1)
+                        if lag:
+                            consume_lag_n(A_s, W_s, S_s, W1, W1b, acc1, wfull, wempty, full, empty, kbase, WG_ROWS,
+                                          lane)
+                        else:
+                            for ko in T.serial(n_loc):
+                                if decoupled:
+                                    step2(A_s, W_s, S_s, W1, acc1, wfull, wempty, full, empty, ko, kbase + ko,
+                                          WG_ROWS, lane)
                                 else:
-                                    step(A_s, W_s, S_s, W1, acc1, full, empty, ko, WG_ROWS, lane)
+                                    if n_c > 1:
+                                        step_c(A_s, W_s, S_s, W1, W1b, acc1, full, empty, ko, WG_ROWS, lane, g1)
+                                    else:
+                                        step(A_s, W_s, S_s, W1, acc1, full, empty, ko, WG_ROWS, lane)
                         if kpair:
                             if krank == 1:
                                 hand_over(acc1, R1_s, rbar, tx, 1)
@@ -848,7 +875,7 @@ def w4a16_gemm(
     it (the TMA ring alone), ``"mmaonly"`` the ring and the tensor-core work on registers that are
     never filled (no expansion, not even the scale reads of ``noexpand``); ``wide`` = the word-wide
     expansion; ``consumers`` = consumer warpgroups (2, or 4 taking the K blocks in turn); ``lag`` = each
-    consumer's next stage expanded while its current wgmma runs (decoupled rings, ``split="k"``).
+    consumer's next stage expanded while its current wgmma runs (decoupled rings).
     """
     return _program(M, N, K, group=group, block_M=block_M, block_K=block_K, stages=stages, split=split,
                     cluster=cluster, probe=probe, stages_w=stages_w, kpair=kpair, chunk=chunk, wide=wide,

@@ -21,12 +21,21 @@ def test_label_and_config_carry_lag():
 @pytest.mark.parametrize("kw, words", [
     (dict(block_M=64, block_K=256, stages=4, split="k", stages_w=0), "stages_w > 0"),
     (dict(block_M=64, block_K=256, stages=4, split="k", stages_w=8, inst="mma"), "inst='wgmma'"),
-    (dict(block_M=128, block_K=128, stages=4, split="n", stages_w=8, kpair=True), "split='k'"),
     (dict(block_M=64, block_K=256, stages=2, split="k", stages_w=8), "stages=2 must be >= 4"),
+    (dict(block_M=64, block_K=128, stages=2, split="n", stages_w=8, kpair=True), "stages=2 must be >= 3"),
 ])
 def test_lag_errors_name_the_constraint(kw, words):
     with pytest.raises(ValueError, match=re.escape(words)):
         w4a16.check_config(64, 8192, 8192, group=128, cluster=1, lag=True, **kw)
+
+
+def test_lag_with_split_n_needs_an_even_number_of_k_blocks_per_block():
+    # K = 768 at block_K = 128 with kpair: 6 K blocks, 3 per block of the pair
+    with pytest.raises(ValueError, match="3 K blocks per block must be even"):
+        w4a16.check_config(64, 8192, 768, group=128, block_M=64, block_K=128, stages=4, split="n", cluster=1,
+                           stages_w=8, kpair=True, lag=True)
+    w4a16.check_config(64, 8192, 8192, group=128, block_M=64, block_K=128, stages=3, split="n", cluster=1,
+                       stages_w=8, kpair=True, lag=True)
 
 
 def test_lag_needs_k_blocks_in_fours():
@@ -61,6 +70,39 @@ def test_lag_lowers_to_two_buffers_and_one_wgmma_in_flight(fresh_compiles):
         frees = re.findall(r"(?<!w)empty\[(\d)\]\.arrive\(\)", body)
         assert frees == [str(c + 2), str(c), str(c + 2)], (c, frees)
         assert body.index(f"empty[{c + 2}].arrive()") > body.index("tl::wait_wgmma<1>();")
+    rep = ptxas_report(src)
+    assert rep["spill_bytes"] == 0 and not rep["serialized_wgmma"], rep["text"][-400:]
+    assert rep["registers"] <= w4a16.CONSUMER_REGS
+
+
+@pytest.mark.slow
+def test_lag_with_kpair_frees_each_slot_a_stage_late(fresh_compiles):
+    """split='n' with kpair: both consumers read every stage; each frees the slot of K step t - 1 after
+    ``wait_wgmma<1>`` (the slot index expressions of the generated CUDA evaluated for every pass of the loop),
+    and the last step's slot after ``wait_wgmma<0>``."""
+    from kernels.gemm.lowered import ptxas_report
+
+    stages = 6
+    cfg = w4a16.config(64, 128, stages, split="n", stages_w=8, kpair=True, **LAG)
+    assert w4a16.label(cfg) == "m64_k128_s6_w8_n_kp_il_lg_wd"
+    src = w4a16.build(64, 8192, 8192, 128, cfg).get_kernel_source()
+    n_loc = 8192 // 128 // 2
+    assert src.count("tl::wait_wgmma<1>();") == 4 and src.count("tl::wait_wgmma<0>();") == 2
+    for j, bufs in (("j", ("W0", "W0b")), ("j_1", ("W1", "W1b"))):
+        body = src[src.index(f"for (int {j} = 0; {j} < {n_loc // 2}; ++{j})"):]
+        loop, tail = body[:body.index("tl::wait_wgmma<0>();")], body[body.index("tl::wait_wgmma<0>();"):]
+        for b in bufs:  # one expansion into each of the consumer's two buffers per pass
+            assert len(re.findall(rf"w4p::expand<[^;]*, {b}\);", loop)) == 1, b
+        frees = re.findall(r"(\(\(\(int\)threadIdx.x\) % 32\) == 0\)(?: && \(1 <= j(?:_1)?\))?\)?) \{\s*empty\[(.+?)\]\.arrive\(\);",
+                           loop)
+        assert len(frees) == 2 and "1 <=" in frees[0][0] and "1 <=" not in frees[1][0], frees
+        assert re.search(r"(?<!w)empty\[", loop).start() > loop.index("tl::wait_wgmma<1>();")
+        got = []
+        for jj in range(n_loc // 2):  # t = 2 jj and 2 jj + 1; the first has no earlier step
+            got += ([eval(frees[0][1], {j: jj})] if jj >= 1 else []) + [eval(frees[1][1], {j: jj})]
+        assert got == [(t - 1) % stages for t in range(1, n_loc)]
+        last = re.search(r"empty\[(\d+)\]\.arrive\(\);", tail)
+        assert last and int(last.group(1)) == (n_loc - 1) % stages
     rep = ptxas_report(src)
     assert rep["spill_bytes"] == 0 and not rep["serialized_wgmma"], rep["text"][-400:]
     assert rep["registers"] <= w4a16.CONSUMER_REGS
