@@ -84,6 +84,10 @@ Further knobs, each a candidate of the H200 search (:data:`CANDIDATES`):
   ``split="n"`` (both consumers read every stage, also with ``kpair``) ``stages`` >= 3.  Without it a
   consumer's expansion and its tensor-core work alternate, and only the other consumer fills the gap.
 
+* ``fuse`` (with ``perm``, also with ``post``): each fp16 pair is picked from its word by one ``lop3`` written in
+  PTX, the mask and the exponent bits of 1024 together (:data:`_FUSE_HELPER`).  From the same expression in C,
+  nvcc emits an AND and an OR (a ``lop3`` takes one immediate): four ``lop3`` fewer per 8 weights, the same bits.
+
 With ``split="k"`` every ring must have an even number of slots, so that a slot always serves
 the same consumer: an mbarrier is waited on by phase parity, and with an odd ring one
 consumer could pass over a phase the other one has not consumed yet (on the H200 such a
@@ -218,10 +222,33 @@ _PERM_BODY = r"""  const __half2 one = __halves2half2(__ushort_as_half(0x3C00), 
 """
 
 
-def _perm_src(ns: str, scaled: bool = True) -> str:
+#: ``fuse``: each pair's mask and its exponent bits in one ``lop3`` written in PTX.  A ``lop3`` takes one
+#: immediate; from ``(w & mask) | 0x64006400`` in C, nvcc 13.0 emits two (an AND, then an OR, each with its
+#: constant as the immediate), eight per word instead of four.  In PTX both constants are operands and ptxas
+#: keeps one of them in a register.  The same bits come out (the fragment is unchanged).
+_FUSE_HELPER = r"""
+template <unsigned MASK>
+__device__ __forceinline__ unsigned and_or_exp(unsigned a) {
+  unsigned d;  // (a & MASK) | 0x64006400: lut 0xEA = (0xF0 & 0xCC) | 0xAA
+  asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(d) : "r"(a), "n"(MASK), "n"(0x64006400u));
+  return d;
+}
+"""
+_PAIRS_C = ("const unsigned x[4] = {(w[c] & 0x000F000Fu) | 0x64006400u, (w[c] & 0x00F000F0u) | 0x64006400u,\n"
+            "                               ((w[c] >> 8) & 0x000F000Fu) | 0x64006400u, ((w[c] >> 8) & 0x00F000F0u) | 0x64006400u};")
+_PAIRS_PTX = ("const unsigned x[4] = {and_or_exp<0x000F000Fu>(w[c]), and_or_exp<0x00F000F0u>(w[c]),\n"
+              "                               and_or_exp<0x000F000Fu>(w[c] >> 8), and_or_exp<0x00F000F0u>(w[c] >> 8)};")
+
+
+def _perm_src(ns: str, scaled: bool = True, fuse: bool = False) -> str:
     """The interleaved expansion in namespace ``ns``; ``scaled=False`` (``post``) leaves ``q - 8`` in the
-    fragment, exactly, and reads no scale: the kernel multiplies each group's fp32 partial by it instead."""
+    fragment, exactly, and reads no scale: the kernel multiplies each group's fp32 partial by it instead;
+    ``fuse`` picks each pair by one PTX ``lop3`` (:data:`_FUSE_HELPER`)."""
     src = _EXPAND_HEAD.format(ns=ns) + _PERM_BODY.replace("{ns}", ns)
+    if fuse:
+        require(src.count(_PAIRS_C) == 1, "the fused expansion's edit no longer matches the pair masks")
+        head = f"namespace {ns} {{\n"
+        src = src.replace(_PAIRS_C, _PAIRS_PTX).replace(head, head + _FUSE_HELPER, 1)
     if not scaled:
         for old, new in (("      const unsigned s1 = ss[r * G + (kg + 128 * u) / GROUP];\n"
                           "      const unsigned s2 = s1 | (s1 << 16);\n", ""),
@@ -236,6 +263,9 @@ def _perm_src(ns: str, scaled: bool = True) -> str:
 _PERM_SRC = _perm_src("w4p")
 #: ``post``: the same expansion without the scale (namespace ``w4u``).
 _POST_SRC = _perm_src("w4u", scaled=False)
+#: ``fuse``: both, each pair by one ``lop3`` (namespaces ``w4pf`` and ``w4uf``).
+_PERM_FUSED_SRC = _perm_src("w4pf", fuse=True)
+_POST_FUSED_SRC = _perm_src("w4uf", scaled=False, fuse=True)
 
 #: For :func:`interleave_weights`: the k (inside its 32-k chunk) of nibble ``n`` of thread ``t``'s word.
 PERM_NIBBLE_K = tuple(tuple((2 * t, 2 * t + 8, 16 + 2 * t, 24 + 2 * t, 2 * t + 1, 2 * t + 9, 17 + 2 * t, 25 + 2 * t)[n]
@@ -286,7 +316,7 @@ def serves(block_M: int, M: int) -> bool:
 def check_config(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, stages: int, split: str,
                  cluster: int, stages_w: int = 0, kpair: bool = False, chunk: int = 0, wide: bool = False,
                  inst: str = "wgmma", consumers: int = 2, tiled: bool = False, perm: bool = False,
-                 post: bool = False, lag: bool = False) -> None:
+                 post: bool = False, lag: bool = False, fuse: bool = False) -> None:
     """Every constraint of one configuration, each failure naming it (ValueError)."""
     rows = block_rows(split)
     for name, v in (("M", M), ("N", N), ("K", K), ("group", group), ("block_K", block_K), ("stages", stages)):
@@ -348,6 +378,8 @@ def check_config(M: int, N: int, K: int, *, group: int, block_M: int, block_K: i
                 f"the synchronous mma.sync: it needs perm=True and inst='mma', got perm={perm}, inst={inst!r}")
         require(chunk == group,
                 f"post multiplies one scale group's fp32 partial at a time: chunk={chunk} must equal group={group}")
+    if fuse:
+        require(perm, "fuse (one lop3 per fp16 pair) is a form of the interleaved expansion: it needs perm=True")
     if lag:
         require(stages_w > 0 and inst == "wgmma" and consumers == 2 and not chunk,
                 "lag (one stage's wgmma left running while the next is expanded) is written for the decoupled rings: "
@@ -374,17 +406,17 @@ def check_config(M: int, N: int, K: int, *, group: int, block_M: int, block_K: i
 def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, stages: int, split: str,
              cluster: int, probe: str = "", stages_w: int = 0, kpair: bool = False, inst: str = "wgmma",
              chunk: int = 0, wide: bool = False, consumers: int = 2, tiled: bool = False, perm: bool = False,
-             post: bool = False, lag: bool = False):
+             post: bool = False, lag: bool = False, fuse: bool = False):
     check_config(M, N, K, group=group, block_M=block_M, block_K=block_K, stages=stages, split=split,
                  cluster=cluster, stages_w=stages_w, kpair=kpair, chunk=chunk, wide=wide, inst=inst,
-                 consumers=consumers, tiled=tiled, perm=perm, post=post, lag=lag)
+                 consumers=consumers, tiled=tiled, perm=perm, post=post, lag=lag, fuse=fuse)
     nc = consumers
     threads, producer_regs, consumer_regs = (THREADS, PRODUCER_REGS, CONSUMER_REGS) if nc == 2 else Q4_REGS
     kc = chunk or block_K  # K expanded into one register buffer
     wide_rb, wide_plane = min(block_K // 2, 128), block_rows(split) * 128  # wide: swizzle row bytes, plane bytes
     n_c = block_K // kc
     # the interleaved (post: without its scale) or the byte-lane word-wide expansion
-    wide_ns = ("w4u" if post else "w4p") if perm else "w4w"
+    wide_ns = (("w4u" if post else "w4p") + ("f" if fuse else "")) if perm else "w4w"
     decoupled = stages_w > 0
     rows = block_rows(split)
     KP, G = K // 2, K // group
@@ -651,7 +683,8 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
     ):
         with T.Kernel(grid_n, grid_m, threads=threads, cluster_dims=(cdim, 1, 1)) as (bx, by):
             if wide:
-                T.import_source((_POST_SRC if post else _PERM_SRC) if perm else _WIDE_SRC)
+                T.import_source({(False, False): _PERM_SRC, (True, False): _POST_SRC, (False, True): _PERM_FUSED_SRC,
+                                 (True, True): _POST_FUSED_SRC}[(post, fuse)] if perm else _WIDE_SRC)
             A_s = T.alloc_shared((stages, block_M, block_K), T.float16)
             W_s = T.alloc_shared((sw, rows, block_K // 2), T.uint8)
             S_s = T.alloc_shared((rows, G), T.float16)
@@ -863,6 +896,7 @@ def w4a16_gemm(
     perm: bool = False,
     post: bool = False,
     lag: bool = False,
+    fuse: bool = False,
 ):
     """W4A16 with the weights expanded into wgmma's register operand (see the module docstring).
 
@@ -879,7 +913,7 @@ def w4a16_gemm(
     """
     return _program(M, N, K, group=group, block_M=block_M, block_K=block_K, stages=stages, split=split,
                     cluster=cluster, probe=probe, stages_w=stages_w, kpair=kpair, chunk=chunk, wide=wide,
-                    consumers=consumers, tiled=tiled, perm=perm, post=post, lag=lag)
+                    consumers=consumers, tiled=tiled, perm=perm, post=post, lag=lag, fuse=fuse)
 
 
 #: The warp-level tensor-core path: tilelang's wgmma lowering switched off, T.gemm on m16n8k16.
@@ -907,6 +941,7 @@ def w4a16_gemm_mma(
     perm: bool = False,
     post: bool = False,
     lag: bool = False,
+    fuse: bool = False,
 ):
     """:func:`w4a16_gemm` on the warp-level ``mma.sync`` m16n8k16 instruction instead of wgmma:
     each warp multiplies its 16 weight rows, the tensor-core work is issued in m16 x n8 x k16
@@ -914,13 +949,13 @@ def w4a16_gemm_mma(
     warpgroup."""
     return _program(M, N, K, group=group, block_M=block_M, block_K=block_K, stages=stages, split=split,
                     cluster=cluster, probe=probe, stages_w=stages_w, kpair=kpair, inst="mma", chunk=chunk,
-                    wide=wide, consumers=consumers, tiled=tiled, perm=perm, post=post, lag=lag)
+                    wide=wide, consumers=consumers, tiled=tiled, perm=perm, post=post, lag=lag, fuse=fuse)
 
 
 def config(block_M: int, block_K: int, stages: int, split: str = "k", cluster: int = 1, stages_w: int = 0,
            kpair: bool = False, inst: str = "wgmma", chunk: int = 0, wide: bool = False,
            consumers: int = 2, tiled: bool = False, perm: bool = False, post: bool = False,
-           lag: bool = False) -> dict[str, Any]:
+           lag: bool = False, fuse: bool = False) -> dict[str, Any]:
     """One configuration as the suite's tables and :func:`build` take it (``chunk``, ``wide`` and
     ``consumers`` only when set, so the configurations of the recorded runs keep their form)."""
     cfg = dict(block_M=block_M, block_K=block_K, stages=stages, split=split, cluster=cluster, stages_w=stages_w,
@@ -939,6 +974,8 @@ def config(block_M: int, block_K: int, stages: int, split: str = "k", cluster: i
         cfg["post"] = True
     if lag:
         cfg["lag"] = True
+    if fuse:
+        cfg["fuse"] = True
     return cfg
 
 
@@ -1009,7 +1046,7 @@ def label(cfg: dict[str, Any]) -> str:
             + ("_mma" if cfg.get("inst") == "mma" else "") + (f"_x{cfg['chunk']}" if cfg.get("chunk") else "")
             + (f"_q{cfg['consumers']}" if cfg.get("consumers", 2) != 2 else "") + ("_tl" if cfg.get("tiled") else "")
             + ("_il" if cfg.get("perm") else "") + ("_po" if cfg.get("post") else "")
-            + ("_lg" if cfg.get("lag") else "")
+            + ("_lg" if cfg.get("lag") else "") + ("_fu" if cfg.get("fuse") else "")
             + ("_wd" if cfg.get("wide") else ""))
 
 
