@@ -576,8 +576,7 @@ def _decode_search(results: dict | None) -> dict:
     configurations, and the M = 1 ``loadonly`` probe (the decode kernel's register loads alone)."""
     out: dict = {"n": 0}
     for m in (1, 16):
-        r = search(results, f"w4a16 {m}x8192x8192") or {}
-        ms = r.get("ms") or {}
+        ms = _w4_ms(results, f"{m}x8192x8192")
         dec = [t for k, t in ms.items() if k.startswith("dec_") and t]
         tma = [t for k, t in ms.items() if k.startswith("tma_") and t]
         wg = [t for k, t in ms.items() if not k.startswith(("dec_", "tma_")) and not _repacked(k) and t]
@@ -602,6 +601,14 @@ W4_SHAPES = (("m1", "1x8192x8192"), ("m16", "16x8192x8192"), ("m64", "64x8192x81
              ("square", "4096x4096x4096"))
 
 
+def _w4_ms(results: dict | None, shape: str, fused: bool = False) -> dict:
+    """The W4A16 search at ``shape``: label -> time (s).  Without ``fused`` the ``fuse`` twins (``_fu``: one PTX
+    lop3 per fp16 pair) are left out, so that every comparison before the page's paragraph on them is between
+    kernels with the same expansion code."""
+    ms = (search(results, f"w4a16 {shape}") or {}).get("ms") or {}
+    return dict(ms) if fused else {k: t for k, t in ms.items() if "_fu" not in k}
+
+
 def _repacked(label: str) -> bool:
     """Whether a W4A16 configuration reads weights repacked offline (``_tl`` tiled, ``_il`` interleaved)."""
     return "_tl" in label or "_il" in label
@@ -614,7 +621,7 @@ def _wide_search(results: dict | None) -> dict:
     the search has none."""
     out: dict = {}
     for key, shape in W4_SHAPES:
-        ms = (search(results, f"w4a16 {shape}") or {}).get("ms") or {}
+        ms = _w4_ms(results, shape)
         wide = [t for k, t in ms.items() if k.endswith("_wd") and not _repacked(k) and t]
         elem = [t for k, t in ms.items() if not k.endswith("_wd") and not k.startswith(("dec_", "tma_")) and t]
         out[key] = (min(wide) * 1e3 if wide else None, min(elem) * 1e3 if elem else None)
@@ -648,7 +655,7 @@ def _q4(results: dict | None) -> dict:
     later on the page); ``None`` where the search has none."""
     out: dict = {}
     for key, shape in W4_SHAPES[:2]:
-        ms = (search(results, f"w4a16 {shape}") or {}).get("ms") or {}
+        ms = _w4_ms(results, shape)
         four = [t for k, t in ms.items() if t and k.endswith("_q4_wd")]
         two = [t for k, t in ms.items() if t and k.endswith("_wd") and "_q4" not in k and not _repacked(k)]
         out[key] = (min(four) * 1e3 if four else None, min(two) * 1e3 if two else None)
@@ -662,7 +669,7 @@ def _repack(results: dict | None) -> dict:
     out: dict = {}
     stored = _wide_search(results)  # the word-wide best on weights as stored
     for key, shape in W4_SHAPES:
-        ms = (search(results, f"w4a16 {shape}") or {}).get("ms") or {}
+        ms = _w4_ms(results, shape)
         il = [t for k, t in ms.items() if t and "_il" in k and "_po" not in k]  # post: see _post()
         tl = [t for k, t in ms.items() if t and "_tl" in k and "_il" not in k]
         out[key] = {"il": min(il) * 1e3 if il else None, "tl": min(tl) * 1e3 if tl else None,
@@ -677,7 +684,7 @@ def _post(results: dict | None) -> dict:
     ``_po``: the same pipeline with the scale in the expansion), both times (``pair``)."""
     out: dict = {}
     for key, shape in W4_SHAPES[:2]:
-        ms = (search(results, f"w4a16 {shape}") or {}).get("ms") or {}
+        ms = _w4_ms(results, shape)
         po = {k: t for k, t in ms.items() if t and "_po" in k and not k.startswith("m8_")}  # 8 rows: see _m8()
         il = [t for k, t in ms.items() if t and "_il" in k and "_po" not in k]
         if not po or not il:
@@ -692,7 +699,7 @@ def _m8(results: dict | None) -> dict:
     """At M = 1: the best time (µs) among the candidates with an 8-row activation tile (labels ``m8_``, mma.sync's
     n8 operand), the best among those of the same kernel module with a 16-row tile (``m16_``), how many 8-row
     candidates ran, and whether the bench winner is one of them; an empty dict without both kinds."""
-    ms = (search(results, "w4a16 1x8192x8192") or {}).get("ms") or {}
+    ms = _w4_ms(results, "1x8192x8192")
     m8 = [t for k, t in ms.items() if t and k.startswith("m8_")]
     m16 = [t for k, t in ms.items() if t and k.startswith("m16_")]
     if not m8 or not m16:
@@ -707,7 +714,7 @@ def _kpair(results: dict | None) -> dict:
     of the interleaved candidates with one block per 64 weight rows (``_il``, neither ``_kp`` nor ``_po``)."""
     out: dict = {}
     for key, shape in W4_SHAPES[2:4]:
-        ms = (search(results, f"w4a16 {shape}") or {}).get("ms") or {}
+        ms = _w4_ms(results, shape)
         kp = [t for k, t in ms.items() if t and "_kp" in k and "_il" in k]
         il = [t for k, t in ms.items() if t and "_il" in k and "_kp" not in k and "_po" not in k]
         if kp and il:
@@ -719,13 +726,33 @@ def _lag(results: dict | None) -> dict:
     """At M = 64: the best time (µs) among the candidates with ``lag`` (labels with ``_lg``: the consumer expands
     its next stage while the last stage's wgmma runs), the best among the others, how many lag candidates ran,
     and whether the bench winner is one of them; an empty dict without both kinds."""
-    ms = (search(results, "w4a16 64x8192x8192") or {}).get("ms") or {}
+    ms = _w4_ms(results, "64x8192x8192")
     lag = [t for k, t in ms.items() if t and "_lg" in k]
     rest = [t for k, t in ms.items() if t and "_lg" not in k]
     if not lag or not rest:
         return {}
     winner = (bench(results, "w4a16 64x8192x8192") or {}).get("label") or ""
     return {"lag": min(lag) * 1e3, "rest": min(rest) * 1e3, "n": len(lag), "won": "_lg" in winner}
+
+
+def _fuse(results: dict | None) -> dict:
+    """Over the W4A16 searches of every shape: ``pairs``, the (fused, plain) times (µs) of each ``fuse`` twin
+    (``_fu``: one PTX lop3 per fp16 pair) whose form without it ran in the same search; ``best``, by shape key,
+    the best time with ``fuse`` and the best without (``None`` without both); ``won``/``n_won``, how many bench
+    winners carry ``fuse`` out of the shapes benched."""
+    out: dict = {"pairs": [], "best": {}, "won": 0, "n_won": 0}
+    for key, shape in W4_SHAPES:
+        ms = _w4_ms(results, shape, fused=True)
+        out["pairs"] += [(t * 1e3, ms[k.replace("_fu", "")] * 1e3) for k, t in ms.items()
+                         if t and "_fu" in k and ms.get(k.replace("_fu", ""))]
+        fu = [t for k, t in ms.items() if t and "_fu" in k]
+        plain = [t for k, t in ms.items() if t and "_fu" not in k]
+        out["best"][key] = (min(fu) * 1e3, min(plain) * 1e3) if fu and plain else None
+        winner = (bench(results, f"w4a16 {shape}") or {}).get("label")
+        if winner:
+            out["n_won"] += 1
+            out["won"] += "_fu" in winner
+    return out
 
 
 def _faster_case(pairs: list) -> tuple[str | None, int]:
@@ -892,6 +919,19 @@ def library_values(results: dict | None) -> dict[str, str]:
     for k in ("lag", "rest"):
         v[f"derived.gemm.lib.w4.lag.{k}_us"] = f"{lag[k]:.1f}" if lag else d
     v["derived.gemm.lib.w4.lag.n"] = str(lag["n"]) if lag else d
+    from ledger.w4a16 import expand_ops
+
+    for name, kw in (("ops", {}), ("post_ops", {"scaled": False})):
+        v[f"derived.gemm.lib.w4.fuse.{name}_plain"] = str(expand_ops(fused=False, **kw)["total"])
+        v[f"derived.gemm.lib.w4.fuse.{name}_fused"] = str(expand_ops(**kw)["total"])
+    v["derived.gemm.lib.w4.fuse.lop3_plain"] = str(expand_ops(fused=False)["lop3"])
+    v["derived.gemm.lib.w4.fuse.lop3_fused"] = str(expand_ops()["lop3"])
+    fz = _fuse(results)
+    v["derived.gemm.lib.w4.fuse.n"] = str(len(fz["pairs"])) if fz["pairs"] else d
+    for key, _ in W4_SHAPES:
+        best = fz["best"].get(key)
+        v[f"derived.gemm.lib.w4.fuse.{key}_fu_us"] = f"{best[0]:.1f}" if best else d
+        v[f"derived.gemm.lib.w4.fuse.{key}_plain_us"] = f"{best[1]:.1f}" if best else d
     from kernels.gemm.w4a16 import WG_ROWS
     from ledger.w4a16 import post_fold
 
@@ -1123,16 +1163,28 @@ def library_claims(results: dict | None) -> list:
                          lower="8 行的快了 {pct}%", higher="8 行的反而慢了 {pct}%", tie="两者相差不到 2%",
                          pct=f"{100 * abs(1 - m8['m8'] / m8['m16']):.0f}" if m8 else ""))
     out.append(C.choose("claim.gemm.lib.w4.m8.won", None if not m8 else "yes" if m8["won"] else "no", {
-        "yes": "上表 M = 1 那一行的胜者就是一个 8 行的配置",
-        "no": "上表 M = 1 那一行的胜者仍是 16 行的配置"}))
+        "yes": "结果表里 M = 1 那一行的胜者就是一个 8 行的配置",
+        "no": "结果表里 M = 1 那一行的胜者仍是 16 行的配置"}))
     lag = _lag(results)
     out.append(C.compare("claim.gemm.lib.w4.lag", lag.get("lag"), lag.get("rest"), tol=0.02,
                          lower="留一级的最快配置快了 {pct}%", higher="留一级的最快配置反而慢了 {pct}%",
                          tie="留一级的最快配置与其余配置里最快的相差不到 2%",
                          pct=f"{100 * abs(1 - lag['lag'] / lag['rest']):.0f}" if lag else ""))
     out.append(C.choose("claim.gemm.lib.w4.lag.won", None if not lag else "yes" if lag["won"] else "no", {
-        "yes": "上表 M = 64 那一行的胜者就是留一级的配置",
-        "no": "上表 M = 64 那一行的胜者不是留一级的配置"}))
+        "yes": "结果表里 M = 64 那一行的胜者就是留一级的配置",
+        "no": "结果表里 M = 64 那一行的胜者不是留一级的配置"}))
+    fz = _fuse(results)
+    case, k_fast = _faster_case(fz["pairs"])
+    out.append(C.choose("claim.gemm.lib.w4.fuse", case, {
+        "faster": "{n} 对里，加了 fuse 的每一对都快出 2% 以上",
+        "some": "{n} 对里，加了 fuse 的有 {k} 对快出 2% 以上，其余的相差不到 2% 或更慢",
+        "none": "{n} 对里，两者相差都不到 2%",
+        "slower": "{n} 对里，加了 fuse 的每一对都慢了 2% 以上"}, n=len(fz["pairs"]), k=k_fast))
+    out.append(C.choose("claim.gemm.lib.w4.fuse.won", None if not fz["n_won"] else
+                        "all" if fz["won"] == fz["n_won"] else "none" if not fz["won"] else "some", {
+        "all": "结果表里 {n} 个形状的胜者都带 fuse",
+        "some": "结果表的 {n} 个形状里，{k} 个的胜者带 fuse",
+        "none": "结果表里没有一个形状的胜者带 fuse"}, n=fz["n_won"], k=fz["won"]))
     kp = list(_kpair(results).values())
     out.append(C.choose("claim.gemm.lib.w4.kp", _faster_case(kp)[0], {
         "faster": "测到的 {n} 个形状上它都快出 2% 以上：片上的激活流量减半，换来了时间",
@@ -1144,9 +1196,9 @@ def library_claims(results: dict | None) -> list:
     k_rep = sum(_repacked(w) for w in wins)
     out.append(C.choose("claim.gemm.lib.w4.repack.winners", None if not wins else (
         "all" if k_rep == len(wins) else "none" if k_rep == 0 else "some"), {
-        "all": "上表 {n} 个形状的胜者用的都是重排过的权重：表里的时间是在重排后的权重上测的，重排在加载时做一次，不在计时之内",
-        "none": "上表 {n} 个形状的胜者用的都是原样存放的权重：重排没有进入上表",
-        "some": "上表 {n} 个形状里，有 {k} 个的胜者用的是重排过的权重：这几个形状的时间是在重排后的权重上测的，"
+        "all": "结果表里 {n} 个形状的胜者用的都是重排过的权重：表里的时间是在重排后的权重上测的，重排在加载时做一次，不在计时之内",
+        "none": "结果表里 {n} 个形状的胜者用的都是原样存放的权重：重排没有进入结果表",
+        "some": "结果表的 {n} 个形状里，有 {k} 个的胜者用的是重排过的权重：这几个形状的时间是在重排后的权重上测的，"
                 "重排在加载时做一次，不在计时之内"}, n=len(wins), k=k_rep))
     ws = _wide_search(results)
     both = [(a, b) for a, b in (ws[k] for k, _ in W4_SHAPES) if a is not None and b is not None]

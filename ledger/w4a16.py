@@ -191,6 +191,17 @@ def post_fold(block_m: int, *, rows: int = 64, group: int = 128, warpgroup: int 
     return {"ffma": rows * block_m // warpgroup, "hmul2": rows * group // warpgroup // 2}
 
 
+def expand_ops(*, scaled: bool = True, fused: bool = True) -> dict:
+    """Instructions of the interleaved expansion per 32-bit word of weights (8 int4, four fp16 pairs), by kind
+    (:mod:`kernels.gemm.w4a16`, ``perm``): each pair is masked into the mantissa of 1024 by ``lop3`` -- one with
+    ``fuse`` (mask and exponent bits together, written in PTX), two from the C expression (nvcc emits an AND and
+    an OR, one immediate each) -- one shift brings the upper half-word's nibbles down, one ``fma.f16x2`` per pair
+    leaves ``q - 8``, and with ``scaled`` (not ``post``) one ``mul.f16x2`` per pair applies the scale.  The
+    shared-memory reads and their addresses are left out (one 128-bit read per four words)."""
+    ops = {"lop3": 4 if fused else 8, "shf": 1, "hfma2": 4, "hmul2": 4 if scaled else 0}
+    return {**ops, "total": sum(ops.values())}
+
+
 def dec_smem_bytes(k: int, *, nt: int, rows: int, wk: int, split: int, pad: int = 32) -> int:
     """Shared memory of one block of the decode kernel (:mod:`kernels.gemm.w4a16_dec`): the block's
     activation slice (``8*nt`` rows of ``k/split`` fp16, each row padded by ``pad`` halves) and the

@@ -1090,3 +1090,46 @@ def test_lag_sentences_follow_the_m64_search():
     assert (v["derived.gemm.lib.w4.lag.lag_us"], v["derived.gemm.lib.w4.lag.rest_us"]) == ("25.0", "26.0")
     assert v["derived.gemm.lib.w4.lag.n"] == "2"
     assert tiles.library_values(no_lag)["derived.gemm.lib.w4.lag.lag_us"] == tiles.DASH
+
+
+def test_fuse_sentences_follow_the_twin_pairs_and_leave_the_other_comparisons_alone():
+    """fuse: every twin (``_fu``) whose form without it ran in the same search is a pair; the sentence says how
+    many pairs the fused form wins by more than 2 %, and how many bench winners carry it.  The comparisons
+    before it on the page (lag here) leave the twins out."""
+    from coursebook import tiles
+
+    def res(fu64=24.5, fu16=18.2, won=(True, True)):
+        s64 = {"m64_k128_s8_w8_k_il_lg_wd": 0.0254, "m64_k128_s8_w8_k_il_lg_fu_wd": fu64 / 1e3,
+               "m64_k256_s4_k_tl_il_wd": 0.0256}
+        s16 = {"m16_k256_s8_k_mma_x128_il_po_wd": 0.0186, "m16_k256_s8_k_mma_x128_il_po_fu_wd": fu16 / 1e3,
+               "m16_k256_s12_k_q4_il_fu_wd": 0.0199}  # a twin whose plain form did not run: no pair
+        w64 = "m64_k128_s8_w8_k_il_lg_fu_wd" if won[0] else "m64_k128_s8_w8_k_il_lg_wd"
+        w16 = "m16_k256_s8_k_mma_x128_il_po_fu_wd" if won[1] else "m16_k256_s8_k_mma_x128_il_po_wd"
+        return {"suites": {"gemm.w4a16": {"records": [
+            {"kind": "search", "name": "w4a16 64x8192x8192", "ms": s64},
+            {"kind": "search", "name": "w4a16 16x8192x8192", "ms": s16},
+            {"kind": "bench", "name": "w4a16 64x8192x8192", "ms": 0.025, "label": w64},
+            {"kind": "bench", "name": "w4a16 16x8192x8192", "ms": 0.018, "label": w16}]}}}
+
+    pick = lambda r, k: next(c for c in tiles.library_claims(r) if c.key == k)  # noqa: E731
+    c = pick(res(), "claim.gemm.lib.w4.fuse")
+    assert c.case == "faster" and "2 对里" in c.text
+    c = pick(res(fu16=18.5), "claim.gemm.lib.w4.fuse")
+    assert c.case == "some" and "有 1 对快出" in c.text
+    assert pick(res(fu64=25.3, fu16=18.5), "claim.gemm.lib.w4.fuse").case == "none"
+    assert pick(res(fu64=26.0, fu16=19.5), "claim.gemm.lib.w4.fuse").case == "slower"
+    assert pick(res(), "claim.gemm.lib.w4.fuse.won").case == "all"
+    c = pick(res(won=(True, False)), "claim.gemm.lib.w4.fuse.won")
+    assert c.case == "some" and "2 个形状里，1 个" in c.text
+    assert pick(res(won=(False, False)), "claim.gemm.lib.w4.fuse.won").case == "none"
+    plain = {"suites": {"gemm.w4a16": {"records": [{"kind": "search", "name": "w4a16 64x8192x8192",
+                                                     "ms": {"m64_k256_s4_k_tl_il_wd": 0.0256}}]}}}
+    assert pick(plain, "claim.gemm.lib.w4.fuse").case is None and pick(plain, "claim.gemm.lib.w4.fuse.won").case is None
+    v = tiles.library_values(res())
+    assert v["derived.gemm.lib.w4.fuse.n"] == "2"
+    assert (v["derived.gemm.lib.w4.fuse.m64_fu_us"], v["derived.gemm.lib.w4.fuse.m64_plain_us"]) == ("24.5", "25.4")
+    assert (v["derived.gemm.lib.w4.fuse.m16_fu_us"], v["derived.gemm.lib.w4.fuse.m16_plain_us"]) == ("18.2", "18.6")
+    assert v["derived.gemm.lib.w4.fuse.m1_fu_us"] == tiles.DASH
+    assert (v["derived.gemm.lib.w4.fuse.lop3_plain"], v["derived.gemm.lib.w4.fuse.lop3_fused"]) == ("8", "4")
+    # lag's comparison is between unfused kernels: the fused lag twin (24.5) is not its best
+    assert (v["derived.gemm.lib.w4.lag.lag_us"], v["derived.gemm.lib.w4.lag.n"]) == ("25.4", "1")

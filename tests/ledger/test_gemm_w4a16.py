@@ -113,3 +113,12 @@ def test_m64_activation_traffic_figures_halve_with_kpair():
     assert f["gemm.w4a16.m64.act_l2_mb"].value == pytest.approx(128 * 64 * 8192 * 2 / 1e6, abs=0.1)
     assert f["gemm.w4a16.m64.act_l2_x"].value == pytest.approx(
         128 * 64 * 8192 * 2 / w4a16_cost(64, 8192, 8192).bytes, abs=0.05)
+
+
+def test_expand_ops_count_one_lop3_per_pair_with_fuse():
+    from ledger.w4a16 import expand_ops
+
+    assert expand_ops() == {"lop3": 4, "shf": 1, "hfma2": 4, "hmul2": 4, "total": 13}
+    assert expand_ops(fused=False)["total"] == 17 and expand_ops(fused=False)["lop3"] == 8
+    assert expand_ops(scaled=False) == {"lop3": 4, "shf": 1, "hfma2": 4, "hmul2": 0, "total": 9}
+    assert expand_ops(scaled=False, fused=False)["total"] == 13

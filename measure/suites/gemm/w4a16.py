@@ -45,6 +45,11 @@ TMA_DECODE: list[dict[str, Any]] = [_t(128, 4, 4, 1), _t(128, 4, 2, 2), _t(128, 
 #: weight row per TMA copy) without more registers; and deeper rings (more weight bytes in flight).
 #: ``wide``: the same pipelines with the word-wide expansion (one 128-bit shared-memory read per
 #: 8 weights instead of a byte read per 2).
+def _fused(*cfgs: dict[str, Any]) -> list[dict[str, Any]]:
+    """The same configurations with ``fuse`` (one PTX lop3 per fp16 pair of the interleaved expansion)."""
+    return [dict(c, fuse=True) for c in cfgs]
+
+
 CANDIDATES: dict[str, list[dict[str, Any]]] = {
     "decode": [_c(16, 512, 4, inst="mma"), _c(16, 512, 4), _c(16, 512, 4, inst="mma", chunk=128),
                _c(16, 512, 4, wide=True), _c(16, 256, 4, wide=True), _c(16, 256, 8, wide=True),
@@ -102,7 +107,18 @@ CANDIDATES: dict[str, list[dict[str, Any]]] = {
                # the TMA decode kernel (kernels.gemm.w4a16_tma): the weights through a TMA ring (`stages` slots of
                # `gps` 128-k groups), expanded word-wide from shared memory into mma.sync; split K over a cluster
                # of `split` blocks of `rows` weight rows; 256 blocks at 2 per SM or 128 at 1 per SM
-               *TMA_DECODE],
+               *TMA_DECODE,
+               # ``fuse``: the best interleaved forms of the last search with each fp16 pair picked by one lop3 written
+               # in PTX (from the C form nvcc emits an AND and an OR: two LOP3 per pair in the SASS)
+               *_fused(_c(8, 256, 8, inst="mma", chunk=128, wide=True, perm=True, post=True),
+                       _c(8, 256, 12, inst="mma", chunk=128, wide=True, tiled=True, perm=True, post=True),
+                       _c(8, 256, 12, inst="mma", chunk=128, wide=True, perm=True, post=True),
+                       _c(16, 256, 8, inst="mma", chunk=128, wide=True, perm=True, post=True),
+                       _c(16, 256, 12, inst="mma", chunk=128, wide=True, tiled=True, perm=True, post=True),
+                       _c(16, 256, 12, inst="mma", chunk=128, wide=True, consumers=4, perm=True, post=True),
+                       _c(16, 256, 12, inst="mma", chunk=128, wide=True, perm=True, post=True),
+                       _c(16, 256, 12, wide=True, consumers=4, tiled=True, perm=True),
+                       _c(16, 256, 12, wide=True, consumers=4, perm=True))],
     "m64": [_c(64, 256, 4), _c(64, 128, 6, stages_w=8), _c(64, 256, 4, chunk=64), _c(64, 256, 4, chunk=128),
             _c(64, 512, 2, chunk=128), _c(64, 256, 4, chunk=128, wide=True), _c(64, 256, 4, wide=True),
             _c(64, 512, 2, chunk=128, wide=True), _c(64, 256, 4, cluster=2, chunk=128, wide=True),
@@ -126,7 +142,9 @@ CANDIDATES: dict[str, list[dict[str, Any]]] = {
             # clean one
             _c(64, 128, 8, stages_w=8, wide=True, perm=True, lag=True),
             _c(64, 128, 8, stages_w=4, wide=True, perm=True, lag=True),
-            _c(64, 128, 8, stages_w=16, wide=True, perm=True, lag=True)],
+            _c(64, 128, 8, stages_w=16, wide=True, perm=True, lag=True),
+            *_fused(_c(64, 128, 8, stages_w=8, wide=True, perm=True, lag=True), _c(64, 256, 4, wide=True, tiled=True, perm=True),
+                    _c(64, 256, 4, stages_w=8, wide=True, perm=True), _c(64, 128, 8, stages_w=16, wide=True, perm=True, lag=True))],
     "m128": [_c(128, 64, 8, cluster=2), _c(128, 128, 4, cluster=2, chunk=64), _c(128, 256, 2, cluster=2, chunk=64),
              _c(128, 128, 4, chunk=64), _c(128, 128, 4, chunk=64, wide=True),
              _c(128, 128, 4, cluster=2, chunk=64, wide=True), _c(128, 128, 4, wide=True),
@@ -135,9 +153,11 @@ CANDIDATES: dict[str, list[dict[str, Any]]] = {
              _c(128, 256, 2, chunk=128, wide=True, tiled=True, perm=True),
              _c(128, 128, 4, stages_w=8, wide=True, perm=True), _c(128, 128, 4, stages_w=4, wide=True, perm=True),
              _c(128, 128, 2, "n", stages_w=4, kpair=True, wide=True, perm=True),
-             _c(128, 128, 2, "n", stages_w=6, kpair=True, wide=True, perm=True)],
+             _c(128, 128, 2, "n", stages_w=6, kpair=True, wide=True, perm=True),
+             *_fused(_c(128, 128, 4, stages_w=4, wide=True, perm=True), _c(128, 128, 4, stages_w=8, wide=True, perm=True),
+                     _c(128, 128, 4, wide=True, tiled=True, perm=True))],
     "square": [_c(256, 64, 4, "n"), _c(256, 64, 4, "n", chunk=32), _c(256, 128, 2, "n", wide=True),
-               _c(256, 128, 2, "n", wide=True, perm=True)],
+               _c(256, 128, 2, "n", wide=True, perm=True), *_fused(_c(256, 128, 2, "n", wide=True, perm=True))],
 }
 
 #: Ragged checks: M not a multiple of the activation tile (rows past M are TMA zeros, the
@@ -185,6 +205,8 @@ RAGGED: list[tuple[tuple[int, int, int], dict[str, Any]]] = [
     ((5, 1024, 2048), _c(8, 256, 8, inst="mma", chunk=128, wide=True, perm=True, post=True)),
     ((100, 2048, 2048), _c(64, 128, 4, "n", stages_w=8, kpair=True, wide=True, perm=True)),
     ((300, 1024, 2048), _c(128, 128, 2, "n", stages_w=4, kpair=True, wide=True, perm=True)),
+    ((5, 1024, 2048), _c(8, 256, 8, inst="mma", chunk=128, wide=True, perm=True, post=True, fuse=True)),
+    ((100, 2048, 1024), _c(64, 128, 8, stages_w=8, wide=True, perm=True, lag=True, fuse=True)),
 ]
 
 #: Timing probes (the same pipeline with one part left out, wrong results): ``noexpand`` skips
