@@ -8,8 +8,9 @@ interval.  A kernel that keeps DRAM busy pays for it; one that leaves bandwidth 
 interval, so L2 holds clean lines that the kernel can drop for free.
 
 Each product of the GEMM variants' targets is timed under both modes, in alternating rounds
-against its library baseline, with the bench winner of the recorded searches (suites
-``gemm.w4a16``, ``gemm.splitk_ws``, ``gemm.streamk_ws``).  At M = 16 the rounds also time what
+against its library baseline, with a winner of the recorded searches (suites ``gemm.w4a16``,
+``gemm.splitk_ws``, ``gemm.streamk_ws``; for W4A16 see :data:`W4A16_WINNERS`, which says which search and
+probes picked each kernel).  At M = 16 the rounds also time what
 bounds any kernel that reads the int4 weights once: the winner's load path alone, cuBLAS on fp16
 weights of the same byte count, a torch copy that moves that many bytes, and a one-element add
 (the fixed cost of a timed launch).
@@ -33,6 +34,9 @@ from measure.suites.gemm.w4a16 import TARGETS as W4_TARGETS, make_inputs
 #: expands its next stage while the last stage's wgmma runs), the winner of the search that first held it.  Each
 #: with ``fuse`` (one PTX lop3 per fp16 pair): in the timing probe ``fuse`` the same kernels with it were faster at
 #: M = 16, 64 and 128 in all eight searches (both flushes), at M = 1 in three of four, and within 1 % at 4096^3.
+#: In run59's search another fused form came first at M = 16 (four consumers, 17.7 us against 18.0) and at M = 64
+#: (256-k stages without lag, 24.0 against 24.35 us): less than the 0.5-0.7 us between the harness's two timing
+#: levels, in one search, so these stay.
 W4A16_WINNERS: dict[tuple[int, int, int], dict[str, Any]] = {
     (1, 8192, 8192): _c(8, 256, 12, inst="mma", chunk=128, wide=True, tiled=True, perm=True, post=True, fuse=True),
     (16, 8192, 8192): _c(16, 256, 8, inst="mma", chunk=128, wide=True, perm=True, post=True, fuse=True),
