@@ -47,7 +47,8 @@ ARCHES = ("x86_64", "aarch64")
 # torch's CUDA runtime wheels. torch's Linux wheels require them themselves (most with ==), and a
 # CPU build of torch needs none of them, so the lock leaves them to torch: pinning them here would
 # make pip fetch several GB of CUDA libraries beside a CPU torch.
-TORCH_GPU_RUNTIME = re.compile(r"^(nvidia-.*|cuda-bindings|cuda-pathfinder|cuda-toolkit|triton)$")
+# nvidia-cuda-nvdisasm is not one of them: the test extra asks for it itself (a disassembler, no runtime).
+TORCH_GPU_RUNTIME = re.compile(r"^(nvidia-(?!cuda-nvdisasm$).*|cuda-bindings|cuda-pathfinder|cuda-toolkit|triton)$")
 
 HEADER = """\
 # Exact pins of the course's Python stack, one file for every supported Python (requires-python

@@ -15,9 +15,10 @@ counted too: ``__sinf``/``__cosf`` on the special function unit (``MUFU``).
     python -m measure.instructions            # writes measure/results/lowered/pytorch_sincos.json
     python -m measure.instructions --check    # compiles again and compares with the record
 
-``nvdisasm`` is looked up in ``$NVDISASM``, on ``PATH`` and in the ``nvidia-cuda-nvdisasm`` wheel
-(``pip install --target DIR nvidia-cuda-nvdisasm``, then ``NVDISASM=DIR/nvidia/cu13/bin/nvdisasm``);
-without it the record keeps its SASS counts and only the PTX is compared.
+``nvdisasm`` is looked up in ``$NVDISASM``, on ``PATH`` and in the ``nvidia-cuda-nvdisasm`` wheel (part of the
+test extra and of requirements.lock on x86-64 Linux; elsewhere ``pip install --target DIR nvidia-cuda-nvdisasm``,
+then ``NVDISASM=DIR/nvidia/cu13/bin/nvdisasm``); without it the record keeps its SASS counts and only the PTX is
+compared.
 """
 from __future__ import annotations
 

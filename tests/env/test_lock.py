@@ -114,6 +114,14 @@ def test_lock_pins_exactly_and_one_pin_per_package_applies_to_every_target():
             pins = lock.pins_for(reqs, version, arch)  # raises on two pins of one package
             assert {"tilelang", "torch", "jupyter-book", "numpy", "pytest"} <= set(pins), (version, arch)
             assert not any(lock.TORCH_GPU_RUNTIME.match(n) for n in pins), "torch's CUDA runtime is left to torch"
+            # the SASS disassembler of the instruction-count tests: pinned where its wheel exists, nowhere else
+            assert ("nvidia-cuda-nvdisasm" in pins) == (arch == "x86_64"), (version, arch)
+
+
+def test_the_disassembler_is_not_taken_for_torchs_cuda_runtime():
+    assert not lock.TORCH_GPU_RUNTIME.match("nvidia-cuda-nvdisasm")
+    for name in ("nvidia-cublas", "nvidia-cuda-runtime", "nvidia-cuda-nvdisasm-cu12", "triton", "cuda-bindings"):
+        assert lock.TORCH_GPU_RUNTIME.match(name), name
 
 
 def test_overlapping_markers_are_caught(tmp_path):
