@@ -23,10 +23,11 @@ the producer's ring running on across work items): ``dp_waves`` full waves of wh
 (fp16 to C), then the remaining tiles' K steps dealt out evenly (``dp_waves=0``: every tile,
 pure stream-K); each tail piece's fp32 partial goes by TMA store to its own workspace slot (no
 atomics, a deterministic sum) and :func:`streamk_ws_fixup` adds the pieces of every tail tile
-in worker order (see :class:`WsSchedule`).  Two forms do the fix-up inside the kernel instead:
+in worker order (see :class:`WsSchedule`).  Three forms do the fix-up inside the kernel instead:
 :func:`streamk_ws_last` (the last piece of a chunk to be counted adds them all) and :func:`streamk_ws_spread`
-(every contributor of a tail tile adds a band of its rows once all pieces are counted); on the H200 both were
-slower than the separate fix-up kernel (``measure/results/timing/README.md``).
+(every contributor of a tail tile adds a band of its rows once all pieces are counted) -- on the H200 both were
+slower than the separate fix-up kernel (``measure/results/timing/README.md``) -- and :func:`streamk_ws_red` (every
+piece adds itself into its tile's fp32 sum by vector reductions at the L2; the last one to be counted casts it).
 """
 
 import math
@@ -365,6 +366,45 @@ __device__ __forceinline__ void reduce_rows(Out* dst, int ldc, const float* w, i
 """
 
 
+#: Device helpers of the reducing fix-up (``red``, :func:`streamk_ws_red`).  The accumulator layout is that of
+#: :data:`kernels.gemm.ws._FIXUP_SRC` (thread ``t``'s registers ``acc[4c + 2r + e]`` hold row ``16 (t / 32) +
+#: (t % 32) / 4 + 8r``, column ``8c + 2 (t % 4) + e``).  ``red_partial`` adds a consumer's 64 rows into the tail
+#: tile's fp32 sum in the workspace with vector reductions at the L2 (``red.global.add.v2.f32``, no value comes
+#: back); ``finish`` -- run by the last piece to be counted -- reads the finished sum at the L2, stores it to C in
+#: 16 bits and writes zeros back, so every complete launch leaves the workspace as it found it.
+_RED_SRC = r"""
+namespace skrd {
+template <int COLS>
+__device__ __forceinline__ void red_partial(float* dst, int ld, const float* acc, int off, int tid) {
+  const int row = 16 * (tid >> 5) + ((tid & 31) >> 2), col = 2 * (tid & 3);
+#pragma unroll
+  for (int c = 0; c < COLS / 8; ++c)
+#pragma unroll
+    for (int r = 0; r < 2; ++r)
+      asm volatile("red.relaxed.gpu.global.add.v2.f32 [%0], {%1, %2};"
+                   :: "l"(dst + (row + 8 * r) * ld + 8 * c + col), "f"(acc[off + 4 * c + 2 * r]),
+                      "f"(acc[off + 4 * c + 2 * r + 1]) : "memory");
+}
+template <int COLS, typename Out>
+__device__ __forceinline__ void finish(Out* dst, int ldc, float* w, int ld, int tid) {
+  const int row = 16 * (tid >> 5) + ((tid & 31) >> 2), col = 2 * (tid & 3);
+  float2 v[COLS / 8][2];
+#pragma unroll
+  for (int c = 0; c < COLS / 8; ++c)
+#pragma unroll
+    for (int r = 0; r < 2; ++r) v[c][r] = __ldcg(reinterpret_cast<const float2*>(w + (row + 8 * r) * ld + 8 * c + col));
+#pragma unroll
+  for (int c = 0; c < COLS / 8; ++c)
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      skqf::st2(dst + (row + 8 * r) * ldc + 8 * c + col, v[c][r].x, v[c][r].y);
+      __stcg(reinterpret_cast<float2*>(w + (row + 8 * r) * ld + 8 * c + col), make_float2(0.f, 0.f));
+    }
+}
+}  // namespace skrd
+"""
+
+
 def spread_band(c: int, n: int, rows: int = 64) -> tuple[int, int]:
     """Rows ``[r0, r1)`` of a consumer's ``rows`` that contributor ``c`` of ``n`` reduces (:data:`_SPREAD_SRC`)."""
     return c * rows // n, (c + 1) * rows // n
@@ -399,7 +439,7 @@ def sk_fixup_counters(M: int, N: int, K: int, block_N: int, block_K: int, worker
 
 def _streamk_ws_program(M: int, N: int, K: int, *, block_N: int, block_K: int, stages: int, panel: int,
                         inflight: int, epi_cols: int, workers: int, dp_waves: int, fixup: bool = False,
-                        pdl: bool = False, spread: bool = False, tail_first: bool = False):
+                        pdl: bool = False, spread: bool = False, tail_first: bool = False, red: bool = False):
     """Stream-K on the hand-written warp-specialised pipeline of :mod:`kernels.gemm.ws` (one
     TMA producer warpgroup, two wgmma consumer warpgroups of 64 rows, ``setmaxnreg``, full/empty
     barriers per stage, the producer's ring running on across work items): full tiles first,
@@ -421,18 +461,23 @@ def _streamk_ws_program(M: int, N: int, K: int, *, block_N: int, block_K: int, s
     has_dp, has_sk = s.dp_rounds > 0, s.sk_tiles > 0
     n_chunks = block_N // epi_cols
     # fixup: the last piece of a tail tile's chunk to be counted sums the tile's pieces (see streamk_ws_last)
-    require(not (fixup and spread), "fixup and spread are two fix-ups inside the kernel: choose one")
-    require(not tail_first or spread, "tail_first: only the spread fix-up reduces after the whole tiles (spread=True)")
+    require(fixup + spread + red <= 1, "fixup, spread and red are three fix-ups inside the kernel: choose one")
+    require(not tail_first or spread or red,
+            "tail_first: only the spread and red fix-ups let a worker's tail pieces come first (spread=True or red=True)")
+    require(not red or has_sk, "red: the schedule streams no tile, there is nothing to fix up")
     require(not fixup or has_sk, "fixup: the schedule streams no tile, there is nothing to fix up")
     require(not spread or has_sk, "spread: the schedule streams no tile, there is nothing to fix up")
     require(not spread or workers <= SMS, f"spread: workers={workers} must all be resident at once (at most {SMS}): "
             "a worker waits for the pieces of the others")
-    if fixup or spread:
+    if red:  # one fp32 sum per tail tile, not one slot per piece
+        w_rows = s.sk_tiles * WS_BLOCK_M
+    if fixup or spread or red:
+        form = "fixup" if fixup else ("spread" if spread else "red")
         require(M % WS_BLOCK_M == 0 and N % block_N == 0,
-                f"{'fixup' if fixup else 'spread'} stores from registers without clipping: M={M} must be a multiple of {WS_BLOCK_M}, "
+                f"{form} stores from registers without clipping: M={M} must be a multiple of {WS_BLOCK_M}, "
                 f"N={N} of block_N={block_N}")
         require(w_rows * block_N < 2 ** 31 and M * N < 2 ** 31,
-                f"{'fixup' if fixup else 'spread'}: the workspace ({w_rows} x {block_N}) and C must have fewer than 2^31 elements")
+                f"{form}: the workspace ({w_rows} x {block_N}) and C must have fewer than 2^31 elements")
 
     @T.macro
     def produce(A, B, A0_s, A1_s, B_s, full, empty, mb, nb, k_first, n_steps, g0):
@@ -525,6 +570,34 @@ def _streamk_ws_program(M: int, N: int, K: int, *, block_N: int, block_K: int, s
                               Sum.data, tid)
 
     @T.macro
+    def red_piece(acc, W, C, L, F, lt, wg):
+        """This piece's fp32 partial (the consumer's 64 rows) added into the tail tile's sum in the workspace by
+        vector reductions at the L2, then counted on the tile's counter of these rows (one thread, acq_rel, between
+        two barriers of the warpgroup); the count that finds the tile's other pieces all counted casts the sum to
+        C, zeroes it and resets the counter.  Nobody waits for another block; the order of the additions is the
+        order in which the pieces reach the L2, so the low bits of a tail tile may differ from launch to launch."""
+        T.warpgroup_fence_operand(acc, num_regs=acc_regs)
+        tid = T.get_thread_binding() % 128
+        w_lo = sk_owner(lt * ipt, q, r, T.if_then_else)
+        w_hi = sk_owner((lt + 1) * ipt - 1, q, r, T.if_then_else)
+        mb, nb = raster(s.dp_tiles + lt, panel, s.grid_m, s.grid_n, T.min)
+        for h in T.unroll(n_chunks):
+            T.call_extern("handle", f"skrd::red_partial<{epi_cols}>",
+                          T.address_of(W[lt * WS_BLOCK_M + wg * half, h * epi_cols]), block_N, acc.data,
+                          h * epi_cols // 2, tid)
+        T.sync_threads(barrier_id=_EPILOGUE_BARRIER[wg], arrive_count=128)
+        if tid == 0:
+            F[wg] = T.atomic_add(L[lt * 2 + wg], 1, memory_order="acq_rel", return_prev=True)
+        T.sync_threads(barrier_id=_EPILOGUE_BARRIER[wg], arrive_count=128)
+        if F[wg] == w_hi - w_lo:
+            if tid == 0:
+                L[lt * 2 + wg] = 0  # every piece has arrived: ready for the next launch
+            for h in T.unroll(n_chunks):
+                T.call_extern("handle", f"skrd::finish<{epi_cols}>",
+                              T.address_of(C[mb * WS_BLOCK_M + wg * half, nb * block_N + h * epi_cols]), N,
+                              T.address_of(W[lt * WS_BLOCK_M + wg * half, h * epi_cols]), block_N, tid)
+
+    @T.macro
     def spread_store(acc, W, L, slot, lt, wg):
         """This piece's fp32 partial (the consumer's 64 rows) to its workspace slot from registers, then one
         arrival (release) on the tail tile's counter of these rows."""
@@ -576,6 +649,8 @@ def _streamk_ws_program(M: int, N: int, K: int, *, block_N: int, block_K: int, s
                     fixup_piece(acc, W, C, L, F, Sum, w * s.max_segments + seg, lt, wg)
                 elif spread:
                     spread_store(acc, W, L, w * s.max_segments + seg, lt, wg)
+                elif red:
+                    red_piece(acc, W, C, L, F, lt, wg)
                 else:
                     store(acc, F_s, W, (w * s.max_segments + seg) * WS_BLOCK_M + wg * half, 0, wg)
 
@@ -612,7 +687,7 @@ def _streamk_ws_program(M: int, N: int, K: int, *, block_N: int, block_K: int, s
                 H1_s = T.alloc_shared((half, epi_cols), T.float16)
             else:
                 H0_s = H1_s = None
-            if has_sk and not fixup and not spread:  # fp32 staging of tail pieces
+            if has_sk and not fixup and not spread and not red:  # fp32 staging of tail pieces
                 F0_s = T.alloc_shared((half, epi_cols), T.float32)
                 F1_s = T.alloc_shared((half, epi_cols), T.float32)
             else:
@@ -624,6 +699,10 @@ def _streamk_ws_program(M: int, N: int, K: int, *, block_N: int, block_K: int, s
                 T.import_source(_FIXUP_SRC)
                 F = T.alloc_shared((2,), T.int32)
                 Sum = T.alloc_local((epi_cols // 2,), T.float32)
+            elif red:  # each consumer's last count
+                T.import_source(_FIXUP_SRC + _RED_SRC)
+                F = T.alloc_shared((2,), T.int32)
+                Sum = None
             else:
                 F = Sum = None
             if spread:
@@ -651,6 +730,15 @@ def _streamk_ws_program(M: int, N: int, K: int, *, block_N: int, block_K: int, s
             else:
                 T.inc_max_nreg(CONSUMER_REGS)
                 consume(A1_s, B_s, C1_l, H1_s, F1_s, C, W, full, empty, w, begin, end, lane, 1, L, F, Sum)
+
+    if red:
+        @T.prim_func
+        def main_red(A: T.Tensor((M, K), T.float16), B: T.Tensor((N, K), T.float16),
+                     C: T.Tensor((M, N), T.float16), W: T.Tensor((w_rows, block_N), T.float32),
+                     L: T.Tensor((s.sk_tiles * 2,), T.int32)):
+            body(A, B, C, W, L)
+
+        return main_red
 
     if spread:
         @T.prim_func
@@ -767,6 +855,34 @@ def streamk_ws_spread(
                                tail_first=tail_first)
 
 
+@tilelang.jit(target=TARGET, pass_configs=_ws_last_pass_configs())
+def streamk_ws_red(
+    M: int,
+    N: int,
+    K: int,
+    block_N: int = 256,
+    block_K: int = 64,
+    stages: int = 3,
+    panel: int = 8,
+    inflight: int = 0,
+    epi_cols: int = 64,
+    workers: int = SMS,
+    dp_waves: int = -1,
+    tail_first: bool = False,
+):
+    """:func:`streamk_ws` with the fix-up inside, by reductions at the L2 ("every piece adds, the last one casts"):
+    the kernel takes ``(A, B, C, W, L)``, ``W`` one fp32 tile per tail tile (``sk_tiles * 128`` rows, zero before
+    the first launch) and ``L`` one int32 counter per consumer's 64 rows of a tail tile (``2 * sk_tiles``, zero);
+    each tail piece adds its partial into its tile's sum with ``red.global.add.v2.f32`` and counts it (acq_rel);
+    the count that finds every other piece counted casts the sum to C in fp16, writes zeros over it and resets the
+    counter, so every complete launch leaves ``W`` and ``L`` zero.  Nobody waits for another block.  The sum's
+    order is the order of arrival at the L2: unlike the other fix-ups, a tail tile is not bit-for-bit the same
+    from launch to launch.  ``tail_first``: each worker computes its tail pieces before its whole tiles."""
+    return _streamk_ws_program(M, N, K, block_N=block_N, block_K=block_K, stages=stages, panel=panel,
+                               inflight=inflight, epi_cols=epi_cols, workers=workers, dp_waves=dp_waves, red=True,
+                               tail_first=tail_first)
+
+
 @tilelang.jit(target=TARGET)
 def streamk_ws_fixup(M: int, N: int, K: int, block_N: int = 256, block_K: int = 64, panel: int = 8,
                      workers: int = SMS, dp_waves: int = -1, rows: int = 16, threads: int = 256, pdl: bool = False,
@@ -809,7 +925,8 @@ def streamk_ws_fixup(M: int, N: int, K: int, block_N: int = 256, block_K: int = 
 
 def ws_config(block_N: int = 256, stages: int = 3, epi_cols: int = 64, dp_waves: int = -1, inflight: int = 0,
               panel: int = 8, fixup: bool = False, pdl: bool = False, fix_rows: int = 0,
-              fix_unroll: bool = False, spread: bool = False, tail_first: bool = False) -> dict[str, Any]:
+              fix_unroll: bool = False, spread: bool = False, tail_first: bool = False,
+              red: bool = False) -> dict[str, Any]:
     """One configuration of :func:`build_ws` (K blocks of 64); ``fixup`` (the tail tiles summed inside
     the kernel, :func:`streamk_ws_last`) and ``pdl`` (the fix-up kernel launched as a programmatic
     dependent) are kept only when set (earlier configurations unchanged), as are ``fix_rows`` (rows of a tail
@@ -821,16 +938,21 @@ def ws_config(block_N: int = 256, stages: int = 3, epi_cols: int = 64, dp_waves:
     if spread:
         require(not fixup, "fixup and spread are two fix-ups inside the kernel: choose one")
         cfg["spread"] = True
+    if red:
+        require(not fixup and not spread, "fixup, spread and red are three fix-ups inside the kernel: choose one")
+        cfg["red"] = True
     if tail_first:
-        require(spread, "tail_first: only the spread fix-up reduces after the whole tiles (spread=True)")
+        require(spread or red,
+                "tail_first: only the spread and red fix-ups let a worker's tail pieces come first (spread=True or red=True)")
         cfg["tail_first"] = True
     if pdl:
         require(not spread, "pdl overlaps the launch of the fix-up kernel: with spread there is none")
         require(not fixup, "pdl overlaps the launch of the fix-up kernel: with fixup there is none")
+        require(not red, "pdl overlaps the launch of the fix-up kernel: with red there is none")
         cfg["pdl"] = True
     if fix_rows or fix_unroll:
-        require(not fixup and not spread,
-                "fix_rows / fix_unroll shape the separate fix-up kernel: with fixup or spread there is none")
+        require(not fixup and not spread and not red,
+                "fix_rows / fix_unroll shape the separate fix-up kernel: with fixup, spread or red there is none")
         from kernels.gemm.ws import WS_BLOCK_M
 
         require(fix_rows == 0 or WS_BLOCK_M % fix_rows == 0, f"fix_rows={fix_rows} must divide {WS_BLOCK_M}")
@@ -844,12 +966,14 @@ def ws_config(block_N: int = 256, stages: int = 3, epi_cols: int = 64, dp_waves:
 def ws_label(cfg: dict[str, Any]) -> str:
     """Short printable name: ``sk`` = pure stream-K, ``dp+sk`` = full waves + streamed tail, ``dpK+sk``;
     ``fr`` rows of a tile per fix-up block, ``fu`` the fix-up's contributor loop unrolled;
-    ``last`` / ``spread`` the fix-up inside the kernel (one reducer / every contributor a band), ``tf`` tail pieces first."""
+    ``last`` / ``spread`` / ``red`` the fix-up inside the kernel (one reducer / every contributor a band / every
+    piece added at the L2, the last one casts), ``tf`` tail pieces first."""
     d = cfg["dp_waves"]
     kind = "sk" if d == 0 else ("dp+sk" if d == -1 else f"dp{d}+sk")
     return (f"{kind} 128x{cfg['block_N']} st{cfg['stages']} e{cfg['epi_cols']}"
             + (f" if{cfg['inflight']}" if cfg["inflight"] else "") + (f" p{cfg['panel']}" if cfg["panel"] != 8 else "")
             + (" last" if cfg.get("fixup") else "") + (" spread" if cfg.get("spread") else "")
+            + (" red" if cfg.get("red") else "")
             + (" tf" if cfg.get("tail_first") else "")
             + (" pdl" if cfg.get("pdl") else "")
             + (f" fr{cfg['fix_rows']}" if cfg.get("fix_rows") else "") + (" fu" if cfg.get("fix_unroll") else ""))
@@ -861,9 +985,11 @@ def build_ws(M: int, N: int, K: int, cfg: dict[str, Any], workers: int = SMS) ->
     kw = {k: cfg[k] for k in ("block_N", "block_K", "stages", "panel", "inflight", "epi_cols", "dp_waves")}
     if cfg.get("fixup"):
         return streamk_ws_last(M, N, K, workers=workers, **kw), None
+    tf = dict(tail_first=True) if cfg.get("tail_first") else {}  # earlier spread configurations: same build
     if cfg.get("spread"):
-        tf = dict(tail_first=True) if cfg.get("tail_first") else {}  # earlier spread configurations: same build
         return streamk_ws_spread(M, N, K, workers=workers, **kw, **tf), None
+    if cfg.get("red"):
+        return streamk_ws_red(M, N, K, workers=workers, **kw, **tf), None
     s = ws_schedule(M, N, K, cfg["block_N"], cfg["block_K"], workers, cfg["dp_waves"])
     fx = dict(pdl=True) if cfg.get("pdl") and s.sk_tiles else {}  # earlier configurations keep their exact builds
     if cfg.get("fix_rows"):
@@ -887,7 +1013,9 @@ def check_ws_inputs(a: Any, b: Any, cfg: dict[str, Any]) -> tuple[int, int, int]
 
 def make_ws_runner(a: Any, b: Any, cfg: dict[str, Any], workers: int = SMS):
     """``fn(c)``: the stream-K kernel (whole tiles into ``c``, pieces into an fp32 workspace), then
-    the fix-up of the tail tiles.  With ``fixup`` or ``spread`` one kernel does both; the runner owns its workspace
+    the fix-up of the tail tiles.  With ``red`` one kernel does both; the runner owns the tail tiles' fp32 sums
+    (``fn.workspace``) and counters (``fn.counters``), both zeroed here once and left zero by every complete
+    launch.  With ``fixup`` or ``spread`` one kernel does both; the runner owns its workspace
     (filled with NaN: a chunk summed before every piece has landed shows in the result) and its
     counters (allocated zeroed here, once; every complete launch leaves them zero), exposed as
     ``fn.counters`` (:func:`kernels.gemm.splitk.check_counters`)."""
@@ -896,6 +1024,17 @@ def make_ws_runner(a: Any, b: Any, cfg: dict[str, Any], workers: int = SMS):
     M, N, K = check_ws_inputs(a, b, cfg)
     gemm, fix = build_ws(M, N, K, cfg, workers)
     s = ws_schedule(M, N, K, cfg["block_N"], cfg["block_K"], workers, cfg["dp_waves"])
+    if cfg.get("red"):  # the tail tiles' sums and counters, zero here once; every complete launch leaves them zero
+        ws = torch.zeros((s.sk_tiles * 128, cfg["block_N"]), dtype=torch.float32, device=a.device)
+        counters = torch.zeros(s.sk_tiles * 2, dtype=torch.int32, device=a.device)
+
+        def red(c: Any) -> Any:
+            gemm(a, b, c, ws, counters)
+            return c
+
+        red.counters = counters
+        red.workspace = ws
+        return red
     if cfg.get("fixup") or cfg.get("spread"):
         wl = torch.full((max(s.slots, 1) * 128, cfg["block_N"]), float("nan"), dtype=torch.float32, device=a.device)
         n_counters = s.sk_tiles * 2 if cfg.get("spread") else sk_fixup_counters(

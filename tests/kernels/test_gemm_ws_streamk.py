@@ -222,7 +222,7 @@ def test_fixup_knobs_are_named_checked_and_reach_the_fixup_kernel():
     assert streamk.ws_label(cfg) == "dp+sk 128x128 st5 e64 p0 fr4 fu"
     with pytest.raises(ValueError, match="fix_rows=48 must divide 128"):
         streamk.ws_config(128, 5, 64, -1, fix_rows=48)
-    with pytest.raises(ValueError, match="with fixup or spread there is none"):
+    with pytest.raises(ValueError, match="with fixup, spread or red there is none"):
         streamk.ws_config(128, 5, 64, -1, fixup=True, fix_rows=4)
     # build_ws makes the fix-up first, then the stream-K kernel
     (_, _, fkw), (_, _, gkw) = calls(lambda: streamk.build_ws(1536, 1536, 8192, cfg, 132))

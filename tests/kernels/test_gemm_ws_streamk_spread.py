@@ -115,9 +115,9 @@ def test_spread_errors_name_the_constraint():
     for bad in (dict(fixup=True), dict(pdl=True), dict(fix_rows=4), dict(fix_unroll=True)):
         with pytest.raises(ValueError):
             streamk.ws_config(128, 5, 64, -1, spread=True, **bad)
-    with pytest.raises(ValueError, match="tail_first: only the spread fix-up"):
+    with pytest.raises(ValueError, match="tail_first: only the spread and red fix-ups"):
         streamk.ws_config(128, 5, 64, -1, tail_first=True)
-    with pytest.raises(ValueError, match="tail_first: only the spread fix-up"):
+    with pytest.raises(ValueError, match="tail_first: only the spread and red fix-ups"):
         streamk._streamk_ws_program(1536, 1536, 8192, workers=132, dp_waves=-1, tail_first=True, **kw)
 
 
