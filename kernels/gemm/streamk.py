@@ -886,20 +886,43 @@ def streamk_ws_red(
 @tilelang.jit(target=TARGET)
 def streamk_ws_fixup(M: int, N: int, K: int, block_N: int = 256, block_K: int = 64, panel: int = 8,
                      workers: int = SMS, dp_waves: int = -1, rows: int = 16, threads: int = 256, pdl: bool = False,
-                     unroll: bool = False):
+                     unroll: bool = False, vec: bool = False):
     """Fix-up of :func:`streamk_ws`: every tail tile's pieces (workers ``owner(first step)`` to
     ``owner(last step)``) added in fp32 in worker order and cast to fp16 once, ``rows`` rows of a tile per block.
     ``pdl``: launched while the stream-K kernel (``pdl=True``) runs, each block first waits until it has
     completed and its writes are visible (``T.pdl_sync``).  ``unroll``: the loop over a tile's contributors
     unrolled, so that a thread's loads of every piece are in flight together instead of one piece's after the
-    previous piece's have been added."""
-    from kernels.gemm.ws import WS_BLOCK_M
+    previous piece's have been added.  ``vec``: the sum written by hand (:data:`_SPREAD_SRC`'s ``reduce_rows``, 128
+    threads a block): a thread reads the same four columns of every piece into registers first -- all its loads in
+    flight at once, one wait at the L2 instead of one per piece -- then adds them in worker order."""
+    from kernels.gemm.ws import _FIXUP_SRC, WS_BLOCK_M
 
     s = ws_schedule(M, N, K, block_N, block_K, workers, dp_waves)
     require(s.sk_tiles > 0, "no tail tiles: the schedule is purely data-parallel, there is nothing to fix up")
     require(WS_BLOCK_M % rows == 0, f"rows={rows} must divide {WS_BLOCK_M}")
     ipt, q, r = s.iters_per_tile, s.iters_per_worker, s.extra
     w_rows = s.slots * WS_BLOCK_M
+    if vec:
+        require(not unroll, "vec: the hand-written sum has no contributor loop to unroll")
+        require(M % WS_BLOCK_M == 0 and N % block_N == 0 and block_N % 4 == 0,
+                f"vec stores whole rows of four columns without clipping: M={M} must be a multiple of {WS_BLOCK_M}, "
+                f"N={N} of block_N={block_N}")
+
+        @T.prim_func
+        def main_vec(W: T.Tensor((w_rows, block_N), T.float32), C: T.Tensor((M, N), T.float16)):
+            with T.Kernel(WS_BLOCK_M // rows, s.sk_tiles, threads=128) as (bx, lt):
+                T.import_source(_FIXUP_SRC + _SPREAD_SRC)
+                if pdl:
+                    T.pdl_sync()
+                tid = T.get_thread_binding()
+                w_lo = sk_owner(lt * ipt, q, r, T.if_then_else)
+                n = sk_owner((lt + 1) * ipt - 1, q, r, T.if_then_else) - w_lo + 1
+                mb, nb = raster(s.dp_tiles + lt, panel, s.grid_m, s.grid_n, T.min)
+                T.call_extern("handle", f"sksp::reduce_rows<{block_N}, {s.max_contrib}, {q}, {r}, {ipt}, {s.max_segments}>",
+                              T.address_of(C[mb * WS_BLOCK_M, nb * block_N]), N, T.address_of(W[0, 0]), w_lo, n, lt,
+                              bx * rows, (bx + 1) * rows, tid)
+
+        return main_vec
 
     @T.prim_func
     def main(W: T.Tensor((w_rows, block_N), T.float32), C: T.Tensor((M, N), T.float16)):
@@ -926,11 +949,12 @@ def streamk_ws_fixup(M: int, N: int, K: int, block_N: int = 256, block_K: int = 
 def ws_config(block_N: int = 256, stages: int = 3, epi_cols: int = 64, dp_waves: int = -1, inflight: int = 0,
               panel: int = 8, fixup: bool = False, pdl: bool = False, fix_rows: int = 0,
               fix_unroll: bool = False, spread: bool = False, tail_first: bool = False,
-              red: bool = False) -> dict[str, Any]:
+              red: bool = False, fix_vec: bool = False) -> dict[str, Any]:
     """One configuration of :func:`build_ws` (K blocks of 64); ``fixup`` (the tail tiles summed inside
     the kernel, :func:`streamk_ws_last`) and ``pdl`` (the fix-up kernel launched as a programmatic
     dependent) are kept only when set (earlier configurations unchanged), as are ``fix_rows`` (rows of a tail
-    tile per block of the separate fix-up, default 16) and ``fix_unroll`` (its contributor loop unrolled)."""
+    tile per block of the separate fix-up, default 16), ``fix_unroll`` (its contributor loop unrolled) and
+    ``fix_vec`` (its sum written by hand, every piece's load in flight at once)."""
     cfg = dict(block_N=block_N, block_K=64, stages=stages, epi_cols=epi_cols, dp_waves=dp_waves, inflight=inflight,
                panel=panel)
     if fixup:
@@ -950,9 +974,10 @@ def ws_config(block_N: int = 256, stages: int = 3, epi_cols: int = 64, dp_waves:
         require(not fixup, "pdl overlaps the launch of the fix-up kernel: with fixup there is none")
         require(not red, "pdl overlaps the launch of the fix-up kernel: with red there is none")
         cfg["pdl"] = True
-    if fix_rows or fix_unroll:
+    if fix_rows or fix_unroll or fix_vec:
         require(not fixup and not spread and not red,
-                "fix_rows / fix_unroll shape the separate fix-up kernel: with fixup, spread or red there is none")
+                "fix_rows / fix_unroll / fix_vec shape the separate fix-up kernel: with fixup, spread or red there is none")
+        require(not (fix_vec and fix_unroll), "fix_vec: the hand-written sum has no contributor loop to unroll")
         from kernels.gemm.ws import WS_BLOCK_M
 
         require(fix_rows == 0 or WS_BLOCK_M % fix_rows == 0, f"fix_rows={fix_rows} must divide {WS_BLOCK_M}")
@@ -960,12 +985,14 @@ def ws_config(block_N: int = 256, stages: int = 3, epi_cols: int = 64, dp_waves:
             cfg["fix_rows"] = fix_rows
         if fix_unroll:
             cfg["fix_unroll"] = True
+        if fix_vec:
+            cfg["fix_vec"] = True
     return cfg
 
 
 def ws_label(cfg: dict[str, Any]) -> str:
     """Short printable name: ``sk`` = pure stream-K, ``dp+sk`` = full waves + streamed tail, ``dpK+sk``;
-    ``fr`` rows of a tile per fix-up block, ``fu`` the fix-up's contributor loop unrolled;
+    ``fr`` rows of a tile per fix-up block, ``fu`` the fix-up's contributor loop unrolled, ``fv`` its sum by hand;
     ``last`` / ``spread`` / ``red`` the fix-up inside the kernel (one reducer / every contributor a band / every
     piece added at the L2, the last one casts), ``tf`` tail pieces first."""
     d = cfg["dp_waves"]
@@ -976,7 +1003,8 @@ def ws_label(cfg: dict[str, Any]) -> str:
             + (" red" if cfg.get("red") else "")
             + (" tf" if cfg.get("tail_first") else "")
             + (" pdl" if cfg.get("pdl") else "")
-            + (f" fr{cfg['fix_rows']}" if cfg.get("fix_rows") else "") + (" fu" if cfg.get("fix_unroll") else ""))
+            + (f" fr{cfg['fix_rows']}" if cfg.get("fix_rows") else "") + (" fu" if cfg.get("fix_unroll") else "")
+            + (" fv" if cfg.get("fix_vec") else ""))
 
 
 def build_ws(M: int, N: int, K: int, cfg: dict[str, Any], workers: int = SMS) -> tuple[Any, Any]:
@@ -996,6 +1024,8 @@ def build_ws(M: int, N: int, K: int, cfg: dict[str, Any], workers: int = SMS) ->
         fx["rows"] = cfg["fix_rows"]
     if cfg.get("fix_unroll"):
         fx["unroll"] = True
+    if cfg.get("fix_vec"):
+        fx["vec"] = True
     fix = None
     if s.sk_tiles:
         fix = streamk_ws_fixup(M, N, K, cfg["block_N"], cfg["block_K"], cfg["panel"], workers, cfg["dp_waves"], **fx)

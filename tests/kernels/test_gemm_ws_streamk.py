@@ -229,6 +229,14 @@ def test_fixup_knobs_are_named_checked_and_reach_the_fixup_kernel():
     assert fkw == {"rows": 4, "unroll": True} and "pdl" not in gkw
     (_, _, fkw), (_, _, gkw) = calls(lambda: streamk.build_ws(1536, 1536, 8192, base, 132))
     assert fkw == {} and "pdl" not in gkw
+    vec = streamk.ws_config(128, 5, 64, -1, panel=0, fix_rows=4, fix_vec=True, pdl=True)
+    assert "fix_vec" not in base and streamk.ws_label(vec) == "dp+sk 128x128 st5 e64 p0 pdl fr4 fv"
+    (_, _, fkw), (_, _, gkw) = calls(lambda: streamk.build_ws(1536, 1536, 8192, vec, 132))
+    assert fkw == {"pdl": True, "rows": 4, "vec": True} and gkw.get("pdl") is True
+    with pytest.raises(ValueError, match="fix_vec: the hand-written sum has no contributor loop to unroll"):
+        streamk.ws_config(128, 5, 64, -1, fix_vec=True, fix_unroll=True)
+    with pytest.raises(ValueError, match="with fixup, spread or red there is none"):
+        streamk.ws_config(128, 5, 64, -1, red=True, fix_vec=True)
 
 
 @pytest.mark.slow
@@ -254,3 +262,20 @@ def test_unrolled_fixup_asks_nvcc_to_unroll_the_loop_over_the_pieces(_fresh):
     assert re.search(r"#pragma unroll\s*" + re.escape(loop), src)
     plain = streamk.streamk_ws_fixup(1536, 1536, 8192, 128, 64, 0, 132, -1, rows=4).get_kernel_source()
     assert loop in plain and not re.search(r"#pragma unroll\s*" + re.escape(loop), plain)
+
+
+@pytest.mark.slow
+def test_vec_fixup_loads_every_piece_before_adding(_fresh):
+    """``fix_vec``: one call of the hand-written sum per block (128 threads, ``rows`` rows of a tail tile), templated
+    on the schedule the stream-K kernel was built with; the generated loop over the pieces is gone."""
+    s = streamk.ws_schedule(1536, 1536, 8192, 128, 64, 132, -1)
+    fix = streamk.streamk_ws_fixup(1536, 1536, 8192, 128, 64, 0, 132, -1, rows=4, vec=True)
+    src = fix.get_kernel_source()
+    info = launch_info(fix)
+    assert info.grid == (128 // 4, s.sk_tiles, 1) and info.block == (128, 1, 1)
+    call = (f"sksp::reduce_rows<128, {s.max_contrib}, {s.iters_per_worker}, {s.extra}, {s.iters_per_tile}, "
+            f"{s.max_segments}>(")
+    assert src.count(call) == 1
+    assert f"for (int c = 0; c < {s.max_contrib}; ++c)" not in src
+    with pytest.raises(ValueError, match="vec stores whole rows of four columns without clipping: M=1500"):
+        streamk.streamk_ws_fixup(1500, 1536, 8192, 128, 64, 0, 132, -1, rows=4, vec=True)
