@@ -831,12 +831,28 @@ def _spread(results: dict | None, key: str) -> tuple[float | None, float | None]
 
 def _pdl(results: dict | None, key: str) -> tuple[float | None, float | None]:
     """Best time (µs) of the separate reduction/fix-up kernel launched as a programmatic dependent
-    (labels ending ``pdl``) and launched plainly (neither ``pdl`` nor a fix-up inside the kernel), in one
+    (labels holding the word ``pdl``) and launched plainly (no ``pdl``, not a fix-up inside the kernel), in one
     search."""
     ms = (search(results, FIXUP_SEARCHES[key]) or {}).get("ms") or {}
-    pdl = [t for k, t in ms.items() if t and k.endswith(" pdl")]
-    plain = [t for k, t in ms.items() if t and not k.endswith((" pdl", *_IN_KERNEL))]
+    pdl = [t for k, t in ms.items() if t and "pdl" in k.split()]
+    plain = [t for k, t in ms.items() if t and "pdl" not in k.split() and not k.endswith(_IN_KERNEL)]
     return (min(pdl) * 1e3 if pdl else None, min(plain) * 1e3 if plain else None)
+
+
+#: The searches where the separate fix-up with its sum written by hand (labels holding the word ``fv``) ran beside
+#: the generated one.
+FIXVEC_SEARCHES = {"skwsawk": "stream-K ws 1536x1536x8192"}
+
+
+def _fixvec(results: dict | None, key: str) -> tuple[float | None, float | None]:
+    """Best time (µs) of the separate fix-up kernel with its sum by hand (``fv``: every piece's load in flight at
+    once) and with the generated sum (one piece after another), in one search; fix-ups inside the kernel are
+    neither."""
+    ms = (search(results, FIXVEC_SEARCHES[key]) or {}).get("ms") or {}
+    sep = {k: t for k, t in ms.items() if t and not k.endswith(_IN_KERNEL)}
+    fv = [t for k, t in sep.items() if "fv" in k.split()]
+    gen = [t for k, t in sep.items() if "fv" not in k.split()]
+    return (min(fv) * 1e3 if fv else None, min(gen) * 1e3 if gen else None)
 
 
 def _bench_x(results: dict | None, name: str, base: str) -> float | None:
@@ -986,6 +1002,10 @@ def library_values(results: dict | None) -> dict[str, str]:
     for key in SPREAD_SEARCHES:
         spread, _ = _spread(results, key)  # the separate kernel's best is sep_us of the same search
         v[f"derived.gemm.lib.{key}.spread_us"] = d if spread is None else f"{spread:.1f}"
+    for key in FIXVEC_SEARCHES:
+        fv, gen = _fixvec(results, key)
+        v[f"derived.gemm.lib.{key}.fv_us"] = d if fv is None else f"{fv:.1f}"
+        v[f"derived.gemm.lib.{key}.gen_us"] = d if gen is None else f"{gen:.1f}"
     # split-K in the hand-written pipeline
     r = bench(results, "split-K ws 1024x1024x16384") or {}
     v["derived.gemm.lib.skws.splits"] = str((r.get("config") or {}).get("splits") or d)
@@ -1292,6 +1312,10 @@ def library_claims(results: dict | None) -> list:
         out.append(C.compare(f"claim.gemm.lib.{key}.spread", *_spread(results, key), tol=0.02,
                              lower="比单独的 kernel 快", tie="与单独的 kernel 相差不到 2%",
                              higher="比单独的 kernel 慢"))
+    for key in FIXVEC_SEARCHES:
+        out.append(C.compare(f"claim.gemm.lib.{key}.fv", *_fixvec(results, key), tol=0.02,
+                             lower="比逐段读的写法快", tie="与逐段读的写法相差不到 2%",
+                             higher="反而比逐段读的写法慢"))
     # the tuned GEMM: fp16 repeats at 8192^3 and bf16
     out.append(C.every("claim.gemm.lib.fp16_repeats", [x >= 1.0 for x in _fp16_repeats(results)],
                        all_="每一次都不低于 1", some="{n} 次里有 {k} 次不低于 1", none="{n} 次里没有一次达到 1"))

@@ -791,6 +791,30 @@ def test_spread_fixup_sentence_follows_the_search_and_is_not_a_separate_kernel()
     assert empty["derived.gemm.lib.skwsawk.spread_us"] == tiles.DASH
 
 
+def test_fixvec_sentence_follows_the_search_and_pdl_is_a_word_of_the_label():
+    """Stream-K's separate fix-up with its sum by hand ("fv") against the generated one in the same search (the
+    fix-ups inside the kernel are neither); a label with "pdl" before "fr4 fv" counts as a pdl launch."""
+    from coursebook import tiles
+
+    def res(fv, gen, pdl_fv=70.0, spread=50.0):
+        return {"suites": {"gemm.streamk_ws": {"records": [{"kind": "search", "name": "stream-K ws 1536x1536x8192",
+                "ms": {"dp+sk 128x128 st5 e64 p0": gen / 1e3, "dp+sk 128x128 st5 e64 p0 fr4 fv": fv / 1e3,
+                       "dp+sk 128x128 st5 e64 p0 pdl fr4 fv": pdl_fv / 1e3,
+                       "dp+sk 128x128 st5 e64 p0 spread": spread / 1e3}}]}}}
+
+    pick = lambda r, k: next(c for c in tiles.library_claims(r) if c.key == k).case  # noqa: E731
+    assert pick(res(63.4, 65.5), "claim.gemm.lib.skwsawk.fv") == "lower"
+    assert pick(res(65.6, 65.5), "claim.gemm.lib.skwsawk.fv") == "tie"
+    assert pick(res(70.0, 65.5, pdl_fv=71.0), "claim.gemm.lib.skwsawk.fv") == "higher"
+    v = tiles.library_values(res(63.4, 65.5, pdl_fv=63.6))
+    assert v["derived.gemm.lib.skwsawk.fv_us"] == "63.4" and v["derived.gemm.lib.skwsawk.gen_us"] == "65.5"
+    assert v["derived.gemm.lib.skwsawk.pdl_us"] == "63.6" and v["derived.gemm.lib.skwsawk.plain_us"] == "63.4"
+    v = tiles.library_values(res(63.4, 65.5, pdl_fv=60.0))  # the pdl form is not the plain launch
+    assert v["derived.gemm.lib.skwsawk.plain_us"] == "63.4" and v["derived.gemm.lib.skwsawk.fv_us"] == "60.0"
+    empty = tiles.library_values({"suites": {}})
+    assert empty["derived.gemm.lib.skwsawk.fv_us"] == tiles.DASH and empty["derived.gemm.lib.skwsawk.gen_us"] == tiles.DASH
+
+
 def test_pdl_sentences_follow_the_searches_and_the_bench():
     """The reduction launched as a programmatic dependent ("pdl") against the plain launch in the same
     search (the in-kernel fix-up and the cluster sum are neither); the winner's launch form and the

@@ -56,15 +56,21 @@ SPLITK_BEST = ws_splitk_config(4)
 #: those of every other row, at the same K offsets, so the B tiles they read are shared in L2) instead of
 #: in panels of eight rows walked column by column; on the awkward shape also the row-order hybrid with the fix-up
 #: spread over the contributors inside the kernel (``spread``: every piece of a tail tile is counted, then each of
-#: its workers adds its own band of the tile's rows from every piece).
+#: its workers adds its own band of the tile's rows from every piece); and on every shape the separate fix-up with its
+#: sum written by hand (``fix_vec``, 4 rows of a tail tile per block: a thread's loads of every piece in flight at
+#: once), also launched as a programmatic dependent on the awkward shape.
 CANDIDATES: dict[tuple[int, int, int], list[dict[str, Any]]] = {
     (1536, 1536, 8192): [_c(128, 5, 64, -1), _c(128, 5, 64, -1, fixup=True), _c(128, 6, 64, -1, fixup=True),
                          _c(256, 4, 64, 0, fixup=True), _c(128, 5, 64, -1, pdl=True),
                          _c(256, 4, 64, 0), _c(256, 4, 64, 0, pdl=True),
                          _c(128, 5, 64, -1, panel=0), _c(256, 4, 64, 0, panel=0),
-                         _c(128, 5, 64, -1, panel=0, spread=True)],
-    (1024, 1024, 16384): [_c(256, 4, 64, 0), _c(256, 4, 64, 0, fixup=True), _c(256, 4, 64, 0, panel=0)],
-    (2048, 2048, 8192): [_c(256, 4, 64, 0), _c(256, 4, 64, 0, fixup=True)],
+                         _c(128, 5, 64, -1, panel=0, spread=True),
+                         _c(128, 5, 64, -1, panel=0, fix_vec=True, fix_rows=4),
+                         _c(128, 5, 64, -1, panel=0, fix_vec=True, fix_rows=4, pdl=True)],
+    (1024, 1024, 16384): [_c(256, 4, 64, 0), _c(256, 4, 64, 0, fixup=True), _c(256, 4, 64, 0, panel=0),
+                          _c(256, 4, 64, 0, panel=0, fix_vec=True, fix_rows=4)],
+    (2048, 2048, 8192): [_c(256, 4, 64, 0), _c(256, 4, 64, 0, fixup=True), _c(256, 4, 64, 0, fix_vec=True, fix_rows=4),
+                         _c(128, 5, 64, -1, panel=0, fix_vec=True, fix_rows=4)],
 }
 QUICK_SHAPE = (256, 512, 4096)
 #: The full-wave tiling of the awkward shape: 128 x 144 tiles (the hand-written pipeline, persistent on
