@@ -249,6 +249,13 @@ class WsSchedule:
         """The worker whose range holds tail step ``i``."""
         return sk_owner(i, self.iters_per_worker, self.extra)
 
+    def span(self, lt: int) -> tuple[int, int]:
+        """(first worker, number of workers) that write a piece of tail tile ``lt``: the owners of its first and
+        last K step and every worker between them (the kernels compute the same from ``sk_owner``)."""
+        ipt = self.iters_per_tile
+        w_lo = self.owner(lt * ipt)
+        return w_lo, self.owner((lt + 1) * ipt - 1) - w_lo + 1
+
     def pieces(self) -> list[list[tuple[int, int, int, int]]]:
         """Per worker, its tail pieces as (workspace slot, tail tile, first K step, K steps): the
         host mirror of the kernel's loops (the tests check that every K step of every tail tile

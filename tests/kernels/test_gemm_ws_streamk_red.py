@@ -17,10 +17,13 @@ PLANS = [  # (M, N, K, block_N, workers, dp_waves)
 ]
 
 
-def _tile_span(s, lt):
-    ipt, q, r = s.iters_per_tile, s.iters_per_worker, s.extra
-    w_lo = streamk.sk_owner(lt * ipt, q, r)
-    return w_lo, streamk.sk_owner((lt + 1) * ipt - 1, q, r) - w_lo + 1
+@pytest.mark.parametrize("plan", PLANS, ids=lambda p: "x".join(map(str, p)))
+def test_span_names_exactly_the_workers_that_write_a_tail_tile(plan):
+    M, N, K, bn, workers, dp = plan
+    s = streamk.ws_schedule(M, N, K, bn, 64, workers, dp)
+    for lt in range(s.sk_tiles):
+        w_lo, n = s.span(lt)
+        assert [w for w, mine in enumerate(s.pieces()) if any(t == lt for _, t, _, _ in mine)] == list(range(w_lo, w_lo + n))
 
 
 @pytest.mark.parametrize("plan", PLANS, ids=lambda p: "x".join(map(str, p)))
@@ -51,7 +54,7 @@ def test_red_emulated_any_interleaving_writes_each_tail_tile_once_and_leaves_zer
             else:
                 old = L[lt * 2 + wg]
                 L[lt * 2 + wg] += 1
-                if old == _tile_span(s, lt)[1] - 1:  # the last piece: cast, zero, reset
+                if old == s.span(lt)[1] - 1:  # the last piece: cast, zero, reset
                     L[lt * 2 + wg] = 0
                     C[lt][wg * 64:wg * 64 + 64] = W[rows].astype(np.float16)
                     writes[lt][wg * 64:wg * 64 + 64] += 1

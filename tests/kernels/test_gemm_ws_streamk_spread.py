@@ -19,18 +19,12 @@ PLANS = [  # (M, N, K, block_N, workers, dp_waves)
 ]
 
 
-def _tile_span(s, lt):
-    ipt, q, r = s.iters_per_tile, s.iters_per_worker, s.extra
-    w_lo = streamk.sk_owner(lt * ipt, q, r)
-    return w_lo, streamk.sk_owner((lt + 1) * ipt - 1, q, r) - w_lo + 1
-
-
 @pytest.mark.parametrize("plan", PLANS, ids=lambda p: "x".join(map(str, p)))
 def test_bands_partition_the_rows_of_every_tail_tile(plan):
     M, N, K, bn, workers, dp = plan
     s = streamk.ws_schedule(M, N, K, bn, 64, workers, dp)
     for lt in range(s.sk_tiles):
-        _, n = _tile_span(s, lt)
+        _, n = s.span(lt)
         rows = [i for c in range(n) for i in range(*streamk.spread_band(c, n))]
         assert rows == list(range(64))
 
@@ -45,7 +39,7 @@ def test_spread_emulated_any_interleaving_finishes_and_writes_the_fixup_sum(plan
              for mine in s.pieces() for slot, *_ in mine}
     want = {}  # the separate fix-up's sum: pieces in worker order, cast once
     for lt in range(s.sk_tiles):
-        w_lo, n = _tile_span(s, lt)
+        w_lo, n = s.span(lt)
         total = None
         for c in range(n):
             x = parts[streamk.sk_slot(w_lo + c, lt, q, r, ipt, s.max_segments)]
@@ -68,7 +62,7 @@ def test_spread_emulated_any_interleaving_finishes_and_writes_the_fixup_sum(plan
             ready = []
             for k in live:
                 op, slot, lt = progs[k][pc[k]]
-                if op == "reduce" and L[lt * 2 + k[1]] < _tile_span(s, lt)[1]:
+                if op == "reduce" and L[lt * 2 + k[1]] < s.span(lt)[1]:
                     continue  # waiting
                 ready.append(k)
             assert ready, "every remaining consumer waits: the protocol would hang"
@@ -80,7 +74,7 @@ def test_spread_emulated_any_interleaving_finishes_and_writes_the_fixup_sum(plan
                 W[slot * 128:(slot + 1) * 128][rows] = parts[slot][rows]
                 L[cnt] += 1
             else:
-                w_lo, n = _tile_span(s, lt)
+                w_lo, n = s.span(lt)
                 r0, r1 = streamk.spread_band(w - w_lo, n)
                 total = None
                 for c in range(n):
