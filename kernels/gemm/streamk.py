@@ -25,9 +25,10 @@ pure stream-K); each tail piece's fp32 partial goes by TMA store to its own work
 atomics, a deterministic sum) and :func:`streamk_ws_fixup` adds the pieces of every tail tile
 in worker order (see :class:`WsSchedule`).  Three forms do the fix-up inside the kernel instead:
 :func:`streamk_ws_last` (the last piece of a chunk to be counted adds them all) and :func:`streamk_ws_spread`
-(every contributor of a tail tile adds a band of its rows once all pieces are counted) -- on the H200 both were
-slower than the separate fix-up kernel (``measure/results/timing/README.md``) -- and :func:`streamk_ws_red` (every
-piece adds itself into its tile's fp32 sum by vector reductions at the L2; the last one to be counted casts it).
+(every contributor of a tail tile adds a band of its rows once all pieces are counted) and :func:`streamk_ws_red`
+(every piece adds itself into its tile's fp32 sum by vector reductions at the L2; the last one to be counted casts
+it); on the H200 all three were slower than the separate fix-up kernel, whose sum the suites now take written by hand
+(``fix_vec``; ``measure/results/timing/README.md``).
 """
 
 import math
