@@ -1,7 +1,8 @@
 """Split-K at 1024 x 1024 x 16384: 128 x 128 tiles split 2 (64 tiles x 2 = 128 items, half the partial bytes of the
 128 x 256 tiles split 4; cuBLAS's own choice on this shape is a 128 x 128 tile in a two-block cluster, split, with a
-separate reduction), with and without a two-block cluster, 6 or 7 stages, 16/32/64-row reductions, each launched as a
-programmatic dependent; against the recorded best (128 x 256 split 4, 32-row reduction, PDL) and cuBLAS.  Every
+separate reduction), with and without a two-block cluster, 4 to 6 stages, 16/32/64-row reductions, each launched as a
+programmatic dependent; against the recorded best (128 x 256 split 4, 32-row reduction, PDL) and cuBLAS.  (Seven stages of 128 x 128 need 256 KB of
+shared memory beside the staging of the partials: more than a block may have.)  Every
 candidate is checked against the fp32 reference (poisoned output, written twice); then alternating rounds
 (Harness.search, 7 rounds) under the write and the clean flush, two fresh input sets."""
 import json, os, sys
@@ -12,13 +13,14 @@ from measure.suites.gemm.common import rel_fro_err
 
 S = (1024, 1024, 16384)
 CANDS = [_c(4, reduce_rows=32, pdl=True),
-         _c(2, block_N=128, stages=7, reduce_rows=32, pdl=True),
          _c(2, block_N=128, stages=6, reduce_rows=32, pdl=True),
-         _c(2, block_N=128, stages=7, pdl=True),
-         _c(2, block_N=128, stages=7, reduce_rows=64, pdl=True),
-         _c(2, block_N=128, stages=6, cluster=2, reduce_rows=32, pdl=True),
-         _c(2, block_N=128, stages=7, cluster=2, reduce_rows=32, pdl=True),
-         _c(4, block_N=128, stages=7, reduce_rows=32, pdl=True)]
+         _c(2, block_N=128, stages=5, reduce_rows=32, pdl=True),
+         _c(2, block_N=128, stages=4, reduce_rows=32, pdl=True),
+         _c(2, block_N=128, stages=5, pdl=True),
+         _c(2, block_N=128, stages=5, reduce_rows=64, pdl=True),
+         _c(2, block_N=128, stages=5, cluster=2, reduce_rows=32, pdl=True),
+         _c(2, block_N=128, stages=4, cluster=2, reduce_rows=32, pdl=True),
+         _c(4, block_N=128, stages=5, reduce_rows=32, pdl=True)]
 
 SK = (1536, 1536, 8192)
 SK_CANDS = [streamk.ws_config(128, 5, 64, -1, panel=0, fix_vec=True, fix_rows=r, pdl=p)
@@ -91,10 +93,15 @@ if __name__ == "__main__":
         for c in CANDS:
             if label(c) not in built:
                 continue
-            fn = make_ws_runner(a, b, c, sms)
-            o = h.poisoned((M, N), torch.float16)
-            fn(o); fn(o)
-            torch.cuda.synchronize()
+            try:
+                fn = make_ws_runner(a, b, c, sms)
+                o = h.poisoned((M, N), torch.float16)
+                fn(o); fn(o)
+                torch.cuda.synchronize()
+            except Exception as ex:  # noqa: BLE001  (e.g. more shared memory than a block may have)
+                res["errors"][f"{label(c)} #{rep}"] = repr(ex)[-200:]
+                print("FAILED", label(c), repr(ex)[-200:], flush=True)
+                continue
             e = rel_fro_err(o, ref)
             res["errors"][f"{label(c)} #{rep}"] = e
             if e < 1e-2:
