@@ -1,6 +1,7 @@
 """Helpers of the GEMM suites: rounds, errors, tolerances, priced GEMMs, fixed-repeat benches."""
 from __future__ import annotations
 
+import statistics
 from typing import Any
 
 from ledger.gemm import gemm_cost as _ledger_gemm_cost
@@ -107,6 +108,91 @@ def note_library_kernels(h: Any, name: str, fn: Any) -> None:
     try:
         names = library_kernels(fn)
         h.note(name, ", ".join(names) or "none seen", kernels=names)
+    except Exception as exc:  # the profiler is a nicety; the bench goes on without it
+        h.error(name, exc)
+
+
+def timeline_from_trace(events: list[dict[str, Any]], flush_names: set[str]) -> dict[str, Any]:
+    """Medians over the calls of a profiled loop ``flush, fn, flush, fn, ...``: ``events`` are the kernel events of a
+    Chrome trace (``name``, ``ts`` and ``dur`` in us, any order); a kernel named in ``flush_names`` opens a call, the
+    kernels after it (up to the next flush) are that call's.  Returns the first call's kernel names, each kernel's
+    median GPU duration, the median gap between consecutive kernels (negative when a kernel starts before the
+    previous one ends: a programmatic dependent launch), the median span from the first kernel's start to the last
+    one's end, the number of calls and the kernel counts seen.  Only the calls with the most common kernel count are
+    used; ValueError when no call launched a kernel."""
+    calls: list[list[dict[str, Any]]] = []
+    cur: list[dict[str, Any]] | None = None
+    for e in sorted(events, key=lambda e: e["ts"]):
+        if e["name"] in flush_names:
+            cur = []
+            calls.append(cur)
+        elif cur is not None:
+            cur.append(e)
+    calls = [c for c in calls if c]
+    if not calls:
+        raise ValueError("no call launched a kernel between the flushes")
+    counts = [len(c) for c in calls]
+    n = max(set(counts), key=lambda k: (counts.count(k), k))
+    calls = [c for c in calls if len(c) == n]
+    med = statistics.median
+    return dict(kernels=[e["name"] for e in calls[0]],
+                dur_us=[med(c[i]["dur"] for c in calls) for i in range(n)],
+                gaps_us=[med(c[i]["ts"] - c[i - 1]["ts"] - c[i - 1]["dur"] for c in calls) for i in range(1, n)],
+                span_us=med(max(e["ts"] + e["dur"] for e in c) - c[0]["ts"] for c in calls),
+                calls=len(calls), kernels_per_call=sorted(set(counts)))
+
+
+def kernel_timeline(h: Any, fn: Any, calls: int = 30) -> dict[str, Any]:
+    """:func:`timeline_from_trace` of ``calls`` calls of ``fn``, each after the harness's L2 flush (its flush mode),
+    under ``torch.profiler`` (CUPTI: the GPU's own clock).  The flush's kernels are learnt from one profiled flush
+    alone; ``fn`` must launch none of them."""
+    import json
+    import os
+    import tempfile
+
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    def trace(body: Any) -> list[dict[str, Any]]:
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            body()
+            torch.cuda.synchronize()
+        fd, path = tempfile.mkstemp(suffix=".json")
+        os.close(fd)
+        try:
+            prof.export_chrome_trace(path)
+            with open(path, encoding="utf-8") as f:
+                return [e for e in json.load(f)["traceEvents"] if e.get("cat") == "kernel"]
+        finally:
+            os.unlink(path)
+
+    flush_names = {e["name"] for e in trace(h._flush)}
+    if not flush_names:
+        raise RuntimeError("the L2 flush launched no kernel the profiler saw")
+    for _ in range(3):
+        fn()
+
+    def loop() -> None:
+        for _ in range(calls):
+            h._flush()
+            fn()
+
+    out = timeline_from_trace(trace(loop), flush_names)
+    out["flush_mode"] = h.protocol.get("flush_mode", "write")
+    return out
+
+
+def note_kernel_timeline(h: Any, name: str, subjects: dict[str, Any], calls: int = 30) -> None:
+    """Note (record ``name``, field ``timeline``: label -> :func:`kernel_timeline`) the kernels each subject's call
+    launches and their GPU durations, on a CUDA harness; a profiler failure is recorded as an error of that note and
+    the suite goes on."""
+    if not h.is_cuda:
+        return
+    try:
+        tl = {lab: kernel_timeline(h, fn, calls) for lab, fn in subjects.items()}
+        h.note(name, "; ".join(f"{lab}: " + " + ".join(f"{d:.1f}" for d in t["dur_us"]) + f" us, span {t['span_us']:.1f}"
+                               for lab, t in tl.items()), timeline=tl)
     except Exception as exc:  # the profiler is a nicety; the bench goes on without it
         h.error(name, exc)
 

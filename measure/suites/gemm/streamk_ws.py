@@ -16,7 +16,9 @@ Three shapes, chosen by the wave count (132 SMs, 128 x 256 tiles):
 On the awkward shape the rounds also time a third answer to the same wave problem: the data-parallel
 pipeline with 128 x 144 tiles (:data:`FULL_WAVE`), 12 x 11 = 132 tiles, exactly one per SM, no tail and
 no fix-up (the last tile column is clipped: 11 x 144 > 1536); it has its own bench record against
-cuBLAS and the 128 x 256 tiling.  The library's kernel names (profiler) are noted at every shape.
+cuBLAS and the 128 x 256 tiling.  The library's kernel names (profiler) are noted at every shape, and so is
+where one call's time goes on the GPU's clock (profiler, 30 calls after the flush): the bench winner's kernels
+(stream-K, then its fix-up) with their durations and the gap between them, cuBLAS's and the full-wave tiling's.
 
 Each stream-K time includes its fix-up.  The fix-up inside the kernel (``fixup``, label ``last``):
 the last piece of a tail tile's chunk to be counted adds the tile's pieces and writes C; spread inside the
@@ -31,8 +33,8 @@ from kernels.gemm.streamk import build_ws, make_ws_runner, ws_config as _c, ws_l
 from ledger.gemm import grid_waves
 from measure.search import par_build
 from measure.suites.common import sm_count
-from measure.suites.gemm.common import (BENCH_ROUNDS, SEARCH_ROUNDS, gemm_cost, gemm_tolerance, note_library_kernels,
-                                        rel_fro_err, screen_workspace_candidates)
+from measure.suites.gemm.common import (BENCH_ROUNDS, SEARCH_ROUNDS, gemm_cost, gemm_tolerance, note_kernel_timeline,
+                                        note_library_kernels, rel_fro_err, screen_workspace_candidates)
 from measure.suites.gemm.splitk_ws import NO_SPLIT, check_fixup_counters
 
 SHAPES = [(1536, 1536, 8192), (1024, 1024, 16384), (2048, 2048, 8192)]
@@ -197,6 +199,11 @@ def gpu_suite(h: Any) -> None:
                     config=FULL_WAVE, shape=[M, N, K], tiles=g, waves=w_fw, last_wave_fill=fill, sms=sms)
             h.check(f"full-wave 128x144 {shape} after timing", c_fw, ref, rel_fro_err=rel_fro_err(c_fw, ref),
                     **tol)
+        # where the time of one call goes, on the GPU's clock: the stream-K kernel, the gap, the fix-up
+        subjects = {"stream-K": lambda: fn(c), "cuBLAS": cublas}
+        if fw is not None:
+            subjects["full-wave 128x144"] = lambda: fw(a, b, c_fw)
+        note_kernel_timeline(h, f"stream-K ws {shape} timeline", subjects)
         sp = rec["speedup"].get("data-parallel")
         if sp is not None:
             h.note(f"stream-K ws {shape} prediction", f"predicted {pred:.2f}x vs data-parallel, measured {sp:.2f}x",
