@@ -815,6 +815,39 @@ def test_fixvec_sentence_follows_the_search_and_pdl_is_a_word_of_the_label():
     assert empty["derived.gemm.lib.skwsawk.fv_us"] == tiles.DASH and empty["derived.gemm.lib.skwsawk.gen_us"] == tiles.DASH
 
 
+def test_timeline_sentence_follows_the_profiled_calls():
+    """Where stream-K's call spends its time on the GPU's clock (the suite's timeline note): the kernel alone against
+    cuBLAS's call picks the sentence (slower by more than 1 %, within it, faster); the steps come from the winner's
+    schedule; a winner with its fix-up inside the kernel (one kernel a call) or no note gives dashes, no sentence."""
+    from coursebook import tiles
+
+    def res(sk, fix, gap, lib, cfg=None, kernels=2):
+        st = {"dur_us": [sk, fix][:kernels], "gaps_us": [gap][:kernels - 1], "span_us": sk + gap + fix, "calls": 30}
+        return {"suites": {"gemm.streamk_ws": {"records": [
+            {"kind": "bench", "name": "stream-K ws 1536x1536x8192", "ms": 0.064, "speedup": {"cuBLAS": 0.87},
+             "config": cfg or {"block_N": 128, "block_K": 64, "dp_waves": -1}},
+            {"kind": "note", "name": "stream-K ws 1536x1536x8192 timeline",
+             "timeline": {"stream-K": st, "cuBLAS": {"dur_us": [lib], "gaps_us": [], "span_us": lib, "calls": 30}}}]}}}
+
+    pick = lambda r: next(c for c in tiles.streamk_ws_claims(r) if c.key == "claim.gemm.skws.tl.kernel")  # noqa: E731
+    c = pick(res(54.5, 3.4, 1.5, 50.9))
+    assert c.case == "higher" and "3.6 µs" in c.text and "140 个" in c.text and "128 步" in c.text
+    assert "128\\times128" in c.text
+    assert pick(res(51.2, 3.4, 1.5, 50.9)).case == "tie"
+    assert pick(res(49.0, 3.4, 1.5, 50.9)).case == "lower"
+    # the 128 x 256 tiles streamed whole: the busiest of 132 workers runs 70 of the 72 x 128 steps
+    c = pick(res(60.0, 5.0, 1.0, 50.9, cfg={"block_N": 256, "block_K": 64, "dp_waves": 0}))
+    assert "128\\times256" in c.text and "70 个" in c.text
+    v = tiles.streamk_ws_values(res(54.5, 3.424, 1.52, 50.9))
+    assert (v["derived.gemm.skws.tl.sk_us"], v["derived.gemm.skws.tl.gap_us"], v["derived.gemm.skws.tl.fix_us"],
+            v["derived.gemm.skws.tl.fixgap_us"], v["derived.gemm.skws.tl.lib_us"]) == ("54.5", "1.5", "3.4", "4.9", "50.9")
+    assert v["calc.gemm.skws.tl.steps"] == "140" and v["calc.gemm.skws.tl.fw_steps"] == "128"
+    one = res(60.0, 0.0, 0.0, 50.9, kernels=1)
+    assert pick(one).case is None and tiles.streamk_ws_values(one)["derived.gemm.skws.tl.fix_us"] == tiles.DASH
+    assert pick({"suites": {}}).case is None
+    assert tiles.streamk_ws_values({"suites": {}})["derived.gemm.skws.tl.sk_us"] == tiles.DASH
+
+
 def test_pdl_sentences_follow_the_searches_and_the_bench():
     """The reduction launched as a programmatic dependent ("pdl") against the plain launch in the same
     search (the in-kernel fix-up and the cluster sum are neither); the winner's launch form and the
