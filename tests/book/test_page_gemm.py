@@ -832,12 +832,12 @@ def test_timeline_sentence_follows_the_profiled_calls():
     pick = lambda r: next(c for c in tiles.streamk_ws_claims(r) if c.key == "claim.gemm.skws.tl.kernel")  # noqa: E731
     c = pick(res(54.5, 3.4, 1.5, 50.9))
     assert c.case == "higher" and "3.6 µs" in c.text and "140 个" in c.text and "128 步" in c.text
-    assert "128\\times128" in c.text
+    assert "128×128 的块" in c.text and "$" not in c.text  # glued text: no math
     assert pick(res(51.2, 3.4, 1.5, 50.9)).case == "tie"
     assert pick(res(49.0, 3.4, 1.5, 50.9)).case == "lower"
     # the 128 x 256 tiles streamed whole: the busiest of 132 workers runs 70 of the 72 x 128 steps
     c = pick(res(60.0, 5.0, 1.0, 50.9, cfg={"block_N": 256, "block_K": 64, "dp_waves": 0}))
-    assert "128\\times256" in c.text and "70 个" in c.text
+    assert "128×256 的块" in c.text and "70 个" in c.text
     v = tiles.streamk_ws_values(res(54.5, 3.424, 1.52, 50.9))
     assert (v["derived.gemm.skws.tl.sk_us"], v["derived.gemm.skws.tl.gap_us"], v["derived.gemm.skws.tl.fix_us"],
             v["derived.gemm.skws.tl.fixgap_us"], v["derived.gemm.skws.tl.lib_us"]) == ("54.5", "1.5", "3.4", "4.9", "50.9")
