@@ -447,12 +447,14 @@ def sk_fixup_counters(M: int, N: int, K: int, block_N: int, block_K: int, worker
 
 def _streamk_ws_program(M: int, N: int, K: int, *, block_N: int, block_K: int, stages: int, panel: int,
                         inflight: int, epi_cols: int, workers: int, dp_waves: int, fixup: bool = False,
-                        pdl: bool = False, spread: bool = False, tail_first: bool = False, red: bool = False):
+                        pdl: bool = False, spread: bool = False, tail_first: bool = False, red: bool = False,
+                        reg_store: bool = False):
     """Stream-K on the hand-written warp-specialised pipeline of :mod:`kernels.gemm.ws` (one
     TMA producer warpgroup, two wgmma consumer warpgroups of 64 rows, ``setmaxnreg``, full/empty
     barriers per stage, the producer's ring running on across work items): full tiles first,
     then this worker's tail pieces; whole tiles go to C in fp16, tail pieces to the fp32
-    workspace ``W`` by TMA store (see :class:`WsSchedule`)."""
+    workspace ``W`` by TMA store (see :class:`WsSchedule`), or with ``reg_store`` straight from the
+    accumulator's registers (no fp32 staging in shared memory, no wait for its reads)."""
     from kernels.gemm.ws import (_EPILOGUE_BARRIER, _FIXUP_SRC, CONSUMER_REGS, PRODUCER_REGS, WS_BLOCK_M, WS_THREADS,
                                  empty_arrivals, stages_ahead)
 
@@ -473,6 +475,9 @@ def _streamk_ws_program(M: int, N: int, K: int, *, block_N: int, block_K: int, s
     require(not tail_first or spread or red,
             "tail_first: only the spread and red fix-ups let a worker's tail pieces come first (spread=True or red=True)")
     require(not red or has_sk, "red: the schedule streams no tile, there is nothing to fix up")
+    require(not reg_store or (has_sk and not (fixup or spread or red)),
+            "reg_store: the separate fix-up's pieces from registers; it needs a streamed tail and no fix-up inside "
+            "the kernel (fixup, spread and red store from registers already)")
     require(not fixup or has_sk, "fixup: the schedule streams no tile, there is nothing to fix up")
     require(not spread or has_sk, "spread: the schedule streams no tile, there is nothing to fix up")
     require(not spread or workers <= SMS, f"spread: workers={workers} must all be resident at once (at most {SMS}): "
@@ -542,6 +547,16 @@ def _streamk_ws_program(M: int, N: int, K: int, *, block_N: int, block_K: int, s
             T.sync_threads(barrier_id=_EPILOGUE_BARRIER[wg], arrive_count=128)
             c0 = c_first + h * epi_cols
             T.copy(S, D[r0:r0 + half, c0:c0 + epi_cols])
+
+    @T.macro
+    def store_regs(acc, W, slot, wg):
+        """A tail piece to its workspace slot from the accumulator's registers, chunk by chunk (no staging)."""
+        T.warpgroup_fence_operand(acc, num_regs=acc_regs)
+        tid = T.get_thread_binding() % 128
+        for h in T.unroll(n_chunks):
+            T.call_extern("handle", f"skqf::store_partial<{epi_cols}>",
+                          T.address_of(W[slot * WS_BLOCK_M + wg * half, h * epi_cols]), block_N, acc.data,
+                          h * epi_cols // 2, tid)
 
     @T.macro
     def fixup_piece(acc, W, C, L, F, Sum, slot, lt, wg):
@@ -659,6 +674,8 @@ def _streamk_ws_program(M: int, N: int, K: int, *, block_N: int, block_K: int, s
                     spread_store(acc, W, L, w * s.max_segments + seg, lt, wg)
                 elif red:
                     red_piece(acc, W, C, L, F, lt, wg)
+                elif reg_store:
+                    store_regs(acc, W, w * s.max_segments + seg, wg)
                 else:
                     store(acc, F_s, W, (w * s.max_segments + seg) * WS_BLOCK_M + wg * half, 0, wg)
 
@@ -695,7 +712,7 @@ def _streamk_ws_program(M: int, N: int, K: int, *, block_N: int, block_K: int, s
                 H1_s = T.alloc_shared((half, epi_cols), T.float16)
             else:
                 H0_s = H1_s = None
-            if has_sk and not fixup and not spread and not red:  # fp32 staging of tail pieces
+            if has_sk and not fixup and not spread and not red and not reg_store:  # fp32 staging of tail pieces
                 F0_s = T.alloc_shared((half, epi_cols), T.float32)
                 F1_s = T.alloc_shared((half, epi_cols), T.float32)
             else:
@@ -715,6 +732,8 @@ def _streamk_ws_program(M: int, N: int, K: int, *, block_N: int, block_K: int, s
                 F = Sum = None
             if spread:
                 T.import_source(_FIXUP_SRC + _SPREAD_SRC)
+            if reg_store:
+                T.import_source(_FIXUP_SRC)
             tx = T.get_thread_binding()
             if pdl:  # the fix-up kernel may be launched now; it waits for this one (T.pdl_sync)
                 T.pdl_trigger()
@@ -804,6 +823,29 @@ def _ws_last_pass_configs() -> dict:
     from kernels.gemm.ws import WS_FIXUP_PASS_CONFIGS
 
     return WS_FIXUP_PASS_CONFIGS
+
+
+@tilelang.jit(target=TARGET, pass_configs=_ws_pass_configs())
+def streamk_ws_rs(
+    M: int,
+    N: int,
+    K: int,
+    block_N: int = 256,
+    block_K: int = 64,
+    stages: int = 3,
+    panel: int = 8,
+    inflight: int = 0,
+    epi_cols: int = 64,
+    workers: int = SMS,
+    dp_waves: int = -1,
+    pdl: bool = False,
+):
+    """:func:`streamk_ws` with the tail pieces stored to the workspace straight from the accumulator's registers
+    (``reg_store``): no fp32 staging in shared memory (a stage's worth of it freed), no wait for a TMA store to
+    have read it; same arguments, same workspace layout, same separate fix-up."""
+    return _streamk_ws_program(M, N, K, block_N=block_N, block_K=block_K, stages=stages, panel=panel,
+                               inflight=inflight, epi_cols=epi_cols, workers=workers, dp_waves=dp_waves,
+                               reg_store=True, **(dict(pdl=True) if pdl else {}))
 
 
 @tilelang.jit(target=TARGET, pass_configs=_ws_last_pass_configs())
@@ -957,12 +999,13 @@ def streamk_ws_fixup(M: int, N: int, K: int, block_N: int = 256, block_K: int = 
 def ws_config(block_N: int = 256, stages: int = 3, epi_cols: int = 64, dp_waves: int = -1, inflight: int = 0,
               panel: int = 8, fixup: bool = False, pdl: bool = False, fix_rows: int = 0,
               fix_unroll: bool = False, spread: bool = False, tail_first: bool = False,
-              red: bool = False, fix_vec: bool = False) -> dict[str, Any]:
+              red: bool = False, fix_vec: bool = False, reg_store: bool = False) -> dict[str, Any]:
     """One configuration of :func:`build_ws` (K blocks of 64); ``fixup`` (the tail tiles summed inside
     the kernel, :func:`streamk_ws_last`) and ``pdl`` (the fix-up kernel launched as a programmatic
     dependent) are kept only when set (earlier configurations unchanged), as are ``fix_rows`` (rows of a tail
     tile per block of the separate fix-up, default 16), ``fix_unroll`` (its contributor loop unrolled) and
-    ``fix_vec`` (its sum written by hand, every piece's load in flight at once)."""
+    ``fix_vec`` (its sum written by hand, every piece's load in flight at once) and ``reg_store`` (the tail pieces
+    stored to the workspace from registers, :func:`streamk_ws_rs`)."""
     cfg = dict(block_N=block_N, block_K=64, stages=stages, epi_cols=epi_cols, dp_waves=dp_waves, inflight=inflight,
                panel=panel)
     if fixup:
@@ -982,6 +1025,10 @@ def ws_config(block_N: int = 256, stages: int = 3, epi_cols: int = 64, dp_waves:
         require(not fixup, "pdl overlaps the launch of the fix-up kernel: with fixup there is none")
         require(not red, "pdl overlaps the launch of the fix-up kernel: with red there is none")
         cfg["pdl"] = True
+    if reg_store:
+        require(not fixup and not spread and not red,
+                "reg_store stores the separate fix-up's pieces: fixup, spread and red store from registers already")
+        cfg["reg_store"] = True
     if fix_rows or fix_unroll or fix_vec:
         require(not fixup and not spread and not red,
                 "fix_rows / fix_unroll / fix_vec shape the separate fix-up kernel: with fixup, spread or red there is none")
@@ -1002,7 +1049,7 @@ def ws_label(cfg: dict[str, Any]) -> str:
     """Short printable name: ``sk`` = pure stream-K, ``dp+sk`` = full waves + streamed tail, ``dpK+sk``;
     ``fr`` rows of a tile per fix-up block, ``fu`` the fix-up's contributor loop unrolled, ``fv`` its sum by hand;
     ``last`` / ``spread`` / ``red`` the fix-up inside the kernel (one reducer / every contributor a band / every
-    piece added at the L2, the last one casts), ``tf`` tail pieces first."""
+    piece added at the L2, the last one casts), ``tf`` tail pieces first, ``rs`` tail pieces stored from registers."""
     d = cfg["dp_waves"]
     kind = "sk" if d == 0 else ("dp+sk" if d == -1 else f"dp{d}+sk")
     return (f"{kind} 128x{cfg['block_N']} st{cfg['stages']} e{cfg['epi_cols']}"
@@ -1012,7 +1059,7 @@ def ws_label(cfg: dict[str, Any]) -> str:
             + (" tf" if cfg.get("tail_first") else "")
             + (" pdl" if cfg.get("pdl") else "")
             + (f" fr{cfg['fix_rows']}" if cfg.get("fix_rows") else "") + (" fu" if cfg.get("fix_unroll") else "")
-            + (" fv" if cfg.get("fix_vec") else ""))
+            + (" fv" if cfg.get("fix_vec") else "") + (" rs" if cfg.get("reg_store") else ""))
 
 
 def build_ws(M: int, N: int, K: int, cfg: dict[str, Any], workers: int = SMS) -> tuple[Any, Any]:
@@ -1037,7 +1084,8 @@ def build_ws(M: int, N: int, K: int, cfg: dict[str, Any], workers: int = SMS) ->
     fix = None
     if s.sk_tiles:
         fix = streamk_ws_fixup(M, N, K, cfg["block_N"], cfg["block_K"], cfg["panel"], workers, cfg["dp_waves"], **fx)
-    return streamk_ws(M, N, K, workers=workers, **kw, **({"pdl": True} if fx.get("pdl") else {})), fix
+    entry = streamk_ws_rs if cfg.get("reg_store") else streamk_ws
+    return entry(M, N, K, workers=workers, **kw, **({"pdl": True} if fx.get("pdl") else {})), fix
 
 
 def check_ws_inputs(a: Any, b: Any, cfg: dict[str, Any]) -> tuple[int, int, int]:

@@ -239,6 +239,45 @@ def test_fixup_knobs_are_named_checked_and_reach_the_fixup_kernel():
         streamk.ws_config(128, 5, 64, -1, red=True, fix_vec=True)
 
 
+def test_reg_store_is_named_checked_and_builds_its_own_entry():
+    """``reg_store`` (label ``rs``): the tail pieces from registers, a jit entry of its own; earlier configurations
+    keep theirs; with a fix-up inside the kernel it is refused, naming why."""
+    from tools.kernel_digest import calls
+
+    base = streamk.ws_config(128, 5, 64, -1, panel=0, fix_rows=4, fix_vec=True)
+    rs = streamk.ws_config(128, 6, 64, -1, panel=0, fix_rows=4, fix_vec=True, reg_store=True)
+    assert "reg_store" not in base and streamk.ws_label(rs) == "dp+sk 128x128 st6 e64 p0 fr4 fv rs"
+    (fix, _, fkw), (gemm, gargs, gkw) = calls(lambda: streamk.build_ws(1536, 1536, 8192, rs, 132))
+    assert gemm.func.__name__ == "streamk_ws_rs" and fix.func.__name__ == "streamk_ws_fixup"
+    assert fkw == {"rows": 4, "vec": True} and gkw["stages"] == 6 and "pdl" not in gkw
+    (_, _, _), (gemm, _, _) = calls(lambda: streamk.build_ws(1536, 1536, 8192, base, 132))
+    assert gemm.func.__name__ == "streamk_ws"
+    for other in (dict(fixup=True), dict(spread=True), dict(red=True)):
+        with pytest.raises(ValueError, match="reg_store stores the separate fix-up's pieces"):
+            streamk.ws_config(128, 5, 64, -1, reg_store=True, **other)
+    with pytest.raises(ValueError, match="reg_store: .* needs a streamed tail"):  # 132 tiles: no tail
+        streamk.streamk_ws_rs(1408, 1536, 8192, 128, 64, 5, 0, 0, 64, 132, -1)
+
+
+@pytest.mark.slow
+def test_reg_store_writes_the_pieces_from_registers_without_staging(_fresh):
+    """The tail pieces go to the same workspace rows as the TMA form (slot ``w * segments + seg``, the second
+    consumer 64 rows down), one register store per chunk and consumer; the fp32 staging is gone from shared memory
+    (so six stages fit); whole tiles still go to C by TMA store."""
+    s = streamk.ws_schedule(1536, 1536, 8192, 128, 64, 132, -1)
+    tma, _ = streamk.build_ws(1536, 1536, 8192, streamk.ws_config(128, 5, 64, -1, panel=0), 132)
+    rs5, _ = streamk.build_ws(1536, 1536, 8192, streamk.ws_config(128, 5, 64, -1, panel=0, reg_store=True), 132)
+    rs6, _ = streamk.build_ws(1536, 1536, 8192, streamk.ws_config(128, 6, 64, -1, panel=0, reg_store=True), 132)
+    src = rs5.get_kernel_source()
+    assert "F0_s" not in src and "tma_store(W_desc" not in src and "tma_store(C_desc, (&(((half_t*)H0_s)" in src
+    assert src.count("skqf::store_partial<64>(") == 2  # one per consumer, in the unrolled loop over the chunks
+    slot = s.max_segments * 128 * 128
+    assert f"(((int)blockIdx.x) * {slot})" in src and f"+ {64 * 128})" in src
+    assert launch_info(tma).smem_bytes - launch_info(rs5).smem_bytes >= 2 * 64 * 64 * 4
+    assert launch_info(rs6).smem_bytes <= SMEM_LIMIT < launch_info(
+        streamk.build_ws(1536, 1536, 8192, streamk.ws_config(128, 6, 64, -1, panel=0), 132)[0]).smem_bytes
+
+
 @pytest.mark.slow
 def test_full_wave_kernel_is_persistent_on_132_blocks_with_n144_wgmma(_fresh):
     from kernels.gemm.ladder import build_tuned
