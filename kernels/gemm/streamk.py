@@ -626,14 +626,9 @@ def _streamk_ws_program(M: int, N: int, K: int, *, block_N: int, block_K: int, s
     def spread_store(acc, W, L, slot, lt, wg):
         """This piece's fp32 partial (the consumer's 64 rows) to its workspace slot from registers, then one
         arrival (release) on the tail tile's counter of these rows."""
-        T.warpgroup_fence_operand(acc, num_regs=acc_regs)
-        tid = T.get_thread_binding() % 128
-        for h in T.unroll(n_chunks):
-            T.call_extern("handle", f"skqf::store_partial<{epi_cols}>",
-                          T.address_of(W[slot * WS_BLOCK_M + wg * half, h * epi_cols]), block_N, acc.data,
-                          h * epi_cols // 2, tid)
+        store_regs(acc, W, slot, wg)
         T.sync_threads(barrier_id=_EPILOGUE_BARRIER[wg], arrive_count=128)
-        if tid == 0:
+        if T.get_thread_binding() % 128 == 0:
             T.call_extern("handle", "sksp::arrive", T.address_of(L[lt * 2 + wg]))
 
     @T.macro
