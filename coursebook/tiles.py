@@ -1501,8 +1501,12 @@ def _skws_timeline(results: dict | None) -> dict[str, float | int | None]:
     tl = (rec or {}).get("timeline") or {}
     sk, lib = tl.get("stream-K") or {}, tl.get("cuBLAS") or {}
     two = len(sk.get("dur_us") or []) == 2 and len(sk.get("gaps_us") or []) == 1
+    wave, tail = tl.get("wave alone") or {}, tl.get("tail alone") or {}
+    one_wave = two and len(wave.get("dur_us") or []) == 1  # the wave alone: one kernel, nothing to fix up
     return {"sk_us": sk["dur_us"][0] if two else None, "gap_us": sk["gaps_us"][0] if two else None,
-            "fix_us": sk["dur_us"][1] if two else None, "lib_us": lib.get("span_us"), "calls": sk.get("calls")}
+            "fix_us": sk["dur_us"][1] if two else None, "lib_us": lib.get("span_us"), "calls": sk.get("calls"),
+            "wave_us": wave["dur_us"][0] if one_wave else None,
+            "tail_alone_us": tail["dur_us"][0] if two and len(tail.get("dur_us") or []) == 2 else None}
 
 
 def _skws_steps(results: dict | None) -> tuple[int | None, int, int | None]:
@@ -1520,15 +1524,41 @@ def _skws_steps(results: dict | None) -> tuple[int | None, int, int | None]:
     return s.dp_rounds * s.iters_per_tile + s.iters_per_worker + (1 if s.extra else 0), K // 64, cfg["block_N"]
 
 
+def _skws_tail(results: dict | None) -> dict[str, float | int | None]:
+    """The stream-K kernel taken apart (the suite's wave and tail run alone, :func:`measure.suites.gemm.streamk_ws.
+    wave_tail_rows`): what the tail adds to the kernel (the kernel less its wave alone, us), the busiest worker's K
+    steps in the tail, and what those steps would take at the wave's own rate (the wave alone over its K steps);
+    None where the note has no wave alone."""
+    from kernels.common import SMS
+    from measure.suites.gemm import streamk_ws as S
+
+    t = _skws_timeline(results)
+    cfg = (bench(results, SKWS["awk"], "gemm.streamk_ws") or {}).get("config") or {}
+    none = {"tail_us": None, "tail_steps": None, "rate_us": None}
+    if t["wave_us"] is None or not cfg.get("block_N"):
+        return none
+    s = S.ws_schedule(*S.SHAPES[0], cfg["block_N"], cfg.get("block_K", 64), SMS, cfg.get("dp_waves", -1))
+    if not s.dp_rounds or not s.sk_tiles:  # no wave or no tail: nothing to take apart
+        return none
+    steps = s.iters_per_worker + (1 if s.extra else 0)
+    return {"tail_us": t["sk_us"] - t["wave_us"], "tail_steps": steps,
+            "rate_us": t["wave_us"] / (s.dp_rounds * s.iters_per_tile) * steps}
+
+
 def _skws_timeline_values(results: dict | None) -> dict[str, str]:
     t = _skws_timeline(results)
     f = lambda x: DASH if x is None else f"{x:.1f}"  # noqa: E731
     fixgap = None if t["fix_us"] is None else t["fix_us"] + t["gap_us"]
     steps, fw_steps, _ = _skws_steps(results)
+    tail = _skws_tail(results)
     return {"derived.gemm.skws.tl.sk_us": f(t["sk_us"]), "derived.gemm.skws.tl.gap_us": f(t["gap_us"]),
             "derived.gemm.skws.tl.fix_us": f(t["fix_us"]), "derived.gemm.skws.tl.lib_us": f(t["lib_us"]),
             "derived.gemm.skws.tl.fixgap_us": f(fixgap), "derived.gemm.skws.tl.calls": str(t["calls"] or DASH),
-            "calc.gemm.skws.tl.steps": str(steps or DASH), "calc.gemm.skws.tl.fw_steps": str(fw_steps)}
+            "calc.gemm.skws.tl.steps": str(steps or DASH), "calc.gemm.skws.tl.fw_steps": str(fw_steps),
+            "derived.gemm.skws.tl.wave_us": f(t["wave_us"]), "derived.gemm.skws.tl.tail_us": f(tail["tail_us"]),
+            "calc.gemm.skws.tl.tail_steps": str(tail["tail_steps"] or DASH),
+            "derived.gemm.skws.tl.tail_rate_us": f(tail["rate_us"]),
+            "derived.gemm.skws.tl.tail_alone_us": f(t["tail_alone_us"])}
 
 
 def _skws_timeline_claim(results: dict | None):
@@ -1545,6 +1575,29 @@ def _skws_timeline_claim(results: dict | None):
                      tie="省掉它们，stream-K 就与 cuBLAS 相差不到 1%",
                      lower="省掉它们，stream-K 的 kernel 本身比 cuBLAS 还快",
                      excess=excess, steps=steps, fw_steps=fw_steps, block_n=block_n)
+
+
+def _skws_tail_claim(results: dict | None):
+    """Does the tail add more to the stream-K kernel than its K steps take at the wave's rate?"""
+    from coursebook import claims as C
+
+    tail = _skws_tail(results)
+    excess = None if tail["tail_us"] is None else tail["tail_us"] - tail["rate_us"]
+    return C.compare("claim.gemm.skws.tl.tail", tail["tail_us"], tail["rate_us"], tol=0.05,
+                     higher="实际多了 {excess:.1f} µs：这段时间里，kernel 还要从整块换到尾段，再把 fp32 部分和写出去",
+                     tie="实际差不多正是这么多：换段和写出部分和几乎没有多花时间",
+                     lower="实际比这还少", excess=excess)
+
+
+def _skws_alone_claim(results: dict | None):
+    """The tail run alone against what it adds to the whole kernel."""
+    from coursebook import claims as C
+
+    return C.compare("claim.gemm.skws.tl.alone", _skws_timeline(results)["tail_alone_us"],
+                     _skws_tail(results)["tail_us"], tol=0.1,
+                     higher="是它在完整 kernel 里多出来那段的 {ratio:.1f} 倍：单独跑的时候，尾部的 A 和 B 都要从 HBM 读进来；"
+                            "接在整波后面，它要读的 B 整波刚刚读过一遍",
+                     tie="和它在完整 kernel 里多出来的那段差不多", lower="比它在完整 kernel 里多出来的那段还短")
 
 
 def streamk_ws_claims(results: dict | None) -> list:
@@ -1579,4 +1632,6 @@ def streamk_ws_claims(results: dict | None) -> list:
         C.threshold("claim.gemm.skws.fw.vs_sk", sp("awk", "full-wave 128x144"), 1.0,
                     above="stream-K 并不比它慢", below="比最快的 stream-K 还快"),
         _skws_timeline_claim(results),
+        _skws_tail_claim(results),
+        _skws_alone_claim(results),
     ]

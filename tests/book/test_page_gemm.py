@@ -849,6 +849,44 @@ def test_timeline_sentence_follows_the_profiled_calls():
     assert tiles.streamk_ws_values({"suites": {}})["derived.gemm.skws.tl.sk_us"] == tiles.DASH
 
 
+def test_tail_sentence_follows_the_wave_and_the_tail_run_alone():
+    """The stream-K kernel less its wave run alone is what the tail adds; the busiest worker's tail steps at the
+    wave's rate (the wave's time over its K steps) pick the sentence; no wave alone in the note (a winner whose
+    schedule does not come apart) gives dashes and no sentence."""
+    from coursebook import tiles
+
+    def res(sk, wave, tail_alone=14.0, cfg=None):
+        two = lambda k: {"dur_us": [k, 3.3], "gaps_us": [1.3], "span_us": k + 4.6, "calls": 30}  # noqa: E731
+        tl = {"stream-K": two(sk), "cuBLAS": {"dur_us": [50.2], "gaps_us": [], "span_us": 50.2, "calls": 30}}
+        if wave is not None:
+            tl["wave alone"] = {"dur_us": [wave], "gaps_us": [], "span_us": wave, "calls": 30}
+            tl["tail alone"] = two(tail_alone)
+        return {"suites": {"gemm.streamk_ws": {"records": [
+            {"kind": "bench", "name": "stream-K ws 1536x1536x8192", "ms": 0.063, "speedup": {"cuBLAS": 0.86},
+             "config": cfg or {"block_N": 128, "block_K": 64, "dp_waves": -1, "panel": 0}},
+            {"kind": "note", "name": "stream-K ws 1536x1536x8192 timeline", "timeline": tl}]}}}
+
+    pick = lambda r: next(c for c in tiles.streamk_ws_claims(r) if c.key == "claim.gemm.skws.tl.tail")  # noqa: E731
+    # 132 whole tiles of 128 steps in 47.6 us: 0.372 us a step; the busiest worker's tail is 12 steps (1536 tail
+    # steps over 132 workers: 11, and 84 workers one more) -> 4.46 us, against 54.3 - 47.6 = 6.7 us
+    v = tiles.streamk_ws_values(res(54.3, 47.6))
+    assert (v["derived.gemm.skws.tl.wave_us"], v["derived.gemm.skws.tl.tail_us"], v["calc.gemm.skws.tl.tail_steps"],
+            v["derived.gemm.skws.tl.tail_rate_us"], v["derived.gemm.skws.tl.tail_alone_us"]) == (
+        "47.6", "6.7", "12", "4.5", "14.0")
+    c = pick(res(54.3, 47.6))
+    assert c.case == "higher" and "2.2 µs" in c.text and "$" not in c.text
+    assert pick(res(52.1, 47.6)).case == "tie" and pick(res(51.0, 47.6)).case == "lower"
+    alone = lambda r: next(c for c in tiles.streamk_ws_claims(r) if c.key == "claim.gemm.skws.tl.alone")  # noqa: E731
+    c = alone(res(54.3, 47.6))  # 14.0 alone against 6.7 in the whole kernel
+    assert c.case == "higher" and c.text.startswith("是它在完整 kernel 里多出来那段的 2.1 倍") and "HBM" in c.text
+    assert alone(res(54.3, 47.6, tail_alone=7.0)).case == "tie" and alone(res(54.3, 47.6, tail_alone=5.0)).case == "lower"
+    gone = res(54.3, None)
+    assert pick(gone).case is None and alone(gone).case is None and tiles.streamk_ws_values(gone)["derived.gemm.skws.tl.tail_us"] == tiles.DASH
+    assert tiles.streamk_ws_values(gone)["derived.gemm.skws.tl.tail_alone_us"] == tiles.DASH
+    # a winner streamed whole has no wave: nothing to take apart even if a note had one
+    assert pick(res(54.3, 47.6, cfg={"block_N": 256, "block_K": 64, "dp_waves": 0})).case is None
+
+
 def test_pdl_sentences_follow_the_searches_and_the_bench():
     """The reduction launched as a programmatic dependent ("pdl") against the plain launch in the same
     search (the in-kernel fix-up and the cluster sum are neither); the winner's launch form and the

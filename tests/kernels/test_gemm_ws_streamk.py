@@ -77,6 +77,26 @@ def test_wave_model_predicts_the_gain_where_the_last_wave_is_poor():
     assert w["critical_path_tiles"] >= w["ideal_waves"]
 
 
+def test_the_row_order_hybrid_comes_apart_into_its_wave_and_its_tail():
+    hybrid = streamk.ws_config(128, 5, 64, -1, panel=0, fix_vec=True, fix_rows=4)  # gemm.flush's stream-K form
+    rows = suite.wave_tail_rows(1536, 1536, 8192, hybrid, 132)
+    assert rows == 1408  # 132 whole tiles = 11 of the 12 tile rows
+    whole = streamk.ws_schedule(1536, 1536, 8192, 128, 64, 132, -1)
+    wave = streamk.ws_schedule(rows, 1536, 8192, 128, 64, 132, -1)
+    tail = streamk.ws_schedule(1536 - rows, 1536, 8192, 128, 64, 132, 0)
+    assert (wave.dp_tiles, wave.sk_tiles) == (whole.dp_tiles, 0)
+    assert (tail.dp_tiles, tail.sk_tiles) == (0, whole.sk_tiles)
+    # the tail alone deals out the same pieces to the same workers as the hybrid's tail
+    assert [[p[1:] for p in w] for w in tail.pieces()] == [[p[1:] for p in w] for w in whole.pieces()]
+    # nothing to take apart: tiles in panels, everything streamed, a fix-up inside the kernel, whole tiles that end
+    # inside a tile row (2048 x 2048 with 128 x 128 tiles: 256 tiles, 132 whole, 16 to a row)
+    assert suite.wave_tail_rows(1536, 1536, 8192, dict(hybrid, panel=8), 132) is None
+    assert suite.wave_tail_rows(1536, 1536, 8192, streamk.ws_config(256, 4, 64, 0, panel=0), 132) is None
+    assert suite.wave_tail_rows(1536, 1536, 8192, streamk.ws_config(128, 5, 64, -1, panel=0, spread=True), 132) is None
+    assert suite.wave_tail_rows(2048, 2048, 8192, hybrid, 132) is None
+    assert suite.wave_tail_rows(1408, 1536, 8192, hybrid, 132) is None  # one full wave, no tail
+
+
 def test_split_k_additions_keep_the_recorded_calls():
     from tools.kernel_digest import calls
 

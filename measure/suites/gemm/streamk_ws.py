@@ -18,7 +18,8 @@ pipeline with 128 x 144 tiles (:data:`FULL_WAVE`), 12 x 11 = 132 tiles, exactly 
 no fix-up (the last tile column is clipped: 11 x 144 > 1536); it has its own bench record against
 cuBLAS and the 128 x 256 tiling.  The library's kernel names (profiler) are noted at every shape, and so is
 where one call's time goes on the GPU's clock (profiler, 30 calls after the flush): the bench winner's kernels
-(stream-K, then its fix-up) with their durations and the gap between them, cuBLAS's and the full-wave tiling's.
+(stream-K, then its fix-up) with their durations and the gap between them, cuBLAS's and the full-wave tiling's; and,
+where the winner's schedule comes apart (:func:`wave_tail_rows`), its wave and its tail each run alone.
 
 Each stream-K time includes its fix-up.  The fix-up inside the kernel (``fixup``, label ``last``):
 the last piece of a tail tile's chunk to be counted adds the tile's pieces and writes C; spread inside the
@@ -101,6 +102,22 @@ def predicted_speedup(M: int, N: int, K: int, cfg: dict[str, Any], sms: int) -> 
         tiles=g_sk, waves_data_parallel=w_dp, last_wave_fill_data_parallel=f_dp, ideal_waves=g_sk * area / sms,
         critical_path_tiles=steps / s.iters_per_tile * area, dp_tiles=s.dp_tiles, sk_tiles=s.sk_tiles,
         pieces_max=s.max_segments, contributors_max=s.max_contrib)
+
+
+def wave_tail_rows(M: int, N: int, K: int, cfg: dict[str, Any], sms: int) -> int | None:
+    """Rows of C that a configuration's whole-tile waves cover, when its schedule can be taken apart: full waves
+    then a streamed tail (``dp_waves=-1``), tiles in row order (``panel=0``), the fix-up a kernel of its own, and the
+    whole tiles filling whole tile rows.  Then the rows above run alone as the wave (the same kernel, nothing
+    streamed) and the rows below as the tail (every tile streamed: the same pieces, workers and fix-up); None
+    otherwise."""
+    from kernels.gemm.ws import WS_BLOCK_M
+
+    if cfg.get("panel") != 0 or cfg.get("dp_waves") != -1 or any(cfg.get(k) for k in ("fixup", "spread", "red")):
+        return None
+    s = ws_schedule(M, N, K, cfg["block_N"], cfg["block_K"], sms, -1)
+    if s.dp_rounds < 1 or not s.sk_tiles or s.dp_tiles % s.grid_n:
+        return None
+    return s.dp_tiles // s.grid_n * WS_BLOCK_M
 
 
 def gpu_suite(h: Any) -> None:
@@ -203,6 +220,22 @@ def gpu_suite(h: Any) -> None:
         subjects = {"stream-K": lambda: fn(c), "cuBLAS": cublas}
         if fw is not None:
             subjects["full-wave 128x144"] = lambda: fw(a, b, c_fw)
+        rows = wave_tail_rows(M, N, K, cfg, sms)
+        if rows is not None:  # the winner's wave and its tail, each alone on its own rows of A
+            for part, lo, hi, d in (("wave alone", 0, rows, -1), ("tail alone", rows, M, 0)):
+                try:
+                    pc = dict(cfg, dp_waves=d)
+                    pf = make_ws_runner(a[lo:hi].contiguous(), b, pc, sms)
+                    po = h.poisoned((hi - lo, N), torch.float16)
+                    pf(po)
+                    pf(po)
+                    chk = h.check(f"stream-K ws {shape} {part}", po, ref[lo:hi], rel_fro_err=rel_fro_err(po, ref[lo:hi]),
+                                  config=pc, rows=[lo, hi], **tol)
+                except Exception as exc:  # the timeline goes on without this part
+                    h.error(f"stream-K ws {shape} {part}", exc)
+                    continue
+                if chk["ok"]:
+                    subjects[part] = lambda pf=pf, po=po: pf(po)
         note_kernel_timeline(h, f"stream-K ws {shape} timeline", subjects)
         sp = rec["speedup"].get("data-parallel")
         if sp is not None:
