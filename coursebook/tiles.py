@@ -1535,7 +1535,7 @@ def _skws_tail(results: dict | None) -> dict[str, float | int | None]:
     t = _skws_timeline(results)
     cfg = (bench(results, SKWS["awk"], "gemm.streamk_ws") or {}).get("config") or {}
     none = {"tail_us": None, "tail_steps": None, "rate_us": None}
-    if t["wave_us"] is None or not cfg.get("block_N"):
+    if t["wave_us"] is None or not cfg.get("block_N") or cfg.get("pdl"):  # pdl: the fix-up shares the kernel's time
         return none
     s = S.ws_schedule(*S.SHAPES[0], cfg["block_N"], cfg.get("block_K", 64), SMS, cfg.get("dp_waves", -1))
     if not s.dp_rounds or not s.sk_tiles:  # no wave or no tail: nothing to take apart
@@ -1550,15 +1550,10 @@ def _skws_timeline_values(results: dict | None) -> dict[str, str]:
     f = lambda x: DASH if x is None else f"{x:.1f}"  # noqa: E731
     fixgap = None if t["fix_us"] is None else t["fix_us"] + t["gap_us"]
     steps, fw_steps, _ = _skws_steps(results)
-    tail = _skws_tail(results)
     return {"derived.gemm.skws.tl.sk_us": f(t["sk_us"]), "derived.gemm.skws.tl.gap_us": f(t["gap_us"]),
             "derived.gemm.skws.tl.fix_us": f(t["fix_us"]), "derived.gemm.skws.tl.lib_us": f(t["lib_us"]),
             "derived.gemm.skws.tl.fixgap_us": f(fixgap), "derived.gemm.skws.tl.calls": str(t["calls"] or DASH),
-            "calc.gemm.skws.tl.steps": str(steps or DASH), "calc.gemm.skws.tl.fw_steps": str(fw_steps),
-            "derived.gemm.skws.tl.wave_us": f(t["wave_us"]), "derived.gemm.skws.tl.tail_us": f(tail["tail_us"]),
-            "calc.gemm.skws.tl.tail_steps": str(tail["tail_steps"] or DASH),
-            "derived.gemm.skws.tl.tail_rate_us": f(tail["rate_us"]),
-            "derived.gemm.skws.tl.tail_alone_us": f(t["tail_alone_us"])}
+            "calc.gemm.skws.tl.steps": str(steps or DASH), "calc.gemm.skws.tl.fw_steps": str(fw_steps)}
 
 
 def _skws_timeline_claim(results: dict | None):
@@ -1568,13 +1563,25 @@ def _skws_timeline_claim(results: dict | None):
     t = _skws_timeline(results)
     steps, fw_steps, block_n = _skws_steps(results)
     excess = None if None in (t["sk_us"], t["lib_us"]) else t["sk_us"] - t["lib_us"]
-    slower = "就算把它们全部省掉，stream-K 的 kernel 本身也比 cuBLAS 慢 {excess:.1f} µs"
+    slower = "就算把这段全部省掉，stream-K 的 kernel 本身也比 cuBLAS 慢 {excess:.1f} µs"
     if steps is not None and steps > fw_steps:  # the step count explains it only when the busiest SM runs more steps
         slower += "：128×{block_n} 的块让最忙的 SM 走 {steps} 个 K 步，下文那种一个 SM 正好一块的切法每个 SM 只走 {fw_steps} 步"
     return C.compare("claim.gemm.skws.tl.kernel", t["sk_us"], t["lib_us"], tol=0.01, higher=slower,
-                     tie="省掉它们，stream-K 就与 cuBLAS 相差不到 1%",
-                     lower="省掉它们，stream-K 的 kernel 本身比 cuBLAS 还快",
+                     tie="省掉这段，stream-K 就与 cuBLAS 相差不到 1%",
+                     lower="省掉这段，stream-K 的 kernel 本身比 cuBLAS 还快",
                      excess=excess, steps=steps, fw_steps=fw_steps, block_n=block_n)
+
+
+def _skws_fix_claim(results: dict | None):
+    """How the fix-up follows the stream-K kernel on the GPU's clock: after a gap, or launched early (a programmatic
+    dependent: a negative gap, its duration includes its wait)."""
+    from coursebook import claims as C
+
+    t = _skws_timeline(results)
+    return C.threshold("claim.gemm.skws.tl.fix", t["gap_us"], 0.0,
+                       above="它结束后隔 {gap:.1f} µs 拼合 kernel 才开始，再跑 {fix:.1f} µs",
+                       below="拼合 kernel 以 PDL 提前启动，在它结束前 {lead:.1f} µs 就已上了 GPU，先等它结束",
+                       gap=t["gap_us"], fix=t["fix_us"], lead=None if t["gap_us"] is None else -t["gap_us"])
 
 
 def _skws_tail_claim(results: dict | None):
@@ -1598,6 +1605,35 @@ def _skws_alone_claim(results: dict | None):
                      higher="是它在完整 kernel 里多出来那段的 {ratio:.1f} 倍：单独跑的时候，尾部的 A 和 B 都要从 HBM 读进来；"
                             "接在整波后面，它要读的 B 整波刚刚读过一遍",
                      tie="和它在完整 kernel 里多出来的那段差不多", lower="比它在完整 kernel 里多出来的那段还短")
+
+
+#: The paragraph that takes the stream-K kernel apart (:func:`_skws_parts_claim`).
+SKWS_PARTS = ("再把 stream-K 的 kernel 本身拆开。让同一个 kernel 只算整块所在的那些行（同样的块、同样的 worker，一段也不切），"
+              "这一波要 {wave:.1f} µs；所以尾部让 kernel 长了 {tail:.1f} µs。照整波每个 K 步的速度，最忙的 SM 在尾部走的 "
+              "{steps} 步只该花 {rate:.1f} µs，{tail_clause}。反过来只算尾部那一行块，每块照样切开分给全部 worker，那个 kernel "
+              "要 {alone:.1f} µs，{alone_clause}。")
+
+
+def _skws_parts_claim(results: dict | None):
+    """The stream-K kernel taken apart (its wave alone, what the tail adds against its steps at the wave's rate, the
+    tail alone), one paragraph; case ``"whole"`` when the record has the timeline but not the parts (a winner whose
+    fix-up is launched early, or whose whole tiles do not fill whole tile rows: the suite does not take it apart)."""
+    from coursebook import claims as C
+
+    t, tail = _skws_timeline(results), _skws_tail(results)
+    tc, ac = _skws_tail_claim(results), _skws_alone_claim(results)
+    if t["sk_us"] is None:
+        case = None
+    elif tail["tail_us"] is None or t["tail_alone_us"] is None:
+        case = "whole"
+    else:
+        case = "parts"
+    return C.choose("claim.gemm.skws.tl.parts", case,
+                    {"parts": SKWS_PARTS,
+                     "whole": "这次运行里最快的形式没有再拆开计时：它的拼合 kernel 提前启动、与 stream-K 的 kernel 重叠，"
+                              "或者它的整块凑不成整行。"},
+                    wave=t["wave_us"], tail=tail["tail_us"], steps=tail["tail_steps"], rate=tail["rate_us"],
+                    alone=t["tail_alone_us"], tail_clause=tc.text, alone_clause=ac.text)
 
 
 def streamk_ws_claims(results: dict | None) -> list:
@@ -1632,6 +1668,6 @@ def streamk_ws_claims(results: dict | None) -> list:
         C.threshold("claim.gemm.skws.fw.vs_sk", sp("awk", "full-wave 128x144"), 1.0,
                     above="stream-K 并不比它慢", below="比最快的 stream-K 还快"),
         _skws_timeline_claim(results),
-        _skws_tail_claim(results),
-        _skws_alone_claim(results),
+        _skws_fix_claim(results),
+        _skws_parts_claim(results),
     ]

@@ -849,16 +849,17 @@ def test_timeline_sentence_follows_the_profiled_calls():
     assert tiles.streamk_ws_values({"suites": {}})["derived.gemm.skws.tl.sk_us"] == tiles.DASH
 
 
-def test_tail_sentence_follows_the_wave_and_the_tail_run_alone():
+def test_parts_paragraph_follows_the_wave_and_the_tail_run_alone():
     """The stream-K kernel less its wave run alone is what the tail adds; the busiest worker's tail steps at the
-    wave's rate (the wave's time over its K steps) pick the sentence; no wave alone in the note (a winner whose
-    schedule does not come apart) gives dashes and no sentence."""
+    wave's rate (the wave's time over its K steps) pick the clause, the tail alone against what it adds the other;
+    a timeline without the parts (a winner the suite does not take apart) gives the paragraph that says so, and no
+    timeline at all no paragraph."""
     from coursebook import tiles
 
-    def res(sk, wave, tail_alone=14.0, cfg=None):
+    def res(sk, wave, tail_alone=14.0, cfg=None, parts=True):
         two = lambda k: {"dur_us": [k, 3.3], "gaps_us": [1.3], "span_us": k + 4.6, "calls": 30}  # noqa: E731
         tl = {"stream-K": two(sk), "cuBLAS": {"dur_us": [50.2], "gaps_us": [], "span_us": 50.2, "calls": 30}}
-        if wave is not None:
+        if parts:
             tl["wave alone"] = {"dur_us": [wave], "gaps_us": [], "span_us": wave, "calls": 30}
             tl["tail alone"] = two(tail_alone)
         return {"suites": {"gemm.streamk_ws": {"records": [
@@ -866,25 +867,48 @@ def test_tail_sentence_follows_the_wave_and_the_tail_run_alone():
              "config": cfg or {"block_N": 128, "block_K": 64, "dp_waves": -1, "panel": 0}},
             {"kind": "note", "name": "stream-K ws 1536x1536x8192 timeline", "timeline": tl}]}}}
 
-    pick = lambda r: next(c for c in tiles.streamk_ws_claims(r) if c.key == "claim.gemm.skws.tl.tail")  # noqa: E731
+    pick = lambda r, k="claim.gemm.skws.tl.parts": next(c for c in tiles.streamk_ws_claims(r) if c.key == k)  # noqa: E731
     # 132 whole tiles of 128 steps in 47.6 us: 0.372 us a step; the busiest worker's tail is 12 steps (1536 tail
     # steps over 132 workers: 11, and 84 workers one more) -> 4.46 us, against 54.3 - 47.6 = 6.7 us
-    v = tiles.streamk_ws_values(res(54.3, 47.6))
-    assert (v["derived.gemm.skws.tl.wave_us"], v["derived.gemm.skws.tl.tail_us"], v["calc.gemm.skws.tl.tail_steps"],
-            v["derived.gemm.skws.tl.tail_rate_us"], v["derived.gemm.skws.tl.tail_alone_us"]) == (
-        "47.6", "6.7", "12", "4.5", "14.0")
     c = pick(res(54.3, 47.6))
-    assert c.case == "higher" and "2.2 µs" in c.text and "$" not in c.text
-    assert pick(res(52.1, 47.6)).case == "tie" and pick(res(51.0, 47.6)).case == "lower"
-    alone = lambda r: next(c for c in tiles.streamk_ws_claims(r) if c.key == "claim.gemm.skws.tl.alone")  # noqa: E731
-    c = alone(res(54.3, 47.6))  # 14.0 alone against 6.7 in the whole kernel
-    assert c.case == "higher" and c.text.startswith("是它在完整 kernel 里多出来那段的 2.1 倍") and "HBM" in c.text
+    assert c.case == "parts" and "$" not in c.text
+    for part in ("这一波要 47.6 µs", "长了 6.7 µs", "走的 12 步只该花 4.5 µs，实际多了 2.2 µs", "那个 kernel 要 14.0 µs，是它",
+                 "2.1 倍", "HBM"):
+        assert part in c.text, part
+    tail, alone = tiles._skws_tail_claim, tiles._skws_alone_claim  # the paragraph's two clauses
+    assert tail(res(54.3, 47.6)).case == "higher" and tail(res(52.1, 47.6)).case == "tie"
+    assert tail(res(51.0, 47.6)).case == "lower" and "实际比这还少" in pick(res(51.0, 47.6)).text
     assert alone(res(54.3, 47.6, tail_alone=7.0)).case == "tie" and alone(res(54.3, 47.6, tail_alone=5.0)).case == "lower"
-    gone = res(54.3, None)
-    assert pick(gone).case is None and alone(gone).case is None and tiles.streamk_ws_values(gone)["derived.gemm.skws.tl.tail_us"] == tiles.DASH
-    assert tiles.streamk_ws_values(gone)["derived.gemm.skws.tl.tail_alone_us"] == tiles.DASH
-    # a winner streamed whole has no wave: nothing to take apart even if a note had one
-    assert pick(res(54.3, 47.6, cfg={"block_N": 256, "block_K": 64, "dp_waves": 0})).case is None
+    whole = pick(res(54.3, 47.6, parts=False))
+    assert whole.case == "whole" and "没有再拆开" in whole.text
+    # a winner streamed whole has no wave: nothing to take apart even if a note had the parts
+    assert pick(res(54.3, 47.6, cfg={"block_N": 256, "block_K": 64, "dp_waves": 0})).case == "whole"
+    # nor a winner whose fix-up is launched early: it runs beside the stream-K kernel, inside the kernel's time
+    assert pick(res(54.3, 47.6, cfg={"block_N": 128, "block_K": 64, "dp_waves": -1, "panel": 0, "pdl": True})).case == "whole"
+    assert pick({"suites": {}}).case is None
+
+
+def test_fix_clause_follows_the_gap_or_an_early_launch():
+    """The fix-up after a gap, or launched early as a programmatic dependent (a negative gap: the profiled fix-up
+    starts before the stream-K kernel ends); either way the time from the kernel's end to the fix-up's end is the
+    gap plus the fix-up."""
+    from coursebook import tiles
+
+    def res(gap, fix):
+        st = {"dur_us": [56.2, fix], "gaps_us": [gap], "span_us": 56.2 + gap + fix, "calls": 30}
+        return {"suites": {"gemm.streamk_ws": {"records": [
+            {"kind": "bench", "name": "stream-K ws 1536x1536x8192", "ms": 0.064, "speedup": {"cuBLAS": 0.87},
+             "config": {"block_N": 128, "block_K": 64, "dp_waves": -1, "panel": 0, "pdl": True}},
+            {"kind": "note", "name": "stream-K ws 1536x1536x8192 timeline",
+             "timeline": {"stream-K": st, "cuBLAS": {"dur_us": [51.0], "gaps_us": [], "span_us": 51.0, "calls": 30}}}]}}}
+
+    pick = lambda r: next(c for c in tiles.streamk_ws_claims(r) if c.key == "claim.gemm.skws.tl.fix")  # noqa: E731
+    c = pick(res(-3.1, 6.6))
+    assert c.case == "below" and "PDL" in c.text and "3.1 µs" in c.text and "-" not in c.text
+    c = pick(res(1.3, 3.4))
+    assert c.case == "above" and "隔 1.3 µs" in c.text and "再跑 3.4 µs" in c.text
+    assert tiles.streamk_ws_values(res(-3.1, 6.6))["derived.gemm.skws.tl.fixgap_us"] == "3.5"
+    assert pick({"suites": {}}).case is None
 
 
 def test_pdl_sentences_follow_the_searches_and_the_bench():

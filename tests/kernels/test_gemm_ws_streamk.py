@@ -88,9 +88,11 @@ def test_the_row_order_hybrid_comes_apart_into_its_wave_and_its_tail():
     assert (tail.dp_tiles, tail.sk_tiles) == (0, whole.sk_tiles)
     # the tail alone deals out the same pieces to the same workers as the hybrid's tail
     assert [[p[1:] for p in w] for w in tail.pieces()] == [[p[1:] for p in w] for w in whole.pieces()]
-    # nothing to take apart: tiles in panels, everything streamed, a fix-up inside the kernel, whole tiles that end
+    # nothing to take apart: tiles in panels, a fix-up launched early, everything streamed, a fix-up inside the
+    # kernel, whole tiles that end
     # inside a tile row (2048 x 2048 with 128 x 128 tiles: 256 tiles, 132 whole, 16 to a row)
     assert suite.wave_tail_rows(1536, 1536, 8192, dict(hybrid, panel=8), 132) is None
+    assert suite.wave_tail_rows(1536, 1536, 8192, dict(hybrid, pdl=True), 132) is None  # the fix-up overlaps it
     assert suite.wave_tail_rows(1536, 1536, 8192, streamk.ws_config(256, 4, 64, 0, panel=0), 132) is None
     assert suite.wave_tail_rows(1536, 1536, 8192, streamk.ws_config(128, 5, 64, -1, panel=0, spread=True), 132) is None
     assert suite.wave_tail_rows(2048, 2048, 8192, hybrid, 132) is None

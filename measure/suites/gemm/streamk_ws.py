@@ -106,13 +106,14 @@ def predicted_speedup(M: int, N: int, K: int, cfg: dict[str, Any], sms: int) -> 
 
 def wave_tail_rows(M: int, N: int, K: int, cfg: dict[str, Any], sms: int) -> int | None:
     """Rows of C that a configuration's whole-tile waves cover, when its schedule can be taken apart: full waves
-    then a streamed tail (``dp_waves=-1``), tiles in row order (``panel=0``), the fix-up a kernel of its own, and the
+    then a streamed tail (``dp_waves=-1``), tiles in row order (``panel=0``), the fix-up a kernel of its own launched
+    after the stream-K kernel (not ``pdl``: a fix-up launched early shares the SMs with it and its time), and the
     whole tiles filling whole tile rows.  Then the rows above run alone as the wave (the same kernel, nothing
     streamed) and the rows below as the tail (every tile streamed: the same pieces, workers and fix-up); None
     otherwise."""
     from kernels.gemm.ws import WS_BLOCK_M
 
-    if cfg.get("panel") != 0 or cfg.get("dp_waves") != -1 or any(cfg.get(k) for k in ("fixup", "spread", "red")):
+    if cfg.get("panel") != 0 or cfg.get("dp_waves") != -1 or any(cfg.get(k) for k in ("fixup", "spread", "red", "pdl")):
         return None
     s = ws_schedule(M, N, K, cfg["block_N"], cfg["block_K"], sms, -1)
     if s.dp_rounds < 1 or not s.sk_tiles or s.dp_tiles % s.grid_n:
