@@ -1616,8 +1616,9 @@ SKWS_PARTS = ("再把 stream-K 的 kernel 本身拆开。让同一个 kernel 只
 
 def _skws_parts_claim(results: dict | None):
     """The stream-K kernel taken apart (its wave alone, what the tail adds against its steps at the wave's rate, the
-    tail alone), one paragraph; case ``"whole"`` when the record has the timeline but not the parts (a winner whose
-    fix-up is launched early, or whose whole tiles do not fill whole tile rows: the suite does not take it apart)."""
+    tail alone), one paragraph; case ``"whole"`` when the record has the timeline but not the parts (a winner the
+    suite does not take apart, :func:`measure.suites.gemm.streamk_ws.wave_tail_rows`: the paragraph names the forms
+    it does)."""
     from coursebook import claims as C
 
     t, tail = _skws_timeline(results), _skws_tail(results)
@@ -1630,8 +1631,8 @@ def _skws_parts_claim(results: dict | None):
         case = "parts"
     return C.choose("claim.gemm.skws.tl.parts", case,
                     {"parts": SKWS_PARTS,
-                     "whole": "这次运行里最快的形式没有再拆开计时：它的拼合 kernel 提前启动、与 stream-K 的 kernel 重叠，"
-                              "或者它的整块凑不成整行。"},
+                     "whole": "这次运行里最快的形式没有再拆开计时：只有整块在前、尾部在后、块按行排队、整块正好凑成整行，"
+                              "而且拼合另起一个 kernel、等它结束才启动的形式，才能把整波和尾部分开来单独跑。"},
                     wave=t["wave_us"], tail=tail["tail_us"], steps=tail["tail_steps"], rate=tail["rate_us"],
                     alone=t["tail_alone_us"], tail_clause=tc.text, alone_clause=ac.text)
 

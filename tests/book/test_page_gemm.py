@@ -880,7 +880,7 @@ def test_parts_paragraph_follows_the_wave_and_the_tail_run_alone():
     assert tail(res(51.0, 47.6)).case == "lower" and "实际比这还少" in pick(res(51.0, 47.6)).text
     assert alone(res(54.3, 47.6, tail_alone=7.0)).case == "tie" and alone(res(54.3, 47.6, tail_alone=5.0)).case == "lower"
     whole = pick(res(54.3, 47.6, parts=False))
-    assert whole.case == "whole" and "没有再拆开" in whole.text
+    assert whole.case == "whole" and "没有再拆开" in whole.text and "按行排队" in whole.text and "等它结束才启动" in whole.text
     # a winner streamed whole has no wave: nothing to take apart even if a note had the parts
     assert pick(res(54.3, 47.6, cfg={"block_N": 256, "block_K": 64, "dp_waves": 0})).case == "whole"
     # nor a winner whose fix-up is launched early: it runs beside the stream-K kernel, inside the kernel's time
