@@ -1502,11 +1502,11 @@ def _skws_timeline(results: dict | None) -> dict[str, float | int | None]:
     sk, lib = tl.get("stream-K") or {}, tl.get("cuBLAS") or {}
     two = len(sk.get("dur_us") or []) == 2 and len(sk.get("gaps_us") or []) == 1
     wave, tail = tl.get("wave alone") or {}, tl.get("tail alone") or {}
-    one_wave = two and len(wave.get("dur_us") or []) == 1  # the wave alone: one kernel, nothing to fix up
     return {"sk_us": sk["dur_us"][0] if two else None, "gap_us": sk["gaps_us"][0] if two else None,
             "fix_us": sk["dur_us"][1] if two else None, "lib_us": lib.get("span_us"), "calls": sk.get("calls"),
-            "wave_us": wave["dur_us"][0] if one_wave else None,
-            "tail_alone_us": tail["dur_us"][0] if two and len(tail.get("dur_us") or []) == 2 else None}
+            # the wave alone is one kernel (nothing to fix up); the tail alone is a stream-K kernel and its fix-up
+            "wave_us": wave["dur_us"][0] if len(wave.get("dur_us") or []) == 1 else None,
+            "tail_alone_us": tail["dur_us"][0] if len(tail.get("dur_us") or []) == 2 else None}
 
 
 def _skws_steps(results: dict | None) -> tuple[int | None, int, int | None]:
@@ -1535,7 +1535,7 @@ def _skws_tail(results: dict | None) -> dict[str, float | int | None]:
     t = _skws_timeline(results)
     cfg = (bench(results, SKWS["awk"], "gemm.streamk_ws") or {}).get("config") or {}
     none = {"tail_us": None, "tail_steps": None, "rate_us": None}
-    if t["wave_us"] is None or not cfg.get("block_N") or cfg.get("pdl"):  # pdl: the fix-up shares the kernel's time
+    if None in (t["sk_us"], t["wave_us"]) or not cfg.get("block_N") or cfg.get("pdl"):  # pdl: the fix-up runs beside it
         return none
     s = S.ws_schedule(*S.SHAPES[0], cfg["block_N"], cfg.get("block_K", 64), SMS, cfg.get("dp_waves", -1))
     if not s.dp_rounds or not s.sk_tiles:  # no wave or no tail: nothing to take apart

@@ -886,6 +886,11 @@ def test_parts_paragraph_follows_the_wave_and_the_tail_run_alone():
     # nor a winner whose fix-up is launched early: it runs beside the stream-K kernel, inside the kernel's time
     assert pick(res(54.3, 47.6, cfg={"block_N": 128, "block_K": 64, "dp_waves": -1, "panel": 0, "pdl": True})).case == "whole"
     assert pick({"suites": {}}).case is None
+    # a winner whose fix-up is inside the kernel (one kernel a call) has no stream-K kernel to take apart
+    inside = res(54.3, 47.6)
+    inside["suites"]["gemm.streamk_ws"]["records"][1]["timeline"]["stream-K"] = {
+        "dur_us": [60.0], "gaps_us": [], "span_us": 60.0, "calls": 30}
+    assert pick(inside).case is None and tail(inside).case is None
 
 
 def test_fix_clause_follows_the_gap_or_an_early_launch():
