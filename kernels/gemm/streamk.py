@@ -45,6 +45,9 @@ from tilelang.layout import make_swizzled_layout
 from kernels.common import SMS
 from kernels.gemm.common import TARGET, check_inputs as check_operands, check_wgmma_n, require
 
+#: Where a ``pdl`` stream-K kernel signals that its fix-up kernel may be launched (see :func:`_streamk_ws_program`).
+PDL_AT = ("start", "tail", "end")
+
 
 def _ws_pass_configs() -> dict:
     from kernels.gemm.ws import WS_PASS_CONFIGS
@@ -450,21 +453,33 @@ def sk_fixup_counters(M: int, N: int, K: int, block_N: int, block_K: int, worker
 def _streamk_ws_program(M: int, N: int, K: int, *, block_N: int, block_K: int, stages: int, panel: int,
                         inflight: int, epi_cols: int, workers: int, dp_waves: int, fixup: bool = False,
                         pdl: bool = False, spread: bool = False, tail_first: bool = False, red: bool = False,
-                        reg_store: bool = False):
+                        reg_store: bool = False, pdl_at: str = "start", tail_cols: int = 0):
     """Stream-K on the hand-written warp-specialised pipeline of :mod:`kernels.gemm.ws` (one
     TMA producer warpgroup, two wgmma consumer warpgroups of 64 rows, ``setmaxnreg``, full/empty
     barriers per stage, the producer's ring running on across work items): full tiles first,
     then this worker's tail pieces; whole tiles go to C in fp16, tail pieces to the fp32
     workspace ``W`` by TMA store (see :class:`WsSchedule`), or with ``reg_store`` straight from the
-    accumulator's registers (no fp32 staging in shared memory, no wait for its reads)."""
+    accumulator's registers (no fp32 staging in shared memory, no wait for its reads).  ``pdl_at``: where the
+    consumers signal that the fix-up kernel may be launched (``pdl``): ``"start"`` every thread at its start,
+    ``"tail"`` each consumer once its whole tiles are stored (before its tail pieces), ``"end"`` each consumer once
+    its last tail piece is stored.  The first signal of a block counts for it (PTX ``griddepcontrol``), so the fix-up
+    is launched once every worker has reached that point; the fix-up's own wait (``T.pdl_sync``) still waits for the
+    whole stream-K kernel, wherever the signal is.  ``tail_cols``: the tail pieces go through their fp32 staging in
+    chunks of that many columns instead of ``epi_cols`` (a narrower staging leaves room for one more stage)."""
     from kernels.gemm.ws import (_EPILOGUE_BARRIER, _FIXUP_SRC, CONSUMER_REGS, PRODUCER_REGS, WS_BLOCK_M, WS_THREADS,
                                  empty_arrivals, stages_ahead)
 
     require(inflight in (0, 1), f"inflight must be 0 or 1, got {inflight}")
+    require(pdl_at in PDL_AT, f"pdl_at must be one of {PDL_AT}, got {pdl_at!r}")
+    require(pdl or pdl_at == "start", f"pdl_at={pdl_at!r} places the signal of pdl: it needs pdl=True")
     require(stages_ahead(stages, inflight) >= 1, f"stages={stages}: need at least {2 + inflight} with inflight={inflight}")
     check_wgmma_n(block_N)
     epi_cols = epi_cols or block_N
     require(block_N % epi_cols == 0, f"epi_cols={epi_cols} must divide block_N={block_N}")
+    require(not tail_cols or not (fixup or spread or red or reg_store),
+            "tail_cols sizes the fp32 staging of the tail pieces: fixup, spread, red and reg_store have none")
+    tail_cols = tail_cols or epi_cols
+    require(block_N % tail_cols == 0, f"tail_cols={tail_cols} must divide block_N={block_N}")
     s = ws_schedule(M, N, K, block_N, block_K, workers, dp_waves)
     half = WS_BLOCK_M // 2
     ipt, q, r = s.iters_per_tile, s.iters_per_worker, s.extra
@@ -539,16 +554,16 @@ def _streamk_ws_program(M: int, N: int, K: int, *, block_N: int, block_K: int, s
             T.mbarrier_arrive(empty[(g0 + n_steps - 1) % stages])
 
     @T.macro
-    def store(acc, S, D, r0, c_first, wg):
+    def store(acc, S, D, r0, c_first, wg, cols):
         T.warpgroup_fence_operand(acc, num_regs=acc_regs)
-        for h in T.unroll(block_N // epi_cols):
+        for h in T.unroll(block_N // cols):
             # the previous store from S has been read (its issuing thread waited)
             T.sync_threads(barrier_id=_EPILOGUE_BARRIER[wg], arrive_count=128)
-            T.copy(acc[:, h * epi_cols:(h + 1) * epi_cols], S)
+            T.copy(acc[:, h * cols:(h + 1) * cols], S)
             T.fence_proxy_async()
             T.sync_threads(barrier_id=_EPILOGUE_BARRIER[wg], arrive_count=128)
-            c0 = c_first + h * epi_cols
-            T.copy(S, D[r0:r0 + half, c0:c0 + epi_cols])
+            c0 = c_first + h * cols
+            T.copy(S, D[r0:r0 + half, c0:c0 + cols])
 
     @T.macro
     def store_regs(acc, W, slot, wg):
@@ -655,7 +670,7 @@ def _streamk_ws_program(M: int, N: int, K: int, *, block_N: int, block_K: int, s
         for t in T.serial(s.dp_rounds):
             mb, nb = raster(t * workers + w, panel, s.grid_m, s.grid_n, T.min)
             mainloop(A_s, B_s, acc, full, empty, ipt, g_base + t * ipt, lane)
-            store(acc, H_s, C, mb * WS_BLOCK_M + wg * half, nb * block_N, wg)
+            store(acc, H_s, C, mb * WS_BLOCK_M + wg * half, nb * block_N, wg, epi_cols)
 
     @T.macro
     def consume_sk(A_s, B_s, acc, F_s, C, W, full, empty, w, begin, end, g_base, lane, wg, L, F, Sum):
@@ -674,7 +689,7 @@ def _streamk_ws_program(M: int, N: int, K: int, *, block_N: int, block_K: int, s
                 elif reg_store:
                     store_regs(acc, W, w * s.max_segments + seg, wg)
                 else:
-                    store(acc, F_s, W, (w * s.max_segments + seg) * WS_BLOCK_M + wg * half, 0, wg)
+                    store(acc, F_s, W, (w * s.max_segments + seg) * WS_BLOCK_M + wg * half, 0, wg, tail_cols)
 
     @T.macro
     def consume(A_s, B_s, acc, H_s, F_s, C, W, full, empty, w, begin, end, lane, wg, L=None, F=None, Sum=None):
@@ -687,9 +702,13 @@ def _streamk_ws_program(M: int, N: int, K: int, *, block_N: int, block_K: int, s
         else:
             if has_dp:
                 consume_dp(A_s, B_s, acc, H_s, C, full, empty, w, 0, lane, wg)
+            if pdl and pdl_at == "tail":  # whole tiles stored: the fix-up kernel may be launched
+                T.pdl_trigger()
             if has_sk:
                 consume_sk(A_s, B_s, acc, F_s, C, W, full, empty, w, begin, end, s.dp_rounds * ipt, lane, wg, L, F,
                            Sum)
+            if pdl and pdl_at == "end":  # every tail piece stored: the fix-up kernel may be launched
+                T.pdl_trigger()
         if spread:  # every arrival of this worker is made: now its bands (no wait can close a cycle)
             for seg in T.serial(s.max_segments):
                 lt = begin // ipt + seg
@@ -710,8 +729,8 @@ def _streamk_ws_program(M: int, N: int, K: int, *, block_N: int, block_K: int, s
             else:
                 H0_s = H1_s = None
             if has_sk and not fixup and not spread and not red and not reg_store:  # fp32 staging of tail pieces
-                F0_s = T.alloc_shared((half, epi_cols), T.float32)
-                F1_s = T.alloc_shared((half, epi_cols), T.float32)
+                F0_s = T.alloc_shared((half, tail_cols), T.float32)
+                F1_s = T.alloc_shared((half, tail_cols), T.float32)
             else:
                 F0_s = F1_s = None
             T.annotate_layout(_swizzled(A0_s, A1_s, B_s, H0_s, H1_s, F0_s, F1_s))
@@ -732,7 +751,7 @@ def _streamk_ws_program(M: int, N: int, K: int, *, block_N: int, block_K: int, s
             if reg_store:
                 T.import_source(_FIXUP_SRC)
             tx = T.get_thread_binding()
-            if pdl:  # the fix-up kernel may be launched now; it waits for this one (T.pdl_sync)
+            if pdl and pdl_at == "start":  # the fix-up kernel may be launched now; it waits for this one (T.pdl_sync)
                 T.pdl_trigger()
             lane = tx % 32  # noqa: F841 (used by the consumers)
             begin = w * q + T.min(w, r)
@@ -804,16 +823,20 @@ def streamk_ws(
     workers: int = SMS,
     dp_waves: int = -1,
     pdl: bool = False,
+    pdl_at: str = "start",
+    tail_cols: int = 0,
 ):
     """Stream-K (``dp_waves=0``), or full waves + stream-K tail (``dp_waves=-1``: the last partial
     wave streamed; ``k``: the tiles after ``k`` full waves streamed), on the hand-written pipeline:
     ``workers`` persistent blocks of 384 threads, 128 x ``block_N`` tiles; whole tiles stored to C
     (fp16), tail pieces to the fp32 workspace (see :class:`WsSchedule`); :func:`streamk_ws_fixup`
     finishes the tail tiles.  ``pdl``: the fix-up is launched as a programmatic dependent (see
-    :func:`streamk_ws_fixup`)."""
+    :func:`streamk_ws_fixup`), signalled where ``pdl_at`` says; ``tail_cols``: the width of the tail pieces' fp32
+    staging (see :func:`_streamk_ws_program`)."""
     return _streamk_ws_program(M, N, K, block_N=block_N, block_K=block_K, stages=stages, panel=panel,
                                inflight=inflight, epi_cols=epi_cols, workers=workers, dp_waves=dp_waves,
-                               **(dict(pdl=True) if pdl else {}))
+                               **(dict(pdl=True) if pdl else {}), **(dict(pdl_at=pdl_at) if pdl_at != "start" else {}),
+                               **(dict(tail_cols=tail_cols) if tail_cols else {}))
 
 
 def _ws_last_pass_configs() -> dict:
@@ -836,13 +859,15 @@ def streamk_ws_rs(
     workers: int = SMS,
     dp_waves: int = -1,
     pdl: bool = False,
+    pdl_at: str = "start",
 ):
     """:func:`streamk_ws` with the tail pieces stored to the workspace straight from the accumulator's registers
     (``reg_store``): no fp32 staging in shared memory (a stage's worth of it freed), no wait for a TMA store to
     have read it; same arguments, same workspace layout, same separate fix-up."""
     return _streamk_ws_program(M, N, K, block_N=block_N, block_K=block_K, stages=stages, panel=panel,
                                inflight=inflight, epi_cols=epi_cols, workers=workers, dp_waves=dp_waves,
-                               reg_store=True, **(dict(pdl=True) if pdl else {}))
+                               reg_store=True, **(dict(pdl=True) if pdl else {}),
+                               **(dict(pdl_at=pdl_at) if pdl_at != "start" else {}))
 
 
 @tilelang.jit(target=TARGET, pass_configs=_ws_last_pass_configs())
@@ -996,13 +1021,16 @@ def streamk_ws_fixup(M: int, N: int, K: int, block_N: int = 256, block_K: int = 
 def ws_config(block_N: int = 256, stages: int = 3, epi_cols: int = 64, dp_waves: int = -1, inflight: int = 0,
               panel: int = 8, fixup: bool = False, pdl: bool = False, fix_rows: int = 0,
               fix_unroll: bool = False, spread: bool = False, tail_first: bool = False,
-              red: bool = False, fix_vec: bool = False, reg_store: bool = False) -> dict[str, Any]:
+              red: bool = False, fix_vec: bool = False, reg_store: bool = False,
+              pdl_at: str = "start", tail_cols: int = 0) -> dict[str, Any]:
     """One configuration of :func:`build_ws` (K blocks of 64); ``fixup`` (the tail tiles summed inside
     the kernel, :func:`streamk_ws_last`) and ``pdl`` (the fix-up kernel launched as a programmatic
     dependent) are kept only when set (earlier configurations unchanged), as are ``fix_rows`` (rows of a tail
     tile per block of the separate fix-up, default 16), ``fix_unroll`` (its contributor loop unrolled) and
     ``fix_vec`` (its sum written by hand, every piece's load in flight at once) and ``reg_store`` (the tail pieces
-    stored to the workspace from registers, :func:`streamk_ws_rs`)."""
+    stored to the workspace from registers, :func:`streamk_ws_rs`) and ``pdl_at`` (where a ``pdl`` kernel signals
+    its fix-up: ``"tail"`` or ``"end"``, kept only when not ``"start"``) and ``tail_cols`` (the width of the tail
+    pieces' fp32 staging, kept only when set)."""
     cfg = dict(block_N=block_N, block_K=64, stages=stages, epi_cols=epi_cols, dp_waves=dp_waves, inflight=inflight,
                panel=panel)
     if fixup:
@@ -1022,6 +1050,15 @@ def ws_config(block_N: int = 256, stages: int = 3, epi_cols: int = 64, dp_waves:
         require(not fixup, "pdl overlaps the launch of the fix-up kernel: with fixup there is none")
         require(not red, "pdl overlaps the launch of the fix-up kernel: with red there is none")
         cfg["pdl"] = True
+    require(pdl_at in PDL_AT, f"pdl_at must be one of {PDL_AT}, got {pdl_at!r}")
+    if pdl_at != "start":
+        require(pdl, f"pdl_at={pdl_at!r} places the signal of pdl: it needs pdl=True")
+        cfg["pdl_at"] = pdl_at
+    if tail_cols:
+        require(not (fixup or spread or red or reg_store),
+                "tail_cols sizes the fp32 staging of the tail pieces: fixup, spread, red and reg_store have none")
+        require(block_N % tail_cols == 0, f"tail_cols={tail_cols} must divide block_N={block_N}")
+        cfg["tail_cols"] = tail_cols
     if reg_store:
         require(not fixup and not spread and not red,
                 "reg_store stores the separate fix-up's pieces: fixup, spread and red store from registers already")
@@ -1046,7 +1083,9 @@ def ws_label(cfg: dict[str, Any]) -> str:
     """Short printable name: ``sk`` = pure stream-K, ``dp+sk`` = full waves + streamed tail, ``dpK+sk``;
     ``fr`` rows of a tile per fix-up block, ``fu`` the fix-up's contributor loop unrolled, ``fv`` its sum by hand;
     ``last`` / ``spread`` / ``red`` the fix-up inside the kernel (one reducer / every contributor a band / every
-    piece added at the L2, the last one casts), ``tf`` tail pieces first, ``rs`` tail pieces stored from registers."""
+    piece added at the L2, the last one casts), ``tf`` tail pieces first, ``rs`` tail pieces stored from registers,
+    ``pdl@tail`` / ``pdl@end`` the fix-up signalled after the whole tiles / after the tail pieces, ``t`` the width of
+    the tail pieces' fp32 staging."""
     d = cfg["dp_waves"]
     kind = "sk" if d == 0 else ("dp+sk" if d == -1 else f"dp{d}+sk")
     return (f"{kind} 128x{cfg['block_N']} st{cfg['stages']} e{cfg['epi_cols']}"
@@ -1054,9 +1093,10 @@ def ws_label(cfg: dict[str, Any]) -> str:
             + (" last" if cfg.get("fixup") else "") + (" spread" if cfg.get("spread") else "")
             + (" red" if cfg.get("red") else "")
             + (" tf" if cfg.get("tail_first") else "")
-            + (" pdl" if cfg.get("pdl") else "")
+            + (" pdl" if cfg.get("pdl") else "") + (f"@{cfg['pdl_at']}" if cfg.get("pdl_at") else "")
             + (f" fr{cfg['fix_rows']}" if cfg.get("fix_rows") else "") + (" fu" if cfg.get("fix_unroll") else "")
-            + (" fv" if cfg.get("fix_vec") else "") + (" rs" if cfg.get("reg_store") else ""))
+            + (" fv" if cfg.get("fix_vec") else "") + (" rs" if cfg.get("reg_store") else "")
+            + (f" t{cfg['tail_cols']}" if cfg.get("tail_cols") else ""))
 
 
 def build_ws(M: int, N: int, K: int, cfg: dict[str, Any], workers: int = SMS) -> tuple[Any, Any]:
@@ -1082,7 +1122,10 @@ def build_ws(M: int, N: int, K: int, cfg: dict[str, Any], workers: int = SMS) ->
     if s.sk_tiles:
         fix = streamk_ws_fixup(M, N, K, cfg["block_N"], cfg["block_K"], cfg["panel"], workers, cfg["dp_waves"], **fx)
     entry = streamk_ws_rs if cfg.get("reg_store") else streamk_ws
-    return entry(M, N, K, workers=workers, **kw, **({"pdl": True} if fx.get("pdl") else {})), fix
+    at = {"pdl_at": cfg["pdl_at"]} if fx.get("pdl") and cfg.get("pdl_at") else {}
+    if cfg.get("tail_cols") and s.sk_tiles:
+        at["tail_cols"] = cfg["tail_cols"]
+    return entry(M, N, K, workers=workers, **kw, **({"pdl": True} if fx.get("pdl") else {}), **at), fix
 
 
 def check_ws_inputs(a: Any, b: Any, cfg: dict[str, Any]) -> tuple[int, int, int]:

@@ -78,3 +78,42 @@ def test_streamk_pdl_fixup_waits_for_the_streamk_kernel(_fresh):
     assert _pdl_marked(fix) and not _pdl_marked(gemm)
     _, fix0 = streamk.build_ws(1536, 1536, 8192, streamk.ws_config(128, 5, 64, -1))
     assert SYNC not in fix0.get_kernel_source() and not _pdl_marked(fix0)
+
+
+def test_pdl_at_is_kept_only_when_it_moves_the_signal():
+    assert "pdl_at" not in streamk.ws_config(128, 5, 64, -1, pdl=True)
+    assert streamk.ws_config(128, 5, 64, -1, pdl=True, pdl_at="end")["pdl_at"] == "end"
+    assert streamk.ws_label(streamk.ws_config(128, 5, 64, -1, panel=0, pdl=True, pdl_at="tail", fix_vec=True,
+                                              fix_rows=4)) == "dp+sk 128x128 st5 e64 p0 pdl@tail fr4 fv"
+    with pytest.raises(ValueError, match="pdl_at='end' places the signal of pdl: it needs pdl=True"):
+        streamk.ws_config(128, 5, 64, -1, pdl_at="end")
+    with pytest.raises(ValueError, match="pdl_at must be one of"):
+        streamk.ws_config(128, 5, 64, -1, pdl=True, pdl_at="middle")
+
+
+def _consumers(src: str) -> list[str]:
+    """The two consumer warpgroups' code of a stream-K kernel (after each one's register raise)."""
+    parts = src.split("tl::warpgroup_reg_alloc<232>();")
+    assert len(parts) == 3
+    return parts[1:]
+
+
+@pytest.mark.slow
+def test_pdl_at_moves_the_signal_to_each_consumers_end_or_tail(_fresh):
+    """``pdl_at="end"``: each consumer signals once, after its last tail piece's store (the producer never does, so
+    a block's first signal comes when a consumer is done); ``"tail"``: after the consumer's whole tiles went to C and
+    before its first tail piece.  Either way the fix-up waits for the whole kernel, as with the signal at the start."""
+    for at in ("end", "tail"):
+        cfg = streamk.ws_config(128, 5, 64, -1, panel=0, pdl=True, pdl_at=at, fix_vec=True, fix_rows=4)
+        gemm, fix = streamk.build_ws(1536, 1536, 8192, cfg, 132)
+        g, f = _body(gemm.get_kernel_source()), _body(fix.get_kernel_source())
+        assert g.count(TRIGGER) == 2 and SYNC not in g
+        assert TRIGGER not in g[:g.index("warpgroup_reg_alloc<232>")]  # not at the start, not in the producer
+        for c in _consumers(g):
+            assert c.count(TRIGGER) == 1
+            t = c.index(TRIGGER)
+            if at == "end":
+                assert c.rindex("tma_store(W_desc") < t
+            else:
+                assert c.rindex("tma_store(C_desc") < t < c.index("tma_store(W_desc")
+        assert f.count(SYNC) == 1 and f.index(SYNC) < f.index("sksp::reduce_rows<") and _pdl_marked(fix)

@@ -340,3 +340,32 @@ def test_vec_fixup_loads_every_piece_before_adding(_fresh):
     assert f"for (int c = 0; c < {s.max_contrib}; ++c)" not in src
     with pytest.raises(ValueError, match="vec stores whole rows of four columns without clipping: M=1500"):
         streamk.streamk_ws_fixup(1500, 1536, 8192, 128, 64, 0, 132, -1, rows=4, vec=True)
+
+
+def test_tail_cols_is_a_knob_of_the_staged_pieces_only():
+    assert "tail_cols" not in streamk.ws_config(128, 6, 64, -1)
+    cfg = streamk.ws_config(128, 6, 64, -1, panel=0, fix_vec=True, fix_rows=4, tail_cols=32)
+    assert cfg["tail_cols"] == 32 and streamk.ws_label(cfg) == "dp+sk 128x128 st6 e64 p0 fr4 fv t32"
+    with pytest.raises(ValueError, match="tail_cols sizes the fp32 staging of the tail pieces"):
+        streamk.ws_config(128, 6, 64, -1, reg_store=True, tail_cols=32)
+    with pytest.raises(ValueError, match="tail_cols=48 must divide block_N=128"):
+        streamk.ws_config(128, 6, 64, -1, tail_cols=48)
+
+
+@pytest.mark.slow
+def test_narrow_fp32_staging_makes_room_for_a_sixth_stage(_fresh):
+    """``tail_cols=32``: the tail pieces leave in chunks of 32 fp32 columns (four TMA stores per consumer instead of
+    two, to the same workspace rows), whole tiles still in chunks of 64 fp16 columns; the 16 KB saved let six stages
+    fit, where six stages with 64-column fp32 staging do not."""
+    six, _ = streamk.build_ws(1536, 1536, 8192, streamk.ws_config(128, 6, 64, -1, panel=0, tail_cols=32), 132)
+    five, _ = streamk.build_ws(1536, 1536, 8192, streamk.ws_config(128, 5, 64, -1, panel=0), 132)
+    src, src5 = six.get_kernel_source(), five.get_kernel_source()
+    assert launch_info(six).smem_bytes <= SMEM_LIMIT
+    # one more stage (32 KB of operands), half the fp32 staging (16 KB less); the barriers are static
+    assert launch_info(six).dyn_smem_bytes - launch_info(five).dyn_smem_bytes == 32 * 1024 - 2 * 64 * 32 * 4
+    assert "for (int h_1 = 0; h_1 < 4; ++h_1)" in src and "for (int h_1 = 0; h_1 < 2; ++h_1)" in src5
+    # one 32-column TMA box per chunk, at column h * 32 of the piece's workspace rows (64 columns: two boxes a chunk)
+    assert "tma_store(W_desc, (&(((float*)F0_s)[0])), (h_1 * 32), ((((int)blockIdx.x) * 256) + (seg_1 * 128)));" in src
+    assert "tma_store(W_desc, (&(((float*)F0_s)[(i_2 * 2048)])), ((h_1 * 64) + (i_2 * 32))," in src5
+    for s in (src, src5):  # whole tiles: two chunks of 64 fp16 columns
+        assert "(h * 64)" in s and "tma_store(C_desc, (&(((half_t*)H0_s)" in s
