@@ -1,4 +1,4 @@
-"""sk6: the two smallest levers left on stream-K's hybrid (awkward shape), tried alone and together.
+"""sk6: three small levers left on stream-K's hybrid (awkward shape), tried alone and together.
 
 * A sixth stage.  The hybrid has five because its fp32 staging of the tail pieces (two consumers x 64 rows x 64
   columns x 4 bytes = 32 KB) leaves no room for a sixth; on the data-parallel pipeline a sixth stage took 0.9 us off
@@ -8,6 +8,9 @@
   the first workers to finish and the stream-K kernel ran 1.5 us longer (``skx``); without PDL 1.3 us pass between
   the two kernels (``skdec``).  ``pdl_at="end"`` signals once each consumer has stored its last tail piece,
   ``"tail"`` once it has stored its whole tiles.
+* One more wgmma batch in flight (``inflight=1``) with the sixth stage.  With five stages it was 2.2 us slower
+  (``skif``): a consumer then holds each slot one step longer, which leaves the producer four stages to fill ahead;
+  with six it has five again, and the tensor cores no longer wait while each step's batch completes.
 
 Every candidate is checked against the fp32 reference (poisoned output, written twice, and again after the timed
 launches), also on two small plans; then alternating rounds (Harness.search, 7 rounds) with cuBLAS and the
@@ -29,7 +32,9 @@ SK = [_c(128, 5, 64, -1, **BASE),  # gemm.flush's form
       _c(128, 5, 64, -1, pdl=True, **BASE),
       _c(128, 5, 64, -1, pdl=True, pdl_at="tail", **BASE),
       _c(128, 5, 64, -1, pdl=True, pdl_at="end", **BASE),
-      _c(128, 6, 64, -1, tail_cols=32, pdl=True, pdl_at="end", **BASE)]
+      _c(128, 6, 64, -1, tail_cols=32, pdl=True, pdl_at="end", **BASE),
+      _c(128, 6, 64, -1, inflight=1, tail_cols=32, **BASE),
+      _c(128, 6, 64, -1, inflight=1, tail_cols=32, pdl=True, pdl_at="end", **BASE)]
 EXTRA_PLANS = [(1024, 512, 4096, _c(128, 6, 64, 0, tail_cols=32, fix_vec=True, fix_rows=8)),
                (2048, 1024, 2048, _c(128, 6, 64, -1, tail_cols=32, panel=0, pdl=True, pdl_at="end", fix_vec=True,
                                      fix_rows=16))]
