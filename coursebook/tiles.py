@@ -834,9 +834,15 @@ def _pdl(results: dict | None, key: str) -> tuple[float | None, float | None]:
     (labels holding the word ``pdl``) and launched plainly (no ``pdl``, not a fix-up inside the kernel), in one
     search."""
     ms = (search(results, FIXUP_SEARCHES[key]) or {}).get("ms") or {}
-    pdl = [t for k, t in ms.items() if t and "pdl" in k.split()]
-    plain = [t for k, t in ms.items() if t and "pdl" not in k.split() and not k.endswith(_IN_KERNEL)]
+    pdl = [t for k, t in ms.items() if t and _is_pdl(k)]
+    plain = [t for k, t in ms.items() if t and not _is_pdl(k) and not k.endswith(_IN_KERNEL)]
     return (min(pdl) * 1e3 if pdl else None, min(plain) * 1e3 if plain else None)
+
+
+def _is_pdl(label: str) -> bool:
+    """Whether a search label names a form whose second kernel is launched as a programmatic dependent: the word
+    ``pdl``, or ``pdl@tail`` / ``pdl@end`` (the stream-K kernel's signal moved, :func:`kernels.gemm.streamk.ws_label`)."""
+    return any(w == "pdl" or w.startswith("pdl@") for w in label.split())
 
 
 #: The searches where the separate fix-up with its sum written by hand (labels holding the word ``fv``) ran beside

@@ -1084,7 +1084,7 @@ def ws_label(cfg: dict[str, Any]) -> str:
     ``fr`` rows of a tile per fix-up block, ``fu`` the fix-up's contributor loop unrolled, ``fv`` its sum by hand;
     ``last`` / ``spread`` / ``red`` the fix-up inside the kernel (one reducer / every contributor a band / every
     piece added at the L2, the last one casts), ``tf`` tail pieces first, ``rs`` tail pieces stored from registers,
-    ``pdl@tail`` / ``pdl@end`` the fix-up signalled after the whole tiles / after the tail pieces, ``t`` the width of
+    ``pdl@tail`` / ``pdl@end`` the fix-up signalled after the whole tiles / after the tail pieces, ``te`` the width of
     the tail pieces' fp32 staging."""
     d = cfg["dp_waves"]
     kind = "sk" if d == 0 else ("dp+sk" if d == -1 else f"dp{d}+sk")
@@ -1096,7 +1096,7 @@ def ws_label(cfg: dict[str, Any]) -> str:
             + (" pdl" if cfg.get("pdl") else "") + (f"@{cfg['pdl_at']}" if cfg.get("pdl_at") else "")
             + (f" fr{cfg['fix_rows']}" if cfg.get("fix_rows") else "") + (" fu" if cfg.get("fix_unroll") else "")
             + (" fv" if cfg.get("fix_vec") else "") + (" rs" if cfg.get("reg_store") else "")
-            + (f" t{cfg['tail_cols']}" if cfg.get("tail_cols") else ""))
+            + (f" te{cfg['tail_cols']}" if cfg.get("tail_cols") else ""))
 
 
 def build_ws(M: int, N: int, K: int, cfg: dict[str, Any], workers: int = SMS) -> tuple[Any, Any]:

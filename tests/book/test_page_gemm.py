@@ -811,6 +811,11 @@ def test_fixvec_sentence_follows_the_search_and_pdl_is_a_word_of_the_label():
     assert v["derived.gemm.lib.skwsawk.pdl_us"] == "63.6" and v["derived.gemm.lib.skwsawk.plain_us"] == "63.4"
     v = tiles.library_values(res(63.4, 65.5, pdl_fv=60.0))  # the pdl form is not the plain launch
     assert v["derived.gemm.lib.skwsawk.plain_us"] == "63.4" and v["derived.gemm.lib.skwsawk.fv_us"] == "60.0"
+    # the signal moved to the end of the stream-K kernel ("pdl@end") is still a pdl launch, not a plain one
+    r = res(63.4, 65.5, pdl_fv=70.0)
+    r["suites"]["gemm.streamk_ws"]["records"][0]["ms"]["dp+sk 128x128 st6 e64 p0 pdl@end fr4 fv te32"] = 0.0601
+    v = tiles.library_values(r)
+    assert v["derived.gemm.lib.skwsawk.pdl_us"] == "60.1" and v["derived.gemm.lib.skwsawk.plain_us"] == "63.4"
     empty = tiles.library_values({"suites": {}})
     assert empty["derived.gemm.lib.skwsawk.fv_us"] == tiles.DASH and empty["derived.gemm.lib.skwsawk.gen_us"] == tiles.DASH
 

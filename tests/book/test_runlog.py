@@ -138,3 +138,10 @@ def test_explain_reads_the_variant_labels():
                                   "输出分块 128×256（block_M×block_N）"]
     assert "整块输出一次" in runlog.explain("ws 128x128 st6 e0 p8")
     assert "沿 K 分工" in runlog.explain("m16_k512_s4_k") and "沿 N 分工" in runlog.explain("m256_k64_s4_n")
+
+
+def test_explain_reads_the_moved_pdl_signal_and_the_tail_staging():
+    text = runlog.explain("dp+sk 128x128 st6 e64 p0 pdl@end fr4 fv te32").split("；")
+    assert text[5] == "修正 kernel 以程序化依赖启动，但 stream-K kernel 的各消费者写完尾部各段之后才放行"
+    assert text[-1] == "尾部各段的 fp32 部分和每次暂存并写回 32 列（整块仍按 e 后的列数）"
+    assert "写完整块之后" in runlog.explain("pdl@tail") and "32 个线程" not in runlog.explain("te32")

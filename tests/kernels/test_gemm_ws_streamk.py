@@ -345,7 +345,7 @@ def test_vec_fixup_loads_every_piece_before_adding(_fresh):
 def test_tail_cols_is_a_knob_of_the_staged_pieces_only():
     assert "tail_cols" not in streamk.ws_config(128, 6, 64, -1)
     cfg = streamk.ws_config(128, 6, 64, -1, panel=0, fix_vec=True, fix_rows=4, tail_cols=32)
-    assert cfg["tail_cols"] == 32 and streamk.ws_label(cfg) == "dp+sk 128x128 st6 e64 p0 fr4 fv t32"
+    assert cfg["tail_cols"] == 32 and streamk.ws_label(cfg) == "dp+sk 128x128 st6 e64 p0 fr4 fv te32"
     with pytest.raises(ValueError, match="tail_cols sizes the fp32 staging of the tail pieces"):
         streamk.ws_config(128, 6, 64, -1, reg_store=True, tail_cols=32)
     with pytest.raises(ValueError, match="tail_cols=48 must divide block_N=128"):
