@@ -369,3 +369,17 @@ def test_narrow_fp32_staging_makes_room_for_a_sixth_stage(_fresh):
     assert "tma_store(W_desc, (&(((float*)F0_s)[(i_2 * 2048)])), ((h_1 * 64) + (i_2 * 32))," in src5
     for s in (src, src5):  # whole tiles: two chunks of 64 fp16 columns
         assert "(h * 64)" in s and "tma_store(C_desc, (&(((half_t*)H0_s)" in s
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("inflight", [0, 1])
+def test_six_stage_hybrid_keeps_its_registers_and_its_wgmma_in_flight(_fresh, inflight):
+    """The six-stage hybrid of probe sk6 (narrow tail staging), also with one more wgmma batch in flight: ptxas
+    neither spills nor serialises the wgmma (it would, were the accumulator touched while a batch is in flight)."""
+    from kernels.gemm.lowered import ptxas_report
+
+    cfg = streamk.ws_config(128, 6, 64, -1, inflight=inflight, panel=0, fix_vec=True, fix_rows=4, tail_cols=32)
+    gemm, _ = streamk.build_ws(1536, 1536, 8192, cfg, 132)
+    rep = ptxas_report(gemm.get_kernel_source())
+    assert rep["spill_bytes"] == 0 and not rep["serialized_wgmma"] and rep["registers"] <= 168
+    assert gemm.get_kernel_source().count(f"tl::wait_wgmma<{inflight}>();") >= 2  # each consumer's main loop
