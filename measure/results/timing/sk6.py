@@ -12,6 +12,10 @@
   (``skif``): a consumer then holds each slot one step longer, which leaves the producer four stages to fill ahead;
   with six it has five again, and the tensor cores no longer wait while each step's batch completes.
 
+Beside them, the fix-up spread over the contributors inside the kernel (``spread``, 3-4 us slower than the
+separate fix-up in ``skspread``, for no measured reason): its one kernel on the GPU's clock against the separate
+form's two kernels and gap says whether the loss is in the wave or after it (``ncusp`` profiles both).
+
 Every candidate is checked against the fp32 reference (poisoned output, written twice, and again after the timed
 launches), also on two small plans; then alternating rounds (Harness.search, 7 rounds) with cuBLAS and the
 full-wave tiling, two fresh input sets under the write flush and one under the clean flush; then each candidate's
@@ -34,7 +38,8 @@ SK = [_c(128, 5, 64, -1, **BASE),  # gemm.flush's form
       _c(128, 5, 64, -1, pdl=True, pdl_at="end", **BASE),
       _c(128, 6, 64, -1, tail_cols=32, pdl=True, pdl_at="end", **BASE),
       _c(128, 6, 64, -1, inflight=1, tail_cols=32, **BASE),
-      _c(128, 6, 64, -1, inflight=1, tail_cols=32, pdl=True, pdl_at="end", **BASE)]
+      _c(128, 6, 64, -1, inflight=1, tail_cols=32, pdl=True, pdl_at="end", **BASE),
+      _c(128, 5, 64, -1, panel=0, spread=True)]  # the fix-up inside: one kernel on the GPU's clock (see ncusp)
 EXTRA_PLANS = [(1024, 512, 4096, _c(128, 6, 64, 0, tail_cols=32, fix_vec=True, fix_rows=8)),
                (2048, 1024, 2048, _c(128, 6, 64, -1, tail_cols=32, panel=0, pdl=True, pdl_at="end", fix_vec=True,
                                      fix_rows=16))]
