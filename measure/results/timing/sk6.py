@@ -90,13 +90,15 @@ if __name__ == "__main__":
             SK, label, lambda cfg: {"kernel": built.get(label(cfg)), "error": err.get(label(cfg))},
             lambda cfg: make_ws_runner(a, b, cfg, sms), lambda: h.poisoned((M, N), torch.float16), ref)
         res["rejected"][f"#{rep}"] = rejected
-        outs = {}
+        outs, counters = {}, {}
         for lab in list(cc):
             cfg = next(c for c in SK if label(c) == lab)
             f = make_ws_runner(a, b, cfg, sms)
             o = h.poisoned((M, N), torch.float16)
             f(o)
             outs[lab] = o
+            if hasattr(f, "counters"):  # the spread fix-up's: every complete launch leaves them zero
+                counters[lab] = f.counters
             cc[lab] = (lambda f=f, o=o: f(o))
         k = built["full-wave"]
         o = h.poisoned((M, N), torch.float16)
@@ -120,6 +122,9 @@ if __name__ == "__main__":
         for lab, o in outs.items():  # the output of the last timed launch
             res["errors"][f"{lab} #{rep} after timing"] = e = rel_fro_err(o, ref)
             assert e < 1e-2, (lab, e)
+        for lab, cnt in counters.items():
+            res["errors"][f"{lab} #{rep} counters after timing"] = z = int(cnt.abs().sum())
+            assert z == 0, (lab, z)
         json.dump(res, open(out, "w"), indent=1)
         del a, b, ref
         torch.cuda.empty_cache()
