@@ -49,6 +49,17 @@ from kernels.gemm.common import TARGET, check_inputs as check_operands, check_wg
 PDL_AT = ("start", "tail", "end")
 
 
+def _check_signal_and_staging(pdl: bool, pdl_at: str, tail_cols: int, block_N: int, staged: bool) -> None:
+    """The constraints of ``pdl_at`` and ``tail_cols`` (one place for :func:`ws_config` and the program): ``pdl_at``
+    one of :data:`PDL_AT`, other than ``"start"`` only with ``pdl``; ``tail_cols`` only where the tail pieces go
+    through an fp32 staging (``staged``: not fixup, spread, red or reg_store), dividing ``block_N``."""
+    require(pdl_at in PDL_AT, f"pdl_at must be one of {PDL_AT}, got {pdl_at!r}")
+    require(pdl or pdl_at == "start", f"pdl_at={pdl_at!r} places the signal of pdl: it needs pdl=True")
+    if tail_cols:
+        require(staged, "tail_cols sizes the fp32 staging of the tail pieces: fixup, spread, red and reg_store have none")
+        require(block_N % tail_cols == 0, f"tail_cols={tail_cols} must divide block_N={block_N}")
+
+
 def _ws_pass_configs() -> dict:
     from kernels.gemm.ws import WS_PASS_CONFIGS
 
@@ -470,16 +481,12 @@ def _streamk_ws_program(M: int, N: int, K: int, *, block_N: int, block_K: int, s
                                  empty_arrivals, stages_ahead)
 
     require(inflight in (0, 1), f"inflight must be 0 or 1, got {inflight}")
-    require(pdl_at in PDL_AT, f"pdl_at must be one of {PDL_AT}, got {pdl_at!r}")
-    require(pdl or pdl_at == "start", f"pdl_at={pdl_at!r} places the signal of pdl: it needs pdl=True")
+    _check_signal_and_staging(pdl, pdl_at, tail_cols, block_N, not (fixup or spread or red or reg_store))
     require(stages_ahead(stages, inflight) >= 1, f"stages={stages}: need at least {2 + inflight} with inflight={inflight}")
     check_wgmma_n(block_N)
     epi_cols = epi_cols or block_N
     require(block_N % epi_cols == 0, f"epi_cols={epi_cols} must divide block_N={block_N}")
-    require(not tail_cols or not (fixup or spread or red or reg_store),
-            "tail_cols sizes the fp32 staging of the tail pieces: fixup, spread, red and reg_store have none")
     tail_cols = tail_cols or epi_cols
-    require(block_N % tail_cols == 0, f"tail_cols={tail_cols} must divide block_N={block_N}")
     s = ws_schedule(M, N, K, block_N, block_K, workers, dp_waves)
     half = WS_BLOCK_M // 2
     ipt, q, r = s.iters_per_tile, s.iters_per_worker, s.extra
@@ -1050,14 +1057,10 @@ def ws_config(block_N: int = 256, stages: int = 3, epi_cols: int = 64, dp_waves:
         require(not fixup, "pdl overlaps the launch of the fix-up kernel: with fixup there is none")
         require(not red, "pdl overlaps the launch of the fix-up kernel: with red there is none")
         cfg["pdl"] = True
-    require(pdl_at in PDL_AT, f"pdl_at must be one of {PDL_AT}, got {pdl_at!r}")
+    _check_signal_and_staging(pdl, pdl_at, tail_cols, block_N, not (fixup or spread or red or reg_store))
     if pdl_at != "start":
-        require(pdl, f"pdl_at={pdl_at!r} places the signal of pdl: it needs pdl=True")
         cfg["pdl_at"] = pdl_at
     if tail_cols:
-        require(not (fixup or spread or red or reg_store),
-                "tail_cols sizes the fp32 staging of the tail pieces: fixup, spread, red and reg_store have none")
-        require(block_N % tail_cols == 0, f"tail_cols={tail_cols} must divide block_N={block_N}")
         cfg["tail_cols"] = tail_cols
     if reg_store:
         require(not fixup and not spread and not red,
