@@ -30,7 +30,8 @@ in worker order (see :class:`WsSchedule`).  Three forms do the fix-up inside the
 it); on the H200 all three were slower than the separate fix-up kernel, whose sum the suites now take written by hand
 (``fix_vec``; ``measure/results/timing/README.md``).  :func:`streamk_ws_rs` stores the tail pieces from registers
 instead of by TMA store (``reg_store``): its kernel ran 0.7 us shorter with six stages, but the timed calls were not
-faster, so no suite takes it.
+faster, so no suite takes it.  ``aligned`` (:func:`ws_schedule`) deals each tail tile's K steps out to its own
+workers when the tail tiles divide the workers, so that no worker stores two pieces (not yet timed).
 """
 
 import math
@@ -236,6 +237,9 @@ class WsSchedule:
     ``w`` taking the contiguous range ``[begin(w), end(w))`` of the tail's step sequence (tile by
     tile, K step by K step); each piece of a tile a worker touches is one fp32 partial, stored in
     workspace slot ``w * max_segments + piece``; a fix-up adds the pieces of a tile and casts it.
+    With ``per_tile = n`` (the aligned split) each tail tile's K steps are dealt out to its own ``n``
+    consecutive workers instead (``workers = n * sk_tiles``): every range still lies in one tile, so no
+    worker has two pieces; ``iters_per_worker`` and ``extra`` are then the shares within a tile.
     """
 
     tiles: int  # output tiles
@@ -251,20 +255,21 @@ class WsSchedule:
     extra: int  # workers 0 .. extra-1 take one more step
     max_segments: int  # most tile pieces one worker may touch
     max_contrib: int  # most workers that may touch one tail tile
+    per_tile: int = 0  # aligned split: workers per tail tile (0: the tail's steps dealt out as one sequence)
 
     @property
     def slots(self) -> int:
         return self.workers * self.max_segments if self.sk_tiles else 0
 
     def begin(self, w: int) -> int:
-        return w * self.iters_per_worker + min(w, self.extra)
+        return tail_begin(w, self)
 
     def end(self, w: int) -> int:
-        return self.begin(w) + self.iters_per_worker + (1 if w < self.extra else 0)
+        return tail_end(w, self)
 
     def owner(self, i: int) -> int:
         """The worker whose range holds tail step ``i``."""
-        return sk_owner(i, self.iters_per_worker, self.extra)
+        return tail_owner(i, self)
 
     def span(self, lt: int) -> tuple[int, int]:
         """(first worker, number of workers) that write a piece of tail tile ``lt``: the owners of its first and
@@ -292,11 +297,13 @@ class WsSchedule:
 
 
 def ws_schedule(M: int, N: int, K: int, block_N: int, block_K: int = 64, workers: int = SMS,
-                dp_waves: int = -1) -> WsSchedule:
+                dp_waves: int = -1, aligned: bool = False) -> WsSchedule:
     """Plan for :func:`streamk_ws`: ``dp_waves`` full waves computed whole (-1: every full wave,
     the tail being the last partial wave; 0: every tile streamed, pure stream-K; k: ``k`` full
     waves, the rest -- at least one full wave plus the partial one for k = full waves - 1, the
-    "two-tile" hybrid -- streamed)."""
+    "two-tile" hybrid -- streamed).  ``aligned``: each tail tile split among ``workers / sk_tiles`` workers of its
+    own (the tail tiles must divide the workers), so that no worker's range crosses a tile boundary: one piece per
+    worker, at the same largest share whenever ``sk_tiles`` divides ``workers``."""
     from kernels.gemm.ws import WS_BLOCK_M
 
     require(workers >= 1, f"workers must be >= 1, got {workers}")
@@ -314,6 +321,13 @@ def ws_schedule(M: int, N: int, K: int, block_N: int, block_K: int = 64, workers
     max_segments = 0 if share == 0 else min(sk_tiles, (share + ipt - 2) // ipt + 1)
     # a tile's ipt steps span at most ceil(ipt / q) + 1 worker ranges (each range has >= q steps)
     max_contrib = 0 if sk_tiles == 0 else min(workers, ipt if q == 0 else -(-ipt // q) + 1)
+    if aligned:
+        require(sk_tiles > 0 and workers % sk_tiles == 0,
+                f"aligned: the {sk_tiles} tail tiles must divide the {workers} workers (each tile its own workers)")
+        n = workers // sk_tiles
+        require(n <= ipt, f"aligned: {n} workers per tail tile must not exceed its {ipt} K steps")
+        q, r = divmod(ipt, n)
+        return WsSchedule(tiles, grid_n, grid_m, ipt, workers, dp_tiles, dp_rounds, sk_tiles, sk_iters, q, r, 1, n, n)
     return WsSchedule(tiles, grid_n, grid_m, ipt, workers, dp_tiles, dp_rounds, sk_tiles, sk_iters, q, r,
                       max_segments, max_contrib)
 
@@ -446,6 +460,51 @@ def sk_owner(i: Any, q: int, r: int, select: Any = _py_select) -> Any:
     return select(i < r * (q + 1), i // (q + 1), r + (i - r * (q + 1)) // q)
 
 
+def tail_begin(w: Any, s: "WsSchedule", tmin: Any = min) -> Any:
+    """First tail step of worker ``w`` (``tmin`` is ``T.min`` in a kernel): ``w q + min(w, r)`` in the one
+    sequence, or, with the aligned split, the same within its tile ``w // per_tile``."""
+    q, r, n = s.iters_per_worker, s.extra, s.per_tile
+    if not n:
+        return w * q + tmin(w, r)
+    return w // n * s.iters_per_tile + w % n * q + tmin(w % n, r)
+
+
+def tail_share(w: Any, s: "WsSchedule", select: Any = _py_select) -> Any:
+    """Tail steps of worker ``w``: ``q``, one more for the first ``r`` workers (of its tile, with the aligned
+    split)."""
+    c = w % s.per_tile if s.per_tile else w
+    return s.iters_per_worker + select(c < s.extra, 1, 0)
+
+
+def tail_end(w: Any, s: "WsSchedule") -> int:
+    """One past the last tail step of worker ``w`` (see :func:`tail_begin`)."""
+    return tail_begin(w, s) + tail_share(w, s)
+
+
+def tail_owner(i: Any, s: "WsSchedule", select: Any = _py_select) -> Any:
+    """The worker whose range holds tail step ``i`` (:func:`sk_owner`; with the aligned split, within the step's
+    tile, whose workers are ``lt * per_tile`` onwards)."""
+    q, r, n = s.iters_per_worker, s.extra, s.per_tile
+    if not n:
+        return sk_owner(i, q, r, select)
+    ipt = s.iters_per_tile
+    return i // ipt * n + sk_owner(i % ipt, q, r, select)
+
+
+def tail_slot(wk: Any, lt: Any, s: "WsSchedule", tmin: Any = min) -> Any:
+    """Workspace slot of worker ``wk``'s piece of tail tile ``lt`` (:func:`sk_slot` for either split)."""
+    return wk * s.max_segments + lt - tail_begin(wk, s, tmin) // s.iters_per_tile
+
+
+def slot_params(s: "WsSchedule") -> tuple[int, int, int, int]:
+    """``(Q, R, IPT, MAXSEG)`` for the hand-written sum (``sksp::reduce_rows``), whose slot is ``wk MAXSEG + lt -
+    (wk Q + min(wk, R)) / IPT``: the schedule's own for the one sequence; ``(1, 0, per_tile, 1)`` for the aligned
+    split, where ``lt = wk // per_tile`` and the slot is ``wk``."""
+    if s.per_tile:
+        return 1, 0, s.per_tile, 1
+    return s.iters_per_worker, s.extra, s.iters_per_tile, s.max_segments
+
+
 def sk_slot(wk: Any, lt: Any, q: int, r: int, ipt: int, max_segments: int, tmin: Any = min) -> Any:
     """Workspace slot of worker ``wk``'s piece of tail tile ``lt``: its pieces are numbered from the
     tile holding its first step (``begin(wk) // ipt``), as the kernel's ``seg`` loop numbers them."""
@@ -464,7 +523,7 @@ def sk_fixup_counters(M: int, N: int, K: int, block_N: int, block_K: int, worker
 def _streamk_ws_program(M: int, N: int, K: int, *, block_N: int, block_K: int, stages: int, panel: int,
                         inflight: int, epi_cols: int, workers: int, dp_waves: int, fixup: bool = False,
                         pdl: bool = False, spread: bool = False, tail_first: bool = False, red: bool = False,
-                        reg_store: bool = False, pdl_at: str = "start", tail_cols: int = 0):
+                        reg_store: bool = False, pdl_at: str = "start", tail_cols: int = 0, aligned: bool = False):
     """Stream-K on the hand-written warp-specialised pipeline of :mod:`kernels.gemm.ws` (one
     TMA producer warpgroup, two wgmma consumer warpgroups of 64 rows, ``setmaxnreg``, full/empty
     barriers per stage, the producer's ring running on across work items): full tiles first,
@@ -476,7 +535,8 @@ def _streamk_ws_program(M: int, N: int, K: int, *, block_N: int, block_K: int, s
     its last tail piece is stored.  The first signal of a block counts for it (PTX ``griddepcontrol``), so the fix-up
     is launched once every worker has reached that point; the fix-up's own wait (``T.pdl_sync``) still waits for the
     whole stream-K kernel, wherever the signal is.  ``tail_cols``: the tail pieces go through their fp32 staging in
-    chunks of that many columns instead of ``epi_cols`` (a narrower staging leaves room for one more stage)."""
+    chunks of that many columns instead of ``epi_cols`` (a narrower staging leaves room for one more stage).
+    ``aligned``: the tail split tile by tile (:func:`ws_schedule`), one piece per worker; the separate fix-up only."""
     from kernels.gemm.ws import (_EPILOGUE_BARRIER, _FIXUP_SRC, CONSUMER_REGS, PRODUCER_REGS, WS_BLOCK_M, WS_THREADS,
                                  empty_arrivals, stages_ahead)
 
@@ -487,7 +547,9 @@ def _streamk_ws_program(M: int, N: int, K: int, *, block_N: int, block_K: int, s
     epi_cols = epi_cols or block_N
     require(block_N % epi_cols == 0, f"epi_cols={epi_cols} must divide block_N={block_N}")
     tail_cols = tail_cols or epi_cols
-    s = ws_schedule(M, N, K, block_N, block_K, workers, dp_waves)
+    require(not aligned or not (fixup or spread or red),
+            "aligned: only the separate fix-up kernel reads the tile-by-tile split (fixup, spread and red do not)")
+    s = ws_schedule(M, N, K, block_N, block_K, workers, dp_waves, aligned)
     half = WS_BLOCK_M // 2
     ipt, q, r = s.iters_per_tile, s.iters_per_worker, s.extra
     acc_regs = half * block_N // 128
@@ -761,8 +823,8 @@ def _streamk_ws_program(M: int, N: int, K: int, *, block_N: int, block_K: int, s
             if pdl and pdl_at == "start":  # the fix-up kernel may be launched now; it waits for this one (T.pdl_sync)
                 T.pdl_trigger()
             lane = tx % 32  # noqa: F841 (used by the consumers)
-            begin = w * q + T.min(w, r)
-            end = begin + q + T.if_then_else(w < r, 1, 0)
+            begin = tail_begin(w, s, T.min)
+            end = begin + tail_share(w, s, T.if_then_else)
             if tx < 128:
                 T.dec_max_nreg(PRODUCER_REGS)
                 if tail_first:
@@ -832,6 +894,7 @@ def streamk_ws(
     pdl: bool = False,
     pdl_at: str = "start",
     tail_cols: int = 0,
+    aligned: bool = False,
 ):
     """Stream-K (``dp_waves=0``), or full waves + stream-K tail (``dp_waves=-1``: the last partial
     wave streamed; ``k``: the tiles after ``k`` full waves streamed), on the hand-written pipeline:
@@ -839,11 +902,12 @@ def streamk_ws(
     (fp16), tail pieces to the fp32 workspace (see :class:`WsSchedule`); :func:`streamk_ws_fixup`
     finishes the tail tiles.  ``pdl``: the fix-up is launched as a programmatic dependent (see
     :func:`streamk_ws_fixup`), signalled where ``pdl_at`` says; ``tail_cols``: the width of the tail pieces' fp32
-    staging (see :func:`_streamk_ws_program`)."""
+    staging (see :func:`_streamk_ws_program`); ``aligned``: the tail split tile by tile (:func:`ws_schedule`)."""
     return _streamk_ws_program(M, N, K, block_N=block_N, block_K=block_K, stages=stages, panel=panel,
                                inflight=inflight, epi_cols=epi_cols, workers=workers, dp_waves=dp_waves,
                                **(dict(pdl=True) if pdl else {}), **(dict(pdl_at=pdl_at) if pdl_at != "start" else {}),
-                               **(dict(tail_cols=tail_cols) if tail_cols else {}))
+                               **(dict(tail_cols=tail_cols) if tail_cols else {}),
+                               **(dict(aligned=True) if aligned else {}))
 
 
 def _ws_last_pass_configs() -> dict:
@@ -867,6 +931,7 @@ def streamk_ws_rs(
     dp_waves: int = -1,
     pdl: bool = False,
     pdl_at: str = "start",
+    aligned: bool = False,
 ):
     """:func:`streamk_ws` with the tail pieces stored to the workspace straight from the accumulator's registers
     (``reg_store``): no fp32 staging in shared memory (a stage's worth of it freed), no wait for a TMA store to
@@ -874,7 +939,8 @@ def streamk_ws_rs(
     return _streamk_ws_program(M, N, K, block_N=block_N, block_K=block_K, stages=stages, panel=panel,
                                inflight=inflight, epi_cols=epi_cols, workers=workers, dp_waves=dp_waves,
                                reg_store=True, **(dict(pdl=True) if pdl else {}),
-                               **(dict(pdl_at=pdl_at) if pdl_at != "start" else {}))
+                               **(dict(pdl_at=pdl_at) if pdl_at != "start" else {}),
+                               **(dict(aligned=True) if aligned else {}))
 
 
 @tilelang.jit(target=TARGET, pass_configs=_ws_last_pass_configs())
@@ -965,7 +1031,7 @@ def streamk_ws_red(
 @tilelang.jit(target=TARGET)
 def streamk_ws_fixup(M: int, N: int, K: int, block_N: int = 256, block_K: int = 64, panel: int = 8,
                      workers: int = SMS, dp_waves: int = -1, rows: int = 16, threads: int = 256, pdl: bool = False,
-                     unroll: bool = False, vec: bool = False):
+                     unroll: bool = False, vec: bool = False, aligned: bool = False):
     """Fix-up of :func:`streamk_ws`: every tail tile's pieces (workers ``owner(first step)`` to
     ``owner(last step)``) added in fp32 in worker order and cast to fp16 once, ``rows`` rows of a tile per block.
     ``pdl``: launched while the stream-K kernel (``pdl=True``) runs, each block first waits until it has
@@ -973,13 +1039,15 @@ def streamk_ws_fixup(M: int, N: int, K: int, block_N: int = 256, block_K: int = 
     unrolled, so that a thread's loads of every piece are in flight together instead of one piece's after the
     previous piece's have been added.  ``vec``: the sum written by hand (:data:`_SPREAD_SRC`'s ``reduce_rows``, 128
     threads a block): a thread reads the same four columns of every piece into registers first -- all its loads in
-    flight at once, one wait at the L2 instead of one per piece -- then adds them in worker order."""
+    flight at once, one wait at the L2 instead of one per piece -- then adds them in worker order.  ``aligned``: the
+    stream-K kernel's tail was split tile by tile (:func:`ws_schedule`); the same sum, over each tile's own
+    workers."""
     from kernels.gemm.ws import _FIXUP_SRC, WS_BLOCK_M
 
-    s = ws_schedule(M, N, K, block_N, block_K, workers, dp_waves)
+    s = ws_schedule(M, N, K, block_N, block_K, workers, dp_waves, aligned)
     require(s.sk_tiles > 0, "no tail tiles: the schedule is purely data-parallel, there is nothing to fix up")
     require(WS_BLOCK_M % rows == 0, f"rows={rows} must divide {WS_BLOCK_M}")
-    ipt, q, r = s.iters_per_tile, s.iters_per_worker, s.extra
+    ipt = s.iters_per_tile
     w_rows = s.slots * WS_BLOCK_M
     if vec:
         require(not unroll, "vec: the hand-written sum has no contributor loop to unroll")
@@ -994,10 +1062,11 @@ def streamk_ws_fixup(M: int, N: int, K: int, block_N: int = 256, block_K: int = 
                 if pdl:
                     T.pdl_sync()
                 tid = T.get_thread_binding()
-                w_lo = sk_owner(lt * ipt, q, r, T.if_then_else)
-                n = sk_owner((lt + 1) * ipt - 1, q, r, T.if_then_else) - w_lo + 1
+                w_lo = tail_owner(lt * ipt, s, T.if_then_else)
+                n = tail_owner((lt + 1) * ipt - 1, s, T.if_then_else) - w_lo + 1
                 mb, nb = raster(s.dp_tiles + lt, panel, s.grid_m, s.grid_n, T.min)
-                T.call_extern("handle", f"sksp::reduce_rows<{block_N}, {s.max_contrib}, {q}, {r}, {ipt}, {s.max_segments}>",
+                sq, sr, sipt, sseg = slot_params(s)
+                T.call_extern("handle", f"sksp::reduce_rows<{block_N}, {s.max_contrib}, {sq}, {sr}, {sipt}, {sseg}>",
                               T.address_of(C[mb * WS_BLOCK_M, nb * block_N]), N, T.address_of(W[0, 0]), w_lo, n, lt,
                               bx * rows, (bx + 1) * rows, tid)
 
@@ -1010,12 +1079,12 @@ def streamk_ws_fixup(M: int, N: int, K: int, block_N: int = 256, block_K: int = 
                 T.pdl_sync()
             acc = T.alloc_fragment((rows, block_N), T.float32)
             T.clear(acc)
-            w_lo = sk_owner(lt * ipt, q, r, T.if_then_else)
-            w_hi = sk_owner((lt + 1) * ipt - 1, q, r, T.if_then_else)
+            w_lo = tail_owner(lt * ipt, s, T.if_then_else)
+            w_hi = tail_owner((lt + 1) * ipt - 1, s, T.if_then_else)
             for c in (T.unroll if unroll else T.serial)(s.max_contrib):
                 wk = w_lo + c
                 if wk <= w_hi:
-                    slot = sk_slot(wk, lt, q, r, ipt, s.max_segments, T.min)
+                    slot = tail_slot(wk, lt, s, T.min)
                     for i, j in T.Parallel(rows, block_N):
                         acc[i, j] += W[slot * WS_BLOCK_M + bx * rows + i, j]
             mb, nb = raster(s.dp_tiles + lt, panel, s.grid_m, s.grid_n, T.min)
@@ -1029,7 +1098,7 @@ def ws_config(block_N: int = 256, stages: int = 3, epi_cols: int = 64, dp_waves:
               panel: int = 8, fixup: bool = False, pdl: bool = False, fix_rows: int = 0,
               fix_unroll: bool = False, spread: bool = False, tail_first: bool = False,
               red: bool = False, fix_vec: bool = False, reg_store: bool = False,
-              pdl_at: str = "start", tail_cols: int = 0) -> dict[str, Any]:
+              pdl_at: str = "start", tail_cols: int = 0, aligned: bool = False) -> dict[str, Any]:
     """One configuration of :func:`build_ws` (K blocks of 64); ``fixup`` (the tail tiles summed inside
     the kernel, :func:`streamk_ws_last`) and ``pdl`` (the fix-up kernel launched as a programmatic
     dependent) are kept only when set (earlier configurations unchanged), as are ``fix_rows`` (rows of a tail
@@ -1037,7 +1106,8 @@ def ws_config(block_N: int = 256, stages: int = 3, epi_cols: int = 64, dp_waves:
     ``fix_vec`` (its sum written by hand, every piece's load in flight at once) and ``reg_store`` (the tail pieces
     stored to the workspace from registers, :func:`streamk_ws_rs`) and ``pdl_at`` (where a ``pdl`` kernel signals
     its fix-up: ``"tail"`` or ``"end"``, kept only when not ``"start"``) and ``tail_cols`` (the width of the tail
-    pieces' fp32 staging, kept only when set)."""
+    pieces' fp32 staging, kept only when set) and ``aligned`` (the tail split tile by tile, :func:`ws_schedule`;
+    the separate fix-up only)."""
     cfg = dict(block_N=block_N, block_K=64, stages=stages, epi_cols=epi_cols, dp_waves=dp_waves, inflight=inflight,
                panel=panel)
     if fixup:
@@ -1062,6 +1132,10 @@ def ws_config(block_N: int = 256, stages: int = 3, epi_cols: int = 64, dp_waves:
         cfg["pdl_at"] = pdl_at
     if tail_cols:
         cfg["tail_cols"] = tail_cols
+    if aligned:
+        require(not fixup and not spread and not red,
+                "aligned: only the separate fix-up kernel reads the tile-by-tile split (fixup, spread and red do not)")
+        cfg["aligned"] = True
     if reg_store:
         require(not fixup and not spread and not red,
                 "reg_store stores the separate fix-up's pieces: fixup, spread and red store from registers already")
@@ -1088,7 +1162,7 @@ def ws_label(cfg: dict[str, Any]) -> str:
     ``last`` / ``spread`` / ``red`` the fix-up inside the kernel (one reducer / every contributor a band / every
     piece added at the L2, the last one casts), ``tf`` tail pieces first, ``rs`` tail pieces stored from registers,
     ``pdl@tail`` / ``pdl@end`` the fix-up signalled after the whole tiles / after the tail pieces, ``te`` the width of
-    the tail pieces' fp32 staging."""
+    the tail pieces' fp32 staging, ``al`` the tail split tile by tile."""
     d = cfg["dp_waves"]
     kind = "sk" if d == 0 else ("dp+sk" if d == -1 else f"dp{d}+sk")
     return (f"{kind} 128x{cfg['block_N']} st{cfg['stages']} e{cfg['epi_cols']}"
@@ -1099,7 +1173,7 @@ def ws_label(cfg: dict[str, Any]) -> str:
             + (" pdl" if cfg.get("pdl") else "") + (f"@{cfg['pdl_at']}" if cfg.get("pdl_at") else "")
             + (f" fr{cfg['fix_rows']}" if cfg.get("fix_rows") else "") + (" fu" if cfg.get("fix_unroll") else "")
             + (" fv" if cfg.get("fix_vec") else "") + (" rs" if cfg.get("reg_store") else "")
-            + (f" te{cfg['tail_cols']}" if cfg.get("tail_cols") else ""))
+            + (f" te{cfg['tail_cols']}" if cfg.get("tail_cols") else "") + (" al" if cfg.get("aligned") else ""))
 
 
 def build_ws(M: int, N: int, K: int, cfg: dict[str, Any], workers: int = SMS) -> tuple[Any, Any]:
@@ -1113,7 +1187,8 @@ def build_ws(M: int, N: int, K: int, cfg: dict[str, Any], workers: int = SMS) ->
         return streamk_ws_spread(M, N, K, workers=workers, **kw, **tf), None
     if cfg.get("red"):
         return streamk_ws_red(M, N, K, workers=workers, **kw, **tf), None
-    s = ws_schedule(M, N, K, cfg["block_N"], cfg["block_K"], workers, cfg["dp_waves"])
+    al = {"aligned": True} if cfg.get("aligned") else {}
+    s = ws_schedule(M, N, K, cfg["block_N"], cfg["block_K"], workers, cfg["dp_waves"], **al)
     fx = dict(pdl=True) if cfg.get("pdl") and s.sk_tiles else {}  # earlier configurations keep their exact builds
     if cfg.get("fix_rows"):
         fx["rows"] = cfg["fix_rows"]
@@ -1123,12 +1198,13 @@ def build_ws(M: int, N: int, K: int, cfg: dict[str, Any], workers: int = SMS) ->
         fx["vec"] = True
     fix = None
     if s.sk_tiles:
-        fix = streamk_ws_fixup(M, N, K, cfg["block_N"], cfg["block_K"], cfg["panel"], workers, cfg["dp_waves"], **fx)
+        fix = streamk_ws_fixup(M, N, K, cfg["block_N"], cfg["block_K"], cfg["panel"], workers, cfg["dp_waves"], **fx,
+                               **al)
     entry = streamk_ws_rs if cfg.get("reg_store") else streamk_ws
     at = {"pdl_at": cfg["pdl_at"]} if fx.get("pdl") and cfg.get("pdl_at") else {}
     if cfg.get("tail_cols") and s.sk_tiles:
         at["tail_cols"] = cfg["tail_cols"]
-    return entry(M, N, K, workers=workers, **kw, **({"pdl": True} if fx.get("pdl") else {}), **at), fix
+    return entry(M, N, K, workers=workers, **kw, **({"pdl": True} if fx.get("pdl") else {}), **at, **al), fix
 
 
 def check_ws_inputs(a: Any, b: Any, cfg: dict[str, Any]) -> tuple[int, int, int]:
@@ -1152,7 +1228,7 @@ def make_ws_runner(a: Any, b: Any, cfg: dict[str, Any], workers: int = SMS):
 
     M, N, K = check_ws_inputs(a, b, cfg)
     gemm, fix = build_ws(M, N, K, cfg, workers)
-    s = ws_schedule(M, N, K, cfg["block_N"], cfg["block_K"], workers, cfg["dp_waves"])
+    s = ws_schedule(M, N, K, cfg["block_N"], cfg["block_K"], workers, cfg["dp_waves"], bool(cfg.get("aligned")))
     if cfg.get("red"):  # the tail tiles' sums and counters, zero here once; every complete launch leaves them zero
         ws = torch.zeros((s.sk_tiles * 128, cfg["block_N"]), dtype=torch.float32, device=a.device)
         counters = torch.zeros(s.sk_tiles * 2, dtype=torch.int32, device=a.device)

@@ -145,3 +145,5 @@ def test_explain_reads_the_moved_pdl_signal_and_the_tail_staging():
     assert text[5] == "修正 kernel 以程序化依赖启动，但 stream-K kernel 的各消费者写完尾部各段之后才放行"
     assert text[-1] == "尾部各段的 fp32 部分和每次暂存并写回 32 列（整块仍按 e 后的列数）"
     assert "写完整块之后" in runlog.explain("pdl@tail") and "32 个线程" not in runlog.explain("te32")
+    aligned = runlog.explain("dp+sk 128x128 st6 e64 p0 fr4 fv te32 al").split("；")
+    assert aligned[-1].startswith("尾部按分块对齐切分") and "没有线程块跨两个分块" in aligned[-1]

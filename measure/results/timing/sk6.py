@@ -1,4 +1,4 @@
-"""sk6: three small levers left on stream-K's hybrid (awkward shape), tried alone and together.
+"""sk6: four small levers left on stream-K's hybrid (awkward shape), tried alone and together.
 
 * A sixth stage.  The hybrid has five because its fp32 staging of the tail pieces (two consumers x 64 rows x 64
   columns x 4 bytes = 32 KB) leaves no room for a sixth; on the data-parallel pipeline a sixth stage took 0.9 us off
@@ -8,6 +8,10 @@
   the first workers to finish and the stream-K kernel ran 1.5 us longer (``skx``); without PDL 1.3 us pass between
   the two kernels (``skdec``).  ``pdl_at="end"`` signals once each consumer has stored its last tail piece,
   ``"tail"`` once it has stored its whole tiles.
+* The tail split tile by tile (``aligned``).  Dealt out as one sequence, the 1536 tail steps give 9 of the 132
+  workers a range that crosses a tile boundary, 5 of them with the largest share (12 steps): they store two
+  pieces and refill the pipeline twice.  Split tile by tile (132 = 12 x 11), every worker has one piece, with the
+  same largest share, and the fix-up adds 132 pieces instead of 141.
 * One more wgmma batch in flight (``inflight=1``) with the sixth stage.  With five stages it was 2.2 us slower
   (``skif``): a consumer then holds each slot one step longer, which leaves the producer four stages to fill ahead;
   with six it has five again, and the tensor cores no longer wait while each step's batch completes.
@@ -39,10 +43,15 @@ SK = [_c(128, 5, 64, -1, **BASE),  # gemm.flush's form
       _c(128, 6, 64, -1, tail_cols=32, pdl=True, pdl_at="end", **BASE),
       _c(128, 6, 64, -1, inflight=1, tail_cols=32, **BASE),
       _c(128, 6, 64, -1, inflight=1, tail_cols=32, pdl=True, pdl_at="end", **BASE),
-      _c(128, 5, 64, -1, panel=0, spread=True)]  # the fix-up inside: one kernel on the GPU's clock (see ncusp)
+      _c(128, 5, 64, -1, panel=0, spread=True),  # the fix-up inside: one kernel on the GPU's clock (see ncusp)
+      _c(128, 5, 64, -1, aligned=True, **BASE),  # the tail split tile by tile: one piece per worker
+      _c(128, 6, 64, -1, tail_cols=32, aligned=True, **BASE),
+      _c(128, 6, 64, -1, tail_cols=32, pdl=True, pdl_at="end", aligned=True, **BASE)]
 EXTRA_PLANS = [(1024, 512, 4096, _c(128, 6, 64, 0, tail_cols=32, fix_vec=True, fix_rows=8)),
                (2048, 1024, 2048, _c(128, 6, 64, -1, tail_cols=32, panel=0, pdl=True, pdl_at="end", fix_vec=True,
-                                     fix_rows=16))]
+                                     fix_rows=16)),
+               (1664, 1408, 4096, _c(128, 6, 64, -1, tail_cols=32, aligned=True, **BASE)),  # 11 tail tiles, 12 each
+               (256, 768, 1024, _c(128, 5, 64, 0, aligned=True, **BASE))]  # 12 tiles of 16 steps, 11 workers each
 MODES = ("write", "write", "clean")
 
 

@@ -96,7 +96,7 @@ def predicted_speedup(M: int, N: int, K: int, cfg: dict[str, Any], sms: int) -> 
     g_dp, w_dp, f_dp = grid_waves(M, N, 128, NO_SPLIT["block_N"], sms=sms)
     g_sk, w_sk, f_sk = grid_waves(M, N, 128, cfg["block_N"], sms=sms)
     area = cfg["block_N"] / NO_SPLIT["block_N"]
-    s = ws_schedule(M, N, K, cfg["block_N"], cfg["block_K"], sms, cfg["dp_waves"])
+    s = ws_schedule(M, N, K, cfg["block_N"], cfg["block_K"], sms, cfg["dp_waves"], bool(cfg.get("aligned")))
     steps = s.dp_rounds * s.iters_per_tile + s.iters_per_worker + (1 if s.extra else 0)
     return w_dp / (g_sk * area / sms), dict(
         tiles=g_sk, waves_data_parallel=w_dp, last_wave_fill_data_parallel=f_dp, ideal_waves=g_sk * area / sms,
@@ -119,6 +119,15 @@ def wave_tail_rows(M: int, N: int, K: int, cfg: dict[str, Any], sms: int) -> int
     if s.dp_rounds < 1 or not s.sk_tiles or s.dp_tiles % s.grid_n:
         return None
     return s.dp_tiles // s.grid_n * WS_BLOCK_M
+
+
+def part_config(cfg: dict[str, Any], dp_waves: int) -> dict[str, Any]:
+    """The configuration that runs one part of :func:`wave_tail_rows` alone: the wave (``dp_waves=-1`` on its rows,
+    nothing streamed, so no tail split to align) or the tail (``0``, every tile streamed as in the hybrid)."""
+    pc = dict(cfg, dp_waves=dp_waves)
+    if dp_waves == -1:
+        pc.pop("aligned", None)
+    return pc
 
 
 def gpu_suite(h: Any) -> None:
@@ -200,7 +209,7 @@ def gpu_suite(h: Any) -> None:
         check_fixup_counters(h, f"stream-K ws {shape} counters", fn)
         pred, waves = predicted_speedup(M, N, K, cfg, sms)
         flops, nbytes, src = gemm_cost(M, N, K, "fp16")
-        s = ws_schedule(M, N, K, cfg["block_N"], cfg["block_K"], sms, cfg["dp_waves"])
+        s = ws_schedule(M, N, K, cfg["block_N"], cfg["block_K"], sms, cfg["dp_waves"], bool(cfg.get("aligned")))
         rec = h.bench(f"stream-K ws {shape}", lambda: fn(c), flops=flops, bytes=nbytes, ledger_source=src,
                       baselines=baselines, targets=TARGETS.get((M, N, K)), rounds=BENCH_ROUNDS, config=cfg, label=best,
                       shape=[M, N, K], rel_fro_err=err, predicted_speedup_vs_dp=pred, waves=waves,
@@ -225,7 +234,7 @@ def gpu_suite(h: Any) -> None:
         if rows is not None:  # the winner's wave and its tail, each alone on its own rows of A
             for part, lo, hi, d in (("wave alone", 0, rows, -1), ("tail alone", rows, M, 0)):
                 try:
-                    pc = dict(cfg, dp_waves=d)
+                    pc = part_config(cfg, d)
                     pf = make_ws_runner(a[lo:hi].contiguous(), b, pc, sms)
                     po = h.poisoned((hi - lo, N), torch.float16)
                     pf(po)
