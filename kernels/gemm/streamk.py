@@ -322,7 +322,8 @@ def ws_schedule(M: int, N: int, K: int, block_N: int, block_K: int = 64, workers
     # a tile's ipt steps span at most ceil(ipt / q) + 1 worker ranges (each range has >= q steps)
     max_contrib = 0 if sk_tiles == 0 else min(workers, ipt if q == 0 else -(-ipt // q) + 1)
     if aligned:
-        require(sk_tiles > 0 and workers % sk_tiles == 0,
+        require(sk_tiles > 0, "aligned: the schedule streams no tile, there is no tail to split")
+        require(workers % sk_tiles == 0,
                 f"aligned: the {sk_tiles} tail tiles must divide the {workers} workers (each tile its own workers)")
         n = workers // sk_tiles
         require(n <= ipt, f"aligned: {n} workers per tail tile must not exceed its {ipt} K steps")

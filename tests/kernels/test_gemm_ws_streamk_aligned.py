@@ -97,7 +97,7 @@ def test_aligned_is_kept_only_when_set_and_refused_where_it_cannot_apply():
         streamk.ws_schedule(1536, 1536, 8192, 256, 64, 132, 0, aligned=True)
     with pytest.raises(ValueError, match="66 workers per tail tile must not exceed its 1 K steps"):
         streamk.ws_schedule(128, 256, 64, 128, 64, 132, 0, aligned=True)
-    with pytest.raises(ValueError, match="tail tiles must divide"):  # no tail at all: nothing to align
+    with pytest.raises(ValueError, match="streams no tile, there is no tail to split"):
         streamk.ws_schedule(1408, 1536, 8192, 128, 64, 132, -1, aligned=True)
 
 
