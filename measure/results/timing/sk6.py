@@ -26,7 +26,7 @@ full-wave tiling, two fresh input sets under the write flush and one under the c
 kernels on the GPU's clock (torch.profiler, 30 calls after the write flush)."""
 import json, os, sys
 import torch
-from kernels.gemm.streamk import build_ws, make_ws_runner, ws_config as _c, ws_label as label
+from kernels.gemm.streamk import build_ws, make_ws_runner, ws_config as _c, ws_label as label, ws_schedule
 from kernels.gemm.ladder import build_tuned
 from measure.suites.gemm.streamk_ws import FULL_WAVE
 from measure.suites.gemm.common import kernel_timeline, rel_fro_err, screen_workspace_candidates
@@ -81,7 +81,15 @@ if __name__ == "__main__":
     assert sms == 132, sms
     res = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "sms": sms, "build_errors": err,
            "commit": os.environ.get("COURSE_GIT_COMMIT"), "rounds": 7, "errors": {}, "rejected": {}, "searches": {},
-           "timeline": {}}
+           "timeline": {}, "schedules": {}}
+    for c in SK:  # the tail as each candidate deals it out: pieces per worker, and the longest share
+        if c.get("spread"):
+            continue
+        s = ws_schedule(*SHAPE, c["block_N"], c["block_K"], sms, c["dp_waves"], bool(c.get("aligned")))
+        pieces = s.pieces()
+        res["schedules"][label(c)] = {
+            "pieces": sum(len(p) for p in pieces), "workers_with_two_pieces": sum(len(p) == 2 for p in pieces),
+            "longest_share": max(s.end(w) - s.begin(w) for w in range(sms))}
     for M, N, K, c in EXTRA_PLANS:  # correctness only, twice into one poisoned output
         a = h.rand((M, K), torch.float16); b = h.rand((N, K), torch.float16)
         fn = make_ws_runner(a, b, c, sms)
