@@ -61,7 +61,10 @@ SPLITK_BEST = ws_splitk_config(4)
 #: spread over the contributors inside the kernel (``spread``: every piece of a tail tile is counted, then each of
 #: its workers adds its own band of the tile's rows from every piece); and on every shape the separate fix-up with its
 #: sum written by hand (``fix_vec``, 4 rows of a tail tile per block: a thread's loads of every piece in flight at
-#: once), also launched as a programmatic dependent on the awkward shape.
+#: once), also launched as a programmatic dependent on the awkward shape; and there the tail split tile by tile
+#: (``aligned``: each tail tile its own 11 workers, one piece each), alone and with the fix-up signalled after the
+#: tail pieces (``pdl_at="end"``), at five stages and at six (narrow tail staging, ``tail_cols=32``), also with one
+#: more wgmma batch in flight: the levers that paid in probe sk6.
 CANDIDATES: dict[tuple[int, int, int], list[dict[str, Any]]] = {
     (1536, 1536, 8192): [_c(128, 5, 64, -1), _c(128, 5, 64, -1, fixup=True), _c(128, 6, 64, -1, fixup=True),
                          _c(256, 4, 64, 0, fixup=True), _c(128, 5, 64, -1, pdl=True),
@@ -69,7 +72,11 @@ CANDIDATES: dict[tuple[int, int, int], list[dict[str, Any]]] = {
                          _c(128, 5, 64, -1, panel=0), _c(256, 4, 64, 0, panel=0),
                          _c(128, 5, 64, -1, panel=0, spread=True),
                          _c(128, 5, 64, -1, panel=0, fix_vec=True, fix_rows=4),
-                         _c(128, 5, 64, -1, panel=0, fix_vec=True, fix_rows=4, pdl=True)],
+                         _c(128, 5, 64, -1, panel=0, fix_vec=True, fix_rows=4, pdl=True),
+                         *[_c(128, st, 64, -1, panel=0, fix_vec=True, fix_rows=4, aligned=True, **kw) for st, kw in (
+                             (5, {}), (5, dict(pdl=True, pdl_at="end")),
+                             (6, dict(tail_cols=32, pdl=True, pdl_at="end")),
+                             (6, dict(tail_cols=32, pdl=True, pdl_at="end", inflight=1)))]],
     (1024, 1024, 16384): [_c(256, 4, 64, 0), _c(256, 4, 64, 0, fixup=True), _c(256, 4, 64, 0, panel=0),
                           _c(256, 4, 64, 0, panel=0, fix_vec=True, fix_rows=4)],
     (2048, 2048, 8192): [_c(256, 4, 64, 0), _c(256, 4, 64, 0, fixup=True), _c(256, 4, 64, 0, fix_vec=True, fix_rows=4),
