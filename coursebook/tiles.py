@@ -1439,7 +1439,12 @@ def streamk_ws_values(results: dict | None) -> dict[str, str]:
                                               ("整网格流式切分" if cfg.get("dp_waves") == 0 else "整波之后只切尾部")
                                               + f"，128×{cfg['block_N']} 的块"
                                               + ("，切开的块按行排队" if cfg.get("panel") == 0 else "")
-                                              + ("，拼合并进 kernel" if cfg.get("fixup") or cfg.get("spread") else ""))
+                                              + ("，每个尾部块只分给它自己的几个 block（没有 block 跨两块）"
+                                                 if cfg.get("aligned") else "")
+                                              + ("，拼合并进 kernel" if cfg.get("fixup") or cfg.get("spread") else "")
+                                              + (("，拼合 kernel 以 PDL 启动" if cfg.get("pdl_at", "start") == "start"
+                                                  else "，拼合 kernel 以 PDL 启动、各段写完即放行")
+                                                 if cfg.get("pdl") else ""))
     v.update(_skws_order_values(results))
     v.update(_skws_full_wave_values(results))
     v.update(_skws_timeline_values(results))
