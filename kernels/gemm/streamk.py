@@ -63,6 +63,13 @@ def _check_signal_and_staging(pdl: bool, pdl_at: str, tail_cols: int, block_N: i
         require(block_N % tail_cols == 0, f"tail_cols={tail_cols} must divide block_N={block_N}")
 
 
+def _check_aligned(aligned: bool, inside: bool) -> None:
+    """``aligned`` only with the separate fix-up kernel (``inside``: a fix-up inside the kernel, which does not read
+    the tile-by-tile split): one place for :func:`ws_config` and the program."""
+    require(not aligned or not inside,
+            "aligned: only the separate fix-up kernel reads the tile-by-tile split (fixup, spread and red do not)")
+
+
 def _ws_pass_configs() -> dict:
     from kernels.gemm.ws import WS_PASS_CONFIGS
 
@@ -550,8 +557,7 @@ def _streamk_ws_program(M: int, N: int, K: int, *, block_N: int, block_K: int, s
     epi_cols = epi_cols or block_N
     require(block_N % epi_cols == 0, f"epi_cols={epi_cols} must divide block_N={block_N}")
     tail_cols = tail_cols or epi_cols
-    require(not aligned or not (fixup or spread or red),
-            "aligned: only the separate fix-up kernel reads the tile-by-tile split (fixup, spread and red do not)")
+    _check_aligned(aligned, fixup or spread or red)
     s = ws_schedule(M, N, K, block_N, block_K, workers, dp_waves, aligned)
     half = WS_BLOCK_M // 2
     ipt, q, r = s.iters_per_tile, s.iters_per_worker, s.extra
@@ -1135,9 +1141,8 @@ def ws_config(block_N: int = 256, stages: int = 3, epi_cols: int = 64, dp_waves:
         cfg["pdl_at"] = pdl_at
     if tail_cols:
         cfg["tail_cols"] = tail_cols
+    _check_aligned(aligned, fixup or spread or red)
     if aligned:
-        require(not fixup and not spread and not red,
-                "aligned: only the separate fix-up kernel reads the tile-by-tile split (fixup, spread and red do not)")
         cfg["aligned"] = True
     if reg_store:
         require(not fixup and not spread and not red,
@@ -1190,8 +1195,8 @@ def build_ws(M: int, N: int, K: int, cfg: dict[str, Any], workers: int = SMS) ->
         return streamk_ws_spread(M, N, K, workers=workers, **kw, **tf), None
     if cfg.get("red"):
         return streamk_ws_red(M, N, K, workers=workers, **kw, **tf), None
-    al = {"aligned": True} if cfg.get("aligned") else {}
-    s = ws_schedule(M, N, K, cfg["block_N"], cfg["block_K"], workers, cfg["dp_waves"], **al)
+    al = {"aligned": True} if cfg.get("aligned") else {}  # earlier configurations keep their exact builds
+    s = ws_schedule(M, N, K, cfg["block_N"], cfg["block_K"], workers, cfg["dp_waves"], bool(al))
     fx = dict(pdl=True) if cfg.get("pdl") and s.sk_tiles else {}  # earlier configurations keep their exact builds
     if cfg.get("fix_rows"):
         fx["rows"] = cfg["fix_rows"]

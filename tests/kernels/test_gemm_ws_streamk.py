@@ -192,6 +192,16 @@ def test_page_sentences_on_stream_k_follow_the_records():
     v = tiles.streamk_ws_values(good)
     assert v["derived.gemm.skws.awk.cublas"] == "0.93" and v["derived.gemm.skws.skinny.splitk"] == "1.02"
     assert tiles.streamk_ws_values(None)["derived.gemm.skws.awk.dp"] == "—"
+    # the page names the winner's form from its configuration: the aligned split and the fix-up's PDL signal
+    form = "derived.gemm.skws.awk.form"
+    assert "没有 block 跨两块" not in v[form] and "PDL" not in v[form]
+    for r in good["suites"]["gemm.streamk_ws"]["records"]:
+        if r["name"] == tiles.SKWS["awk"] and r["kind"] == "bench":
+            r["config"] = streamk.ws_config(128, 5, 64, -1, panel=0, fix_vec=True, fix_rows=4, pdl=True, pdl_at="end",
+                                            aligned=True)
+    v = tiles.streamk_ws_values(good)[form]
+    assert v.startswith("整波之后只切尾部，128×128 的块，切开的块按行排队") and "没有 block 跨两块" in v
+    assert v.endswith("拼合 kernel 以 PDL 启动、各段写完即放行")
     # the wave table takes the new records in, with the model's prediction beside the measurement
     rows = [r for r in tiles.wave_rows(good) if r["kind"].startswith("stream-K，手写")]
     assert len(rows) == 3 and rows[0]["meas"] == 1.6 and rows[0]["holds_dir"]
