@@ -70,6 +70,20 @@ def _check_aligned(aligned: bool, inside: bool) -> None:
             "aligned: only the separate fix-up kernel reads the tile-by-tile split (fixup, spread and red do not)")
 
 
+def _check_share(share: bool, epi_cols: int, tail_cols: int, staged: bool, hybrid: bool) -> None:
+    """``share`` (one buffer for the whole tiles' fp16 staging and the tail pieces' fp32 staging) needs both
+    stagings (``staged``: the tail pieces go through the fp32 staging; ``hybrid``: the schedule has whole tiles and a
+    streamed tail) and the same bytes in each: ``epi_cols == 2 * tail_cols``.  One place for :func:`ws_config` and
+    the program."""
+    if not share:
+        return
+    require(staged, "share: the tail pieces must go through the fp32 staging (not fixup, spread, red or reg_store)")
+    require(hybrid, "share: the schedule needs both whole tiles and a streamed tail (dp_rounds > 0 and sk_tiles > 0)")
+    require(epi_cols == 2 * tail_cols,
+            f"share: the fp16 staging of epi_cols={epi_cols} columns holds the fp32 staging of tail_cols={tail_cols} "
+            f"only when epi_cols == 2 * tail_cols")
+
+
 def _ws_pass_configs() -> dict:
     from kernels.gemm.ws import WS_PASS_CONFIGS
 
@@ -533,7 +547,8 @@ def sk_fixup_counters(M: int, N: int, K: int, block_N: int, block_K: int, worker
 def _streamk_ws_program(M: int, N: int, K: int, *, block_N: int, block_K: int, stages: int, panel: int,
                         inflight: int, epi_cols: int, workers: int, dp_waves: int, fixup: bool = False,
                         pdl: bool = False, spread: bool = False, tail_first: bool = False, red: bool = False,
-                        reg_store: bool = False, pdl_at: str = "start", tail_cols: int = 0, aligned: bool = False):
+                        reg_store: bool = False, pdl_at: str = "start", tail_cols: int = 0, aligned: bool = False,
+                        share: bool = False):
     """Stream-K on the hand-written warp-specialised pipeline of :mod:`kernels.gemm.ws` (one
     TMA producer warpgroup, two wgmma consumer warpgroups of 64 rows, ``setmaxnreg``, full/empty
     barriers per stage, the producer's ring running on across work items): full tiles first,
@@ -546,7 +561,9 @@ def _streamk_ws_program(M: int, N: int, K: int, *, block_N: int, block_K: int, s
     is launched once every worker has reached that point; the fix-up's own wait (``T.pdl_sync``) still waits for the
     whole stream-K kernel, wherever the signal is.  ``tail_cols``: the tail pieces go through their fp32 staging in
     chunks of that many columns instead of ``epi_cols`` (a narrower staging leaves room for one more stage).
-    ``aligned``: the tail split tile by tile (:func:`ws_schedule`), one piece per worker; the separate fix-up only."""
+    ``aligned``: the tail split tile by tile (:func:`ws_schedule`), one piece per worker; the separate fix-up only.
+    ``share``: the whole tiles' fp16 staging and the tail pieces' fp32 staging are one buffer (a consumer stages its
+    whole tiles first and its tail pieces after them), which leaves room for one more stage."""
     from kernels.gemm.ws import (_EPILOGUE_BARRIER, _FIXUP_SRC, CONSUMER_REGS, PRODUCER_REGS, WS_BLOCK_M, WS_THREADS,
                                  empty_arrivals, stages_ahead)
 
@@ -559,6 +576,7 @@ def _streamk_ws_program(M: int, N: int, K: int, *, block_N: int, block_K: int, s
     tail_cols = tail_cols or epi_cols
     _check_aligned(aligned, fixup or spread or red)
     s = ws_schedule(M, N, K, block_N, block_K, workers, dp_waves, aligned)
+    _check_share(share, epi_cols, tail_cols, not (fixup or spread or red or reg_store), s.dp_rounds > 0 and s.sk_tiles > 0)
     half = WS_BLOCK_M // 2
     ipt, q, r = s.iters_per_tile, s.iters_per_worker, s.extra
     acc_regs = half * block_N // 128
@@ -806,7 +824,10 @@ def _streamk_ws_program(M: int, N: int, K: int, *, block_N: int, block_K: int, s
                 H1_s = T.alloc_shared((half, epi_cols), T.float16)
             else:
                 H0_s = H1_s = None
-            if has_sk and not fixup and not spread and not red and not reg_store:  # fp32 staging of tail pieces
+            if share:  # the same bytes: the whole tiles' staging is read out before the first tail piece is staged
+                F0_s = T.view(H0_s, (half, tail_cols), T.float32)
+                F1_s = T.view(H1_s, (half, tail_cols), T.float32)
+            elif has_sk and not fixup and not spread and not red and not reg_store:  # fp32 staging of tail pieces
                 F0_s = T.alloc_shared((half, tail_cols), T.float32)
                 F1_s = T.alloc_shared((half, tail_cols), T.float32)
             else:
@@ -904,6 +925,7 @@ def streamk_ws(
     pdl_at: str = "start",
     tail_cols: int = 0,
     aligned: bool = False,
+    share: bool = False,
 ):
     """Stream-K (``dp_waves=0``), or full waves + stream-K tail (``dp_waves=-1``: the last partial
     wave streamed; ``k``: the tiles after ``k`` full waves streamed), on the hand-written pipeline:
@@ -911,12 +933,13 @@ def streamk_ws(
     (fp16), tail pieces to the fp32 workspace (see :class:`WsSchedule`); :func:`streamk_ws_fixup`
     finishes the tail tiles.  ``pdl``: the fix-up is launched as a programmatic dependent (see
     :func:`streamk_ws_fixup`), signalled where ``pdl_at`` says; ``tail_cols``: the width of the tail pieces' fp32
-    staging (see :func:`_streamk_ws_program`); ``aligned``: the tail split tile by tile (:func:`ws_schedule`)."""
+    staging (see :func:`_streamk_ws_program`); ``aligned``: the tail split tile by tile (:func:`ws_schedule`);
+    ``share``: one buffer for both stagings (see :func:`_streamk_ws_program`)."""
     return _streamk_ws_program(M, N, K, block_N=block_N, block_K=block_K, stages=stages, panel=panel,
                                inflight=inflight, epi_cols=epi_cols, workers=workers, dp_waves=dp_waves,
                                **(dict(pdl=True) if pdl else {}), **(dict(pdl_at=pdl_at) if pdl_at != "start" else {}),
                                **(dict(tail_cols=tail_cols) if tail_cols else {}),
-                               **(dict(aligned=True) if aligned else {}))
+                               **(dict(aligned=True) if aligned else {}), **(dict(share=True) if share else {}))
 
 
 def _ws_last_pass_configs() -> dict:
@@ -1107,7 +1130,7 @@ def ws_config(block_N: int = 256, stages: int = 3, epi_cols: int = 64, dp_waves:
               panel: int = 8, fixup: bool = False, pdl: bool = False, fix_rows: int = 0,
               fix_unroll: bool = False, spread: bool = False, tail_first: bool = False,
               red: bool = False, fix_vec: bool = False, reg_store: bool = False,
-              pdl_at: str = "start", tail_cols: int = 0, aligned: bool = False) -> dict[str, Any]:
+              pdl_at: str = "start", tail_cols: int = 0, aligned: bool = False, share: bool = False) -> dict[str, Any]:
     """One configuration of :func:`build_ws` (K blocks of 64); ``fixup`` (the tail tiles summed inside
     the kernel, :func:`streamk_ws_last`) and ``pdl`` (the fix-up kernel launched as a programmatic
     dependent) are kept only when set (earlier configurations unchanged), as are ``fix_rows`` (rows of a tail
@@ -1116,7 +1139,8 @@ def ws_config(block_N: int = 256, stages: int = 3, epi_cols: int = 64, dp_waves:
     stored to the workspace from registers, :func:`streamk_ws_rs`) and ``pdl_at`` (where a ``pdl`` kernel signals
     its fix-up: ``"tail"`` or ``"end"``, kept only when not ``"start"``) and ``tail_cols`` (the width of the tail
     pieces' fp32 staging, kept only when set) and ``aligned`` (the tail split tile by tile, :func:`ws_schedule`;
-    the separate fix-up only)."""
+    the separate fix-up only) and ``share`` (one buffer for the whole tiles' and the tail pieces' staging,
+    ``epi_cols == 2 * tail_cols``; whether the schedule has both is checked where it is built)."""
     cfg = dict(block_N=block_N, block_K=64, stages=stages, epi_cols=epi_cols, dp_waves=dp_waves, inflight=inflight,
                panel=panel)
     if fixup:
@@ -1144,6 +1168,9 @@ def ws_config(block_N: int = 256, stages: int = 3, epi_cols: int = 64, dp_waves:
     _check_aligned(aligned, fixup or spread or red)
     if aligned:
         cfg["aligned"] = True
+    if share:
+        _check_share(share, epi_cols, tail_cols, not (fixup or spread or red or reg_store), True)
+        cfg["share"] = True
     if reg_store:
         require(not fixup and not spread and not red,
                 "reg_store stores the separate fix-up's pieces: fixup, spread and red store from registers already")
@@ -1170,7 +1197,7 @@ def ws_label(cfg: dict[str, Any]) -> str:
     ``last`` / ``spread`` / ``red`` the fix-up inside the kernel (one reducer / every contributor a band / every
     piece added at the L2, the last one casts), ``tf`` tail pieces first, ``rs`` tail pieces stored from registers,
     ``pdl@tail`` / ``pdl@end`` the fix-up signalled after the whole tiles / after the tail pieces, ``te`` the width of
-    the tail pieces' fp32 staging, ``al`` the tail split tile by tile."""
+    the tail pieces' fp32 staging, ``al`` the tail split tile by tile, ``sh`` one buffer for both stagings."""
     d = cfg["dp_waves"]
     kind = "sk" if d == 0 else ("dp+sk" if d == -1 else f"dp{d}+sk")
     return (f"{kind} 128x{cfg['block_N']} st{cfg['stages']} e{cfg['epi_cols']}"
@@ -1181,7 +1208,8 @@ def ws_label(cfg: dict[str, Any]) -> str:
             + (" pdl" if cfg.get("pdl") else "") + (f"@{cfg['pdl_at']}" if cfg.get("pdl_at") else "")
             + (f" fr{cfg['fix_rows']}" if cfg.get("fix_rows") else "") + (" fu" if cfg.get("fix_unroll") else "")
             + (" fv" if cfg.get("fix_vec") else "") + (" rs" if cfg.get("reg_store") else "")
-            + (f" te{cfg['tail_cols']}" if cfg.get("tail_cols") else "") + (" al" if cfg.get("aligned") else ""))
+            + (f" te{cfg['tail_cols']}" if cfg.get("tail_cols") else "") + (" al" if cfg.get("aligned") else "")
+            + (" sh" if cfg.get("share") else ""))
 
 
 def build_ws(M: int, N: int, K: int, cfg: dict[str, Any], workers: int = SMS) -> tuple[Any, Any]:
@@ -1212,6 +1240,8 @@ def build_ws(M: int, N: int, K: int, cfg: dict[str, Any], workers: int = SMS) ->
     at = {"pdl_at": cfg["pdl_at"]} if fx.get("pdl") and cfg.get("pdl_at") else {}
     if cfg.get("tail_cols") and s.sk_tiles:
         at["tail_cols"] = cfg["tail_cols"]
+    if cfg.get("share"):
+        at["share"] = True
     return entry(M, N, K, workers=workers, **kw, **({"pdl": True} if fx.get("pdl") else {}), **at, **al), fix
 
 

@@ -147,3 +147,5 @@ def test_explain_reads_the_moved_pdl_signal_and_the_tail_staging():
     assert "写完整块之后" in runlog.explain("pdl@tail") and "32 个线程" not in runlog.explain("te32")
     aligned = runlog.explain("dp+sk 128x128 st6 e64 p0 fr4 fv te32 al").split("；")
     assert aligned[-1].startswith("尾部按分块对齐切分") and "没有线程块跨两个分块" in aligned[-1]
+    shared = runlog.explain("dp+sk 128x128 st6 e128 p0 pdl@end fr4 fv te64 al sh").split("；")
+    assert shared[-1].startswith("整块的 fp16 暂存与尾部各段的 fp32 暂存共用") and shared[-2].startswith("尾部按分块对齐")

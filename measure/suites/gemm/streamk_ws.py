@@ -64,7 +64,8 @@ SPLITK_BEST = ws_splitk_config(4)
 #: once), also launched as a programmatic dependent on the awkward shape; and there the tail split tile by tile
 #: (``aligned``: each tail tile its own 11 workers, one piece each), alone and with the fix-up signalled after the
 #: tail pieces (``pdl_at="end"``), at five stages and at six (narrow tail staging, ``tail_cols=32``), also with one
-#: more wgmma batch in flight: the levers that paid in probe sk6.
+#: more wgmma batch in flight: the levers that paid in probe sk6; and at six stages with the full tail staging, the
+#: whole tiles staged 128 columns at a time in the same buffer as the tail pieces (``share``, probe sk8).
 CANDIDATES: dict[tuple[int, int, int], list[dict[str, Any]]] = {
     (1536, 1536, 8192): [_c(128, 5, 64, -1), _c(128, 5, 64, -1, fixup=True), _c(128, 6, 64, -1, fixup=True),
                          _c(256, 4, 64, 0, fixup=True), _c(128, 5, 64, -1, pdl=True),
@@ -76,7 +77,9 @@ CANDIDATES: dict[tuple[int, int, int], list[dict[str, Any]]] = {
                          *[_c(128, st, 64, -1, panel=0, fix_vec=True, fix_rows=4, aligned=True, **kw) for st, kw in (
                              (5, {}), (5, dict(pdl=True, pdl_at="end")),
                              (6, dict(tail_cols=32, pdl=True, pdl_at="end")),
-                             (6, dict(tail_cols=32, pdl=True, pdl_at="end", inflight=1)))]],
+                             (6, dict(tail_cols=32, pdl=True, pdl_at="end", inflight=1)))],
+                         _c(128, 6, 128, -1, panel=0, fix_vec=True, fix_rows=4, aligned=True, tail_cols=64, share=True,
+                            pdl=True, pdl_at="end")],
     (1024, 1024, 16384): [_c(256, 4, 64, 0), _c(256, 4, 64, 0, fixup=True), _c(256, 4, 64, 0, panel=0),
                           _c(256, 4, 64, 0, panel=0, fix_vec=True, fix_rows=4)],
     (2048, 2048, 8192): [_c(256, 4, 64, 0), _c(256, 4, 64, 0, fixup=True), _c(256, 4, 64, 0, fix_vec=True, fix_rows=4),
@@ -130,8 +133,11 @@ def wave_tail_rows(M: int, N: int, K: int, cfg: dict[str, Any], sms: int) -> int
 
 def part_config(cfg: dict[str, Any], dp_waves: int) -> dict[str, Any]:
     """The configuration that runs one part of :func:`wave_tail_rows` alone: the wave (``dp_waves=-1`` on its rows,
-    nothing streamed, so no tail split to align) or the tail (``0``, every tile streamed as in the hybrid)."""
+    nothing streamed, so no tail split to align) or the tail (``0``, every tile streamed as in the hybrid).  A part
+    has one of the two stagings only, so ``share`` (one buffer for both) is dropped: the part's one staging has the
+    same size and layout."""
     pc = dict(cfg, dp_waves=dp_waves)
+    pc.pop("share", None)
     if dp_waves == -1:
         pc.pop("aligned", None)
     return pc
