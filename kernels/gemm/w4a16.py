@@ -83,6 +83,9 @@ Further knobs, each a candidate of the H200 search (:data:`CANDIDATES`):
   slot is held one stage longer, so with ``split="k"`` each consumer needs two (``stages`` >= 4); with
   ``split="n"`` (both consumers read every stage, also with ``kpair``) ``stages`` >= 3.  Without it a
   consumer's expansion and its tensor-core work alternate, and only the other consumer fills the gap.
+  ``lag=2`` (``split="k"`` only): two stages' wgmma left running, three register buffers used in turn; after each
+  issue a consumer waits until only its last two are in flight (``wait_wgmma<2>``) and frees the slot of the one
+  before them, so each consumer holds three slots (``stages`` >= 6).
 
 * ``fuse`` (with ``perm``, also with ``post``): each fp16 pair is picked from its word by one ``lop3`` written in
   PTX, the mask and the exponent bits of 1024 together (:data:`_FUSE_HELPER`).  From the same expression in C,
@@ -380,11 +383,19 @@ def check_config(M: int, N: int, K: int, *, group: int, block_M: int, block_K: i
                 f"post multiplies one scale group's fp32 partial at a time: chunk={chunk} must equal group={group}")
     if fuse:
         require(perm, "fuse (one lop3 per fp16 pair) is a form of the interleaved expansion: it needs perm=True")
+    require(lag in (False, True, 0, 1, 2), f"lag is the number of stages' wgmma left running, 0, 1 or 2: got {lag!r}")
+    if lag == 2:
+        require(split == "k", "lag=2 (two stages' wgmma left running, three register buffers) is written for "
+                              "split='k' (two consumers on alternate K blocks)")
+        require(n_k % 2 == 0 and n_k // 2 >= 3, f"lag=2 turns three register buffers over each consumer's K blocks: "
+                                                f"K/block_K={n_k} must be even and give each consumer at least 3")
+        require(stages >= 6, f"lag=2 keeps a consumer's activation slot until two more of its stages are issued: "
+                             f"each of the two consumers needs three slots, stages={stages} must be >= 6")
     if lag:
         require(stages_w > 0 and inst == "wgmma" and consumers == 2 and not chunk,
                 "lag (one stage's wgmma left running while the next is expanded) is written for the decoupled rings: "
                 "it needs stages_w > 0, inst='wgmma', two consumers and no chunk")
-        if split == "k":
+        if split == "k" and lag != 2:
             require(n_k % 4 == 0, f"lag alternates two register buffers over each consumer's K blocks: "
                                   f"K/block_K={n_k} must be a multiple of 4")
             require(stages >= 4, f"lag keeps a consumer's activation slot until its next stage is issued: each of "
@@ -424,7 +435,9 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
     grid_n, grid_m = grid(M, N, block_M=block_M, split=split, kpair=kpair)
     n_loc = n_k // 2 if kpair else n_k  # K blocks of one block (kpair: its half of K)
     cdim = 2 if kpair else cluster
-    lag_d = 2 if split == "k" else 1  # lag: the stage whose activation slot a consumer frees is t - lag_d
+    lag_d = 2 if split == "k" else 1  # lag: the stage whose activation slot a consumer frees is t - lag_d * depth
+    depth = int(lag)  # stages' wgmma left running after each issue (lag: 1, lag=2: 2)
+    turned, left = n_k // 6 * 6, n_k // 2 % 3  # lag=2: the K blocks of whole turns of three, each consumer's rest
     arrivals = 4 * cluster * (1 if split == "k" else 2)  # lane 0 of each warp that read a stage
 
     @T.macro
@@ -573,24 +586,43 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
         T.barrier_wait(afull[sa], t // stages % 2)
         if lagged:
             T.wgmma_gemm(Wf, A_s[sa, :, :], acc, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
-            T.wait_wgmma(1)
-            if lane == 0 and t >= lag_d:
-                release(aempty, (t - lag_d) % stages)
+            T.wait_wgmma(depth)
+            if lane == 0 and t >= lag_d * depth:
+                release(aempty, (t - lag_d * depth) % stages)
         else:
             mma(Wf, A_s[sa, :, :], acc)
             if lane == 0:
                 release(aempty, sa)
 
     @T.macro
-    def consume_lag(A_s, W_s, S_s, Wa, Wb, acc, wfull, wempty, afull, aempty, c, lane):
-        """``lag``: consumer ``c``'s K blocks ``c, c + 2, ...`` with the two buffers in turn; the last
-        wgmma is waited for before the accumulator is read, and its slot released."""
-        for j in T.serial(n_k // 4):
-            step2(A_s, W_s, S_s, Wa, acc, wfull, wempty, afull, aempty, 4 * j + c, 4 * j + c, 0, lane, True)
-            step2(A_s, W_s, S_s, Wb, acc, wfull, wempty, afull, aempty, 4 * j + 2 + c, 4 * j + 2 + c, 0, lane, True)
-        T.wait_wgmma(0)
-        if lane == 0:
-            release(aempty, (n_k - 2 + c) % stages)
+    def consume_lag(A_s, W_s, S_s, Wa, Wb, acc, wfull, wempty, afull, aempty, c, lane, Wc=None):
+        """``lag``: consumer ``c``'s K blocks ``c, c + 2, ...`` with the two buffers in turn (``lag=2``: the three,
+        ``Wc`` the third, and the one or two K blocks left over after whole turns in ``Wa``, ``Wb``); the last
+        wgmmas are waited for before the accumulator is read, and their slots released."""
+        if depth == 1:
+            for j in T.serial(n_k // 4):
+                step2(A_s, W_s, S_s, Wa, acc, wfull, wempty, afull, aempty, 4 * j + c, 4 * j + c, 0, lane, True)
+                step2(A_s, W_s, S_s, Wb, acc, wfull, wempty, afull, aempty, 4 * j + 2 + c, 4 * j + 2 + c, 0, lane,
+                      True)
+            T.wait_wgmma(0)
+            if lane == 0:
+                release(aempty, (n_k - 2 + c) % stages)
+        else:
+            for j in T.serial(n_k // 6):
+                step2(A_s, W_s, S_s, Wa, acc, wfull, wempty, afull, aempty, 6 * j + c, 6 * j + c, 0, lane, True)
+                step2(A_s, W_s, S_s, Wb, acc, wfull, wempty, afull, aempty, 6 * j + 2 + c, 6 * j + 2 + c, 0, lane,
+                      True)
+                step2(A_s, W_s, S_s, Wc, acc, wfull, wempty, afull, aempty, 6 * j + 4 + c, 6 * j + 4 + c, 0, lane,
+                      True)
+            if left >= 1:
+                step2(A_s, W_s, S_s, Wa, acc, wfull, wempty, afull, aempty, turned + c, turned + c, 0, lane, True)
+            if left >= 2:
+                step2(A_s, W_s, S_s, Wb, acc, wfull, wempty, afull, aempty, turned + 2 + c, turned + 2 + c, 0, lane,
+                      True)
+            T.wait_wgmma(0)
+            if lane == 0:
+                release(aempty, (n_k - 4 + c) % stages)
+                release(aempty, (n_k - 2 + c) % stages)
 
     @T.macro
     def consume_lag_n(A_s, W_s, S_s, Wa, Wb, acc, wfull, wempty, afull, aempty, kbase, r0, lane):
@@ -694,6 +726,11 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
             if n_c > 1 or lag:  # the second register buffer of each consumer
                 W0b = T.alloc_fragment((WG_ROWS, kc), T.float16)
                 W1b = T.alloc_fragment((WG_ROWS, kc), T.float16)
+            if depth == 2:  # lag=2: the third
+                W0c = T.alloc_fragment((WG_ROWS, kc), T.float16)
+                W1c = T.alloc_fragment((WG_ROWS, kc), T.float16)
+            else:
+                W0c = W1c = None
             acc0 = T.alloc_fragment((WG_ROWS, block_M), T.float32)
             acc1 = T.alloc_fragment((WG_ROWS, block_M), T.float32)
             g0 = T.alloc_fragment((WG_ROWS, block_M), T.float32) if post else None  # post: a group's partial
@@ -780,7 +817,7 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
                     T.barrier_wait(sbar, 0)
                     T.clear(acc0)
                     if split == "k" and lag:
-                        consume_lag(A_s, W_s, S_s, W0, W0b, acc0, wfull, wempty, full, empty, 0, lane)
+                        consume_lag(A_s, W_s, S_s, W0, W0b, acc0, wfull, wempty, full, empty, 0, lane, W0c)
                         T.sync_threads(barrier_id=_BAR_BOTH, arrive_count=256)
                         for j, m in T.Parallel(WG_ROWS, block_M):
                             acc0[j, m] = acc0[j, m] + R_s[j, m]
@@ -821,7 +858,7 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
                     T.barrier_wait(sbar, 0)
                     T.clear(acc1)
                     if split == "k" and lag:
-                        consume_lag(A_s, W_s, S_s, W1, W1b, acc1, wfull, wempty, full, empty, 1, lane)
+                        consume_lag(A_s, W_s, S_s, W1, W1b, acc1, wfull, wempty, full, empty, 1, lane, W1c)
                         T.copy(acc1, R_s)
                         T.sync_threads(barrier_id=_BAR_BOTH, arrive_count=256)
                     elif split == "k":
@@ -955,9 +992,10 @@ def w4a16_gemm_mma(
 def config(block_M: int, block_K: int, stages: int, split: str = "k", cluster: int = 1, stages_w: int = 0,
            kpair: bool = False, inst: str = "wgmma", chunk: int = 0, wide: bool = False,
            consumers: int = 2, tiled: bool = False, perm: bool = False, post: bool = False,
-           lag: bool = False, fuse: bool = False) -> dict[str, Any]:
+           lag: bool | int = False, fuse: bool = False) -> dict[str, Any]:
     """One configuration as the suite's tables and :func:`build` take it (``chunk``, ``wide`` and
-    ``consumers`` only when set, so the configurations of the recorded runs keep their form)."""
+    ``consumers`` only when set, so the configurations of the recorded runs keep their form; ``lag`` kept as
+    ``True`` for one stage left running, as ``2`` for two)."""
     cfg = dict(block_M=block_M, block_K=block_K, stages=stages, split=split, cluster=cluster, stages_w=stages_w,
                kpair=kpair, inst=inst)
     if chunk:
@@ -973,7 +1011,7 @@ def config(block_M: int, block_K: int, stages: int, split: str = "k", cluster: i
     if post:
         cfg["post"] = True
     if lag:
-        cfg["lag"] = True
+        cfg["lag"] = 2 if lag == 2 else True
     if fuse:
         cfg["fuse"] = True
     return cfg
@@ -1046,7 +1084,7 @@ def label(cfg: dict[str, Any]) -> str:
             + ("_mma" if cfg.get("inst") == "mma" else "") + (f"_x{cfg['chunk']}" if cfg.get("chunk") else "")
             + (f"_q{cfg['consumers']}" if cfg.get("consumers", 2) != 2 else "") + ("_tl" if cfg.get("tiled") else "")
             + ("_il" if cfg.get("perm") else "") + ("_po" if cfg.get("post") else "")
-            + ("_lg" if cfg.get("lag") else "") + ("_fu" if cfg.get("fuse") else "")
+            + ("_lg" if cfg.get("lag") else "") + ("2" if cfg.get("lag") == 2 else "") + ("_fu" if cfg.get("fuse") else "")
             + ("_wd" if cfg.get("wide") else ""))
 
 
