@@ -84,6 +84,7 @@ TOKENS: tuple[tuple[str, str], ...] = (
     (r"il", "权重在加载时离线重排成半字节交错：每行每 128 个 K 里重排 int4 的位置，一个线程读自己的 16 字节，一次掩码取出一对权重"),
     (r"fu", "每一对权重的掩码与 1024 的指数位用一条直接写在 PTX 里的 lop3 完成（C 写法下 nvcc 发出与、或两条）"),
     (r"po", "缩放因子放到张量核乘法之后：每组 128 个 K 的 mma.sync 部分和单独以 fp32 累加，再乘这一行的缩放因子加进总和，展开里不再有乘法"),
+    (r"lg(\d+)", "每个消费者让 {0} 级的 wgmma 在后台跑着，同时把下一级展开进另一块寄存器缓冲（比在跑的级数多一块，轮用），这一级的激活缓冲格晚 {0} 级才放回"),
     (r"lg", "每个消费者让一级的 wgmma 在后台跑着，同时把下一级展开进另一块寄存器缓冲（两块轮用），这一级的激活缓冲格晚一级才放回"),
     (r"wd", "int4 展开按 32 位字做：每次从共享内存读 16 字节，一条 prmt、一条 lop3 和两条 f16x2 指令得到两个权重"),
     # the decode-shaped W4A16 kernel (kernels.gemm.w4a16_dec.label)
@@ -153,7 +154,7 @@ def legend_markdown() -> str:
         r"square|row|col": "square / row / col", r"vecp?": "vec / vecp",
         r"(\d+)x(\d+)": "128x256", r"st(\d+)": "st4", r"s=(\d+)": "s=4", r"m(\d+)": "m16", r"n(\d+)": "n256",
         r"k(\d+)": "k512", r"w(\d+)": "w8", r"x(\d+)": "x128", r"r(\d+)": "r128", r"kw(\d+)": "kw1",
-        r"sk(\d+)": "sk4", r"d(\d+)": "d4", r"nt(\d+)": "nt2",
+        r"sk(\d+)": "sk4", r"d(\d+)": "d4", r"nt(\d+)": "nt2", r"lg(\d+)": "lg2",
     }
     lines = ["| 标签片段 | 含义 |", "|---|---|"]
     for pat, text in TOKENS:

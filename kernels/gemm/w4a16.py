@@ -1010,6 +1010,7 @@ def config(block_M: int, block_K: int, stages: int, split: str = "k", cluster: i
         cfg["perm"] = True
     if post:
         cfg["post"] = True
+    require(lag in (False, True, 0, 1, 2), f"lag is the number of stages' wgmma left running, 0, 1 or 2: got {lag!r}")
     if lag:
         cfg["lag"] = 2 if lag == 2 else True
     if fuse:

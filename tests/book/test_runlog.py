@@ -149,3 +149,10 @@ def test_explain_reads_the_moved_pdl_signal_and_the_tail_staging():
     assert aligned[-1].startswith("尾部按分块对齐切分") and "没有线程块跨两个分块" in aligned[-1]
     shared = runlog.explain("dp+sk 128x128 st6 e128 p0 pdl@end fr4 fv te64 al sh").split("；")
     assert shared[-1].startswith("整块的 fp16 暂存与尾部各段的 fp32 暂存共用") and shared[-2].startswith("尾部按分块对齐")
+
+
+def test_explain_reads_two_stages_left_running():
+    two = runlog.explain("m64_k128_s8_w8_k_il_lg2_fu_wd").split("；")
+    one = runlog.explain("m64_k128_s8_w8_k_il_lg_fu_wd").split("；")
+    assert two[6].startswith("每个消费者让 2 级的 wgmma 在后台跑着") and "晚 2 级才放回" in two[6]
+    assert one[6].startswith("每个消费者让一级的 wgmma") and len(one) == len(two)

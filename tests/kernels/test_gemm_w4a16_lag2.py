@@ -20,6 +20,8 @@ def test_label_and_config_carry_lag2():
     one = w4a16.config(64, 128, 8, **dict(LAG2, lag=True))
     assert one["lag"] is True and w4a16.label(one) == "m64_k128_s8_w8_k_il_lg_fu_wd"
     assert w4a16.config(64, 128, 8, **dict(LAG2, lag=1))["lag"] is True
+    with pytest.raises(ValueError, match=re.escape("0, 1 or 2: got 3")):
+        w4a16.config(64, 128, 8, **dict(LAG2, lag=3))
 
 
 @pytest.mark.parametrize("kw, words", [
