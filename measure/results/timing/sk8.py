@@ -66,6 +66,7 @@ if __name__ == "__main__":
         res["schedules"][label(c)] = {
             "pieces": sum(len(p) for p in pieces), "workers_with_two_pieces": sum(len(p) == 2 for p in pieces),
             "longest_share": max(s.end(w) - s.begin(w) for w in range(sms))}
+    wrong = set()  # forms wrong on a small plan: recorded, and not timed on the awkward shape
     for M, N, K, c in EXTRA_PLANS:  # correctness only, twice into one poisoned output
         a = h.rand((M, K), torch.float16); b = h.rand((N, K), torch.float16)
         fn = make_ws_runner(a, b, c, sms)
@@ -74,15 +75,17 @@ if __name__ == "__main__":
         torch.cuda.synchronize()
         res["errors"][f"{label(c)} {M}x{N}x{K}"] = e = rel_fro_err(o, torch.matmul(a.float(), b.float().t()))
         print("extra", M, N, K, label(c), e, flush=True)
-        assert e < 1e-2, (label(c), e)
+        if not e < 1e-2:
+            wrong.add(label(c))
     M, N, K = SHAPE
     for rep, mode in enumerate(MODES):
         a = h.rand((M, K), torch.float16); b = h.rand((N, K), torch.float16)
         ref = torch.matmul(a.float(), b.float().t())
         cc, rejected = screen_workspace_candidates(
-            SK, label, lambda cfg: {"kernel": built.get(label(cfg)), "error": err.get(label(cfg))},
+            [c for c in SK if label(c) not in wrong], label,
+            lambda cfg: {"kernel": built.get(label(cfg)), "error": err.get(label(cfg))},
             lambda cfg: make_ws_runner(a, b, cfg, sms), lambda: h.poisoned((M, N), torch.float16), ref)
-        res["rejected"][f"#{rep}"] = rejected
+        res["rejected"][f"#{rep}"] = dict(rejected, **{w: "wrong on a small plan" for w in wrong})
         outs, counters = {}, {}
         for lab in list(cc):
             cfg = next(c for c in SK if label(c) == lab)
