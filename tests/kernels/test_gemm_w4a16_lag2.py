@@ -62,7 +62,7 @@ def _events(src: str, c: int, n_k: int) -> list[tuple[str, int]]:
     out = []
     for jj in list(range(n_k // 6)) + [None]:
         for full, wait, cond, free in (found[:9] if jj is not None else found[9:]):
-            env = {j: jj, "int": int, "threadIdx": None}
+            env = {j: jj}
             if full:
                 out.append(("full", eval(full, env)))
             elif wait:
