@@ -544,6 +544,23 @@ def sk_fixup_counters(M: int, N: int, K: int, block_N: int, block_K: int, worker
     return s.sk_tiles * 2 * (block_N // epi_cols)
 
 
+#: Shared memory one block may use on an H100/H200 SM (bytes): the 227 KiB opt-in maximum.
+SMEM_LIMIT = 232448
+
+
+def ws_smem_bytes(block_N: int, block_K: int, stages: int, epi_cols: int, tail_cols: int, *, has_dp: bool,
+                  f32_staging: bool) -> int:
+    """Dynamic shared memory of :func:`streamk_ws`: the ring (two 64-row A halves and the B tile per stage, fp16),
+    the fp16 staging of whole tiles (``has_dp``, ``epi_cols`` columns per consumer half) and, where the tail pieces
+    have a buffer of their own (``f32_staging``; with ``share`` they reuse the fp16 one), their fp32 staging of
+    ``tail_cols`` columns."""
+    from kernels.gemm.ws import WS_BLOCK_M
+
+    half = WS_BLOCK_M // 2
+    ring = stages * (2 * half + block_N) * block_K * 2
+    return ring + (2 * half * epi_cols * 2 if has_dp else 0) + (2 * half * tail_cols * 4 if f32_staging else 0)
+
+
 def _streamk_ws_program(M: int, N: int, K: int, *, block_N: int, block_K: int, stages: int, panel: int,
                         inflight: int, epi_cols: int, workers: int, dp_waves: int, fixup: bool = False,
                         pdl: bool = False, spread: bool = False, tail_first: bool = False, red: bool = False,
@@ -578,6 +595,12 @@ def _streamk_ws_program(M: int, N: int, K: int, *, block_N: int, block_K: int, s
     s = ws_schedule(M, N, K, block_N, block_K, workers, dp_waves, aligned)
     _check_share(share, epi_cols, tail_cols, not (fixup or spread or red or reg_store), s.dp_rounds > 0 and s.sk_tiles > 0)
     half = WS_BLOCK_M // 2
+    smem = ws_smem_bytes(block_N, block_K, stages, epi_cols, tail_cols, has_dp=s.dp_rounds > 0,
+                         f32_staging=s.sk_tiles > 0 and not (fixup or spread or red or reg_store or share))
+    require(smem <= SMEM_LIMIT,
+            f"stages={stages}, block_K={block_K}, epi_cols={epi_cols}, tail_cols={tail_cols}"
+            f"{', share' if share else ''}: {smem} bytes of shared memory, past the {SMEM_LIMIT} one block may use on "
+            "an H100/H200 SM (the launch would be refused)")
     ipt, q, r = s.iters_per_tile, s.iters_per_worker, s.extra
     acc_regs = half * block_N // 128
     w_rows = max(s.slots, 1) * WS_BLOCK_M
