@@ -50,12 +50,13 @@ W4A16_WINNERS: dict[tuple[int, int, int], dict[str, Any]] = {
 #: dependent).
 SPLITK_BEST = splitk.ws_splitk_config(4, reduce_rows=32, pdl=True)
 #: The stream-K form on the awkward shape: 128 x 128 tiles as full waves, a streamed tail taken in row order and split
-#: tile by tile (each tail tile its own 11 workers), five stages, the fix-up's sum written by hand at 4 rows of a
-#: tail tile per block, launched as a programmatic dependent once every consumer has stored its tail piece; the
-#: fastest form in the four searches of the timing probe ``sk7`` and in the searches of suite gemm.streamk_ws that
-#: ran beside it, 1.8-2.5 us faster than the form before (``skfv``'s winner: one sequence, no PDL).
-STREAMK_BEST = streamk.ws_config(128, 5, 64, -1, panel=0, fix_vec=True, fix_rows=4, pdl=True, pdl_at="end",
-                                 aligned=True)
+#: tile by tile (each tail tile its own 11 workers), six stages, each consumer's whole tiles staged 128 columns at a
+#: time in the buffer its tail pieces are staged in afterwards (``share``), the fix-up's sum written by hand at 4 rows
+#: of a tail tile per block, launched as a programmatic dependent once every consumer has stored its tail piece.  The
+#: fastest stream-K form in the four searches of the timing probe ``sk8`` (run on an H100: 1.8-2.1 us faster than
+#: ``sk7``'s five-stage winner under the write flush, 0.4 us under the clean flush).
+STREAMK_BEST = streamk.ws_config(128, 6, 128, -1, panel=0, fix_vec=True, fix_rows=4, tail_cols=64, share=True,
+                                 pdl=True, pdl_at="end", aligned=True)
 SPLITK_SHAPE = (1024, 1024, 16384)
 STREAMK_SHAPE = (1536, 1536, 8192)
 #: The shape whose rounds also time the bounds (the load path alone, same-byte readers).
