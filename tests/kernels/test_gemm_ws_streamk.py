@@ -78,7 +78,7 @@ def test_wave_model_predicts_the_gain_where_the_last_wave_is_poor():
 
 
 def test_the_row_order_hybrid_comes_apart_into_its_wave_and_its_tail():
-    hybrid = streamk.ws_config(128, 5, 64, -1, panel=0, fix_vec=True, fix_rows=4)  # gemm.flush's stream-K form
+    hybrid = streamk.ws_config(128, 5, 64, -1, panel=0, fix_vec=True, fix_rows=4)  # a row-order hybrid
     rows = suite.wave_tail_rows(1536, 1536, 8192, hybrid, 132)
     assert rows == 1408  # 132 whole tiles = 11 of the 12 tile rows
     whole = streamk.ws_schedule(1536, 1536, 8192, 128, 64, 132, -1)
