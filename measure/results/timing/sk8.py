@@ -6,9 +6,10 @@ narrow tail staging (``te32``) gained nothing, because the narrow staging cost w
 data-parallel pipeline a sixth stage took 0.9 us off the same wave (wavec2).  ``share`` puts both stagings in one
 buffer (a consumer stages its whole tiles first and its tail pieces after them), which needs the whole tiles staged
 128 columns at a time (``e128``: the fp16 staging of 128 columns has the bytes of the fp32 staging of 64); that
-leaves room for six stages with the full 64-column tail staging.  Beside it: ``e128`` alone at five stages (no
-sharing), ``share`` at five stages, and the tail pieces stored from registers (``rs``, no fp32 staging) at six
-stages with the sk7 levers.  Same checks, searches (3 write, 1 clean, 7 alternating rounds) and timeline as sk7."""
+leaves room for six stages with the full 64-column tail staging.  Beside it: ``share`` at five stages and the
+tail pieces stored from registers (``rs``, no fp32 staging) at six stages, with the sk7 levers (``e128`` alone,
+without sharing, was dropped after the first call: it asks 256 KiB of shared memory).  Same checks, searches
+(3 write, 1 clean, 7 alternating rounds) and timeline as sk7."""
 import json, os, sys
 import torch
 from kernels.gemm.streamk import build_ws, make_ws_runner, ws_config as _c, ws_label as label, ws_schedule
