@@ -47,6 +47,7 @@ from tilelang.layout import make_swizzled_layout
 
 from kernels.common import SMS
 from kernels.gemm.common import TARGET, check_inputs as check_operands, check_wgmma_n, require
+from ledger.machines import get_machine
 
 #: Where a ``pdl`` stream-K kernel signals that its fix-up kernel may be launched (see :func:`_streamk_ws_program`).
 PDL_AT = ("start", "tail", "end")
@@ -544,8 +545,8 @@ def sk_fixup_counters(M: int, N: int, K: int, block_N: int, block_K: int, worker
     return s.sk_tiles * 2 * (block_N // epi_cols)
 
 
-#: Shared memory one block may use on an H100/H200 SM (bytes): the 227 KiB opt-in maximum.
-SMEM_LIMIT = 232448
+#: Shared memory one block may use on an H100/H200 SM (bytes), from the ledger's machine model (227 KiB opt-in).
+SMEM_LIMIT = int(get_machine("h200-spec").resource("smem_per_block_kb")) * 1024
 
 
 def ws_smem_bytes(block_N: int, block_K: int, stages: int, epi_cols: int, tail_cols: int, *, has_dp: bool,
@@ -595,8 +596,9 @@ def _streamk_ws_program(M: int, N: int, K: int, *, block_N: int, block_K: int, s
     s = ws_schedule(M, N, K, block_N, block_K, workers, dp_waves, aligned)
     _check_share(share, epi_cols, tail_cols, not (fixup or spread or red or reg_store), s.dp_rounds > 0 and s.sk_tiles > 0)
     half = WS_BLOCK_M // 2
+    staged = not (fixup or spread or red or reg_store)  # the tail pieces go through an fp32 staging
     smem = ws_smem_bytes(block_N, block_K, stages, epi_cols, tail_cols, has_dp=s.dp_rounds > 0,
-                         f32_staging=s.sk_tiles > 0 and not (fixup or spread or red or reg_store or share))
+                         f32_staging=s.sk_tiles > 0 and staged and not share)
     require(smem <= SMEM_LIMIT,
             f"stages={stages}, block_K={block_K}, epi_cols={epi_cols}, tail_cols={tail_cols}"
             f"{', share' if share else ''}: {smem} bytes of shared memory, past the {SMEM_LIMIT} one block may use on "
