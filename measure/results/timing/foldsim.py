@@ -8,6 +8,7 @@ fp16), against the reference's weights ((q - 8) * s rounded once) and the suite'
 """
 import torch
 
+from kernels.gemm.lowp import dequant_weight, pack_int4
 from measure.suites.gemm.common import gemm_tolerance
 
 torch.manual_seed(0)
@@ -15,7 +16,8 @@ M, N, K, G = 64, 1024, 8192, 128
 a = torch.randn(M, K).half()
 q = torch.randint(0, 16, (N, K))
 s = (torch.randn(N, K // G).abs() * 0.02 + 0.01).half()  # the suite's scales, 0.01..~0.05
-ref = a.double() @ ((q - 8).double() * s.double().repeat_interleave(G, 1)).t()
+w32 = dequant_weight(pack_int4((q - 8).to(torch.int8)), s, G)  # the reference's fp32 weights, (q - 8) * s
+ref = a.double() @ w32.double().t()
 tol = gemm_tolerance(K)
 
 
@@ -30,6 +32,6 @@ def per_k(x: torch.Tensor) -> torch.Tensor:
 
 
 if __name__ == "__main__":
-    print("reference rounding", check(((q - 8).double() * s.double().repeat_interleave(G, 1)).half()))
+    print("reference rounding", check(w32.half()))
     h = 1 + q.double() / 16
     print("fold (nibble in mantissa bits 6-9)", check((h * per_k(16 * s.double()) + per_k(-24 * s.double())).half()))
