@@ -32,25 +32,25 @@ EXTRA_PLANS = [(1664, 1408, 4096, _c(128, 6, 128, -1, tail_cols=64, share=True, 
 MODES = ("write", "write", "write", "clean")
 
 
-def build_all():
+def build_all(sk=SK, plans=EXTRA_PLANS):
     built, err = {}, {}
-    for c in SK:
+    for c in sk:
         try:
             built[label(c)] = build_ws(*SHAPE, c, 132)
         except Exception as e:  # noqa: BLE001
             err[label(c)] = repr(e)[:300]
-    for M, N, K, c in EXTRA_PLANS:
+    for M, N, K, c in plans:
         built[f"{label(c)}@{M}x{N}x{K}"] = build_ws(M, N, K, c, 132)
     built["full-wave"] = build_tuned(*SHAPE, FULL_WAVE, 132)
     return built, err
 
 
-if __name__ == "__main__":
-    out = sys.argv[1]
-    built, err = build_all()
+def main(out, SK=SK, EXTRA_PLANS=EXTRA_PLANS, MODES=MODES):
+    """Checks, searches and timeline of ``SK`` (the probe as it ran; ``sk8h`` passes a subset)."""
+    built, err = build_all(SK, EXTRA_PLANS)
     print("build errors", err, flush=True)
     if out == "--prebuild":
-        sys.exit(0)
+        return
     from measure.harness import Harness
     h = Harness(log=print)
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -126,3 +126,7 @@ if __name__ == "__main__":
         del a, b, ref
         torch.cuda.empty_cache()
     json.dump(res, open(out, "w"), indent=1)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
