@@ -17,15 +17,15 @@ CANDS = {64: [W4A16_WINNERS[(64, N, K)], config(64, 128, 10, stages_w=8, lag=Tru
 RAGGED = {64: 50}
 MODES = ("write", "write", "write", "clean")
 
-if __name__ == "__main__":
-    out = sys.argv[1]
+def main(out, CANDS=CANDS, RAGGED=RAGGED, MODES=MODES, name="lagd"):
+    """Checks and searches of ``CANDS`` (the probe as it ran; ``c2m64`` passes its own forms)."""
     built = {}
     for M, cs in CANDS.items():
         for c in cs:
             for m in (M, RAGGED[M]):
                 built[f"{label(c)}@{m}"] = build(m, N, K, 128, c)
     if out == "--prebuild":
-        sys.exit(0)
+        return
     from measure.harness import Harness
     from measure.suites.gemm.common import rel_fro_err
     from measure.suites.gemm.w4a16 import make_inputs
@@ -56,7 +56,7 @@ if __name__ == "__main__":
                     cc[lab] = (lambda k=k, o=o, w=w, a=a, s=scales: k(a, w, s, o))
             cc["cuBLAS fp16 weights"] = lambda a=a, w16=w16: torch.matmul(a, w16.t())
             h.protocol["flush_mode"] = mode
-            best, ms = h.search(f"{mode} flush: lagd at M={M} #{rep}", cc, rounds=7)
+            best, ms = h.search(f"{mode} flush: {name} at M={M} #{rep}", cc, rounds=7)
             key = f"M={M} {mode} #{rep}"
             res["searches"][key] = {"best": best, "us": {k: round(v * 1e3, 3) for k, v in ms.items()}}
             print(key, json.dumps(res["searches"][key]), flush=True)
@@ -64,3 +64,7 @@ if __name__ == "__main__":
             h.protocol["flush_mode"] = "write"
     print(json.dumps(res["errors"]))
     json.dump(res, open(out, "w"), indent=1)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
