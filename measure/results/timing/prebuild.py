@@ -17,6 +17,7 @@ SMS = 132  # the H200's (and H100 SXM's) SM count, which the persistent kernels 
 #: suite -> thunks of every kernel it compiles (the suite's own list, so the cache cannot miss one)
 SUITES = {
     "gemm.flush": lambda: __import__("measure.suites.gemm.flush", fromlist=["x"]).build_thunks(SMS),
+    "gemm.streamk_ws": lambda: __import__("measure.suites.gemm.streamk_ws", fromlist=["x"]).build_thunks(SMS),
 }
 
 

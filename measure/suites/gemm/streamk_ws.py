@@ -143,23 +143,31 @@ def part_config(cfg: dict[str, Any], dp_waves: int) -> dict[str, Any]:
     return pc
 
 
+def build_thunks(sms: int, shapes: "list[tuple[int, int, int]] | None" = None) -> dict[str, Any]:
+    """Label -> zero-argument compile of every kernel the suite builds for ``shapes`` (:data:`SHAPES` unless given):
+    each shape's candidates, the data-parallel and full-wave baselines, split-K at the skinny shape.  A driver
+    prebuilds the tilelang cache on a CPU machine from the same list."""
+    thunks: dict[str, Any] = {}
+    for (M, N, K) in SHAPES if shapes is None else shapes:
+        for cfg in candidates((M, N, K)):
+            thunks[f"{label(cfg)}@{M}"] = (lambda c=cfg, m=M, n=N, k=K: build_ws(m, n, k, c, sms))
+        thunks[f"dp@{M}"] = (lambda m=M, n=N, k=K: build_tuned(m, n, k, NO_SPLIT, sms))
+        if (M, N, K) in FULL_WAVE_SHAPES:
+            thunks[f"full-wave@{M}"] = (lambda m=M, n=N, k=K: build_tuned(m, n, k, FULL_WAVE, sms))
+        if (M, N, K) == (1024, 1024, 16384):
+            from kernels.gemm.splitk import build_ws as build_splitk
+
+            thunks["splitk@1024"] = (lambda: build_splitk(1024, 1024, 16384, SPLITK_BEST, sms))
+    return thunks
+
+
 def gpu_suite(h: Any) -> None:
     import torch
 
     torch.backends.cuda.matmul.allow_tf32 = False
     sms = sm_count(h)
     shapes = [QUICK_SHAPE] if h.quick else SHAPES
-    thunks: dict[str, Any] = {}
-    for (M, N, K) in shapes:
-        for cfg in candidates((M, N, K)):
-            thunks[f"{label(cfg)}@{M}"] = (lambda c=cfg, m=M, n=N, k=K: build_ws(m, n, k, c, sms))
-        thunks[f"dp@{M}"] = (lambda m=M, n=N, k=K: build_tuned(m, n, k, NO_SPLIT, sms))
-        if (M, N, K) in FULL_WAVE_SHAPES:
-            thunks[f"full-wave@{M}"] = (lambda m=M, n=N, k=K: build_tuned(m, n, k, FULL_WAVE, sms))
-    if (1024, 1024, 16384) in shapes:
-        from kernels.gemm.splitk import build_ws as build_splitk
-
-        thunks["splitk@1024"] = (lambda: build_splitk(1024, 1024, 16384, SPLITK_BEST, sms))
+    thunks = build_thunks(sms, shapes)
     built = par_build(thunks)
     h.note("streamk ws compile", f"{len(thunks)} kernels", compile_s={k: round(v["compile_s"], 2) for k, v in built.items()},
            errors={k: v["error"] for k, v in built.items() if v["error"]})
