@@ -1441,6 +1441,8 @@ def streamk_ws_values(results: dict | None) -> dict[str, str]:
                                               + ("，切开的块按行排队" if cfg.get("panel") == 0 else "")
                                               + ("，每个尾部块只分给它自己的几个 block（没有 block 跨两块）"
                                                  if cfg.get("aligned") else "")
+                                              + (f"，整块和尾部段先后用同一块暂存区，省下的共享内存让流水有 "
+                                                 f"{cfg['stages']} 级" if cfg.get("share") else "")
                                               + ("，拼合并进 kernel" if cfg.get("fixup") or cfg.get("spread") else "")
                                               + (("，拼合 kernel 以 PDL 启动" if cfg.get("pdl_at", "start") == "start"
                                                   else "，拼合 kernel 以 PDL 启动、各段写完即放行")

@@ -201,7 +201,13 @@ def test_page_sentences_on_stream_k_follow_the_records():
                                             aligned=True)
     v = tiles.streamk_ws_values(good)[form]
     assert v.startswith("整波之后只切尾部，128×128 的块，切开的块按行排队") and "没有 block 跨两块" in v
-    assert v.endswith("拼合 kernel 以 PDL 启动、各段写完即放行")
+    assert v.endswith("拼合 kernel 以 PDL 启动、各段写完即放行") and "暂存区" not in v
+    for r in good["suites"]["gemm.streamk_ws"]["records"]:  # one staging buffer for both (``share``), six stages
+        if r["name"] == tiles.SKWS["awk"] and r["kind"] == "bench":
+            r["config"] = streamk.ws_config(128, 6, 128, -1, panel=0, fix_vec=True, fix_rows=4, tail_cols=64,
+                                            share=True, pdl=True, pdl_at="end", aligned=True)
+    v = tiles.streamk_ws_values(good)[form]
+    assert "整块和尾部段先后用同一块暂存区，省下的共享内存让流水有 6 级" in v and v.endswith("各段写完即放行")
     # the wave table takes the new records in, with the model's prediction beside the measurement
     rows = [r for r in tiles.wave_rows(good) if r["kind"].startswith("stream-K，手写")]
     assert len(rows) == 3 and rows[0]["meas"] == 1.6 and rows[0]["holds_dir"]
