@@ -54,7 +54,8 @@ SPLITK_BEST = splitk.ws_splitk_config(4, reduce_rows=32, pdl=True)
 #: time in the buffer its tail pieces are staged in afterwards (``share``), the fix-up's sum written by hand at 4 rows
 #: of a tail tile per block, launched as a programmatic dependent once every consumer has stored its tail piece.  The
 #: fastest stream-K form in the four searches of the timing probe ``sk8`` (run on an H100: 1.8-2.1 us faster than
-#: ``sk7``'s five-stage winner under the write flush, 0.4 us under the clean flush).
+#: ``sk7``'s five-stage winner under the write flush, 0.4 us under the clean flush); on the H200 0.26-0.38 us faster
+#: (probe ``sk8h``), and the winner of suite ``gemm.streamk_ws`` in both of its runs there since.
 STREAMK_BEST = streamk.ws_config(128, 6, 128, -1, panel=0, fix_vec=True, fix_rows=4, tail_cols=64, share=True,
                                  pdl=True, pdl_at="end", aligned=True)
 SPLITK_SHAPE = (1024, 1024, 16384)
