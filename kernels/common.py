@@ -5,7 +5,7 @@ from typing import Any
 
 from ledger.machines import DEFAULT_MACHINE, get_machine
 
-__all__ = ["TARGET", "SMS", "dtype_name", "validate_tensor"]
+__all__ = ["TARGET", "SMS", "SMEM_PER_BLOCK", "dtype_name", "validate_tensor"]
 
 #: Compile target of every CUDA kernel of the course (H200 = sm_90a).
 TARGET = {"kind": "cuda", "arch": "sm_90a"}
@@ -13,6 +13,10 @@ TARGET = {"kind": "cuda", "arch": "sm_90a"}
 #: Streaming multiprocessors of the measured machine (the ledger's default profile): the
 #: default grid of the persistent kernels, and the count a CPU-side wave prediction uses.
 SMS = int(get_machine(DEFAULT_MACHINE).resource("sms"))
+
+#: Shared memory one block may use on that machine (bytes; the 227 KiB opt-in maximum of an H100/H200 SM): the limit
+#: the kernels' own shared-memory counts are checked against before lowering.
+SMEM_PER_BLOCK = int(get_machine(DEFAULT_MACHINE).resource("smem_per_block_kb")) * 1024
 
 
 def dtype_name(dtype: Any) -> str:

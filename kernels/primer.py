@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 import tilelang
 import tilelang.language as T
 
-from kernels.common import TARGET, validate_tensor
+from kernels.common import SMEM_PER_BLOCK, TARGET, validate_tensor
 
 ACC = "float32"
 INT32_MAX = 2**31 - 1
@@ -352,19 +352,13 @@ def check_row_sum(x, out=None, *, blk_m: int = 64, blk_n: int = 128, threads: in
     if x.numel() >= 2**31:
         raise ValueError(f"x: at most 2**31 - 1 elements (int32 indexing), got {x.numel()}")
     need = stages * blk_m * blk_n * x.element_size() if via == "shared" else 0
-    limit = _smem_per_block()
+    limit = SMEM_PER_BLOCK
     if need > limit:
         raise ValueError(f"shared memory: {stages} stages x {blk_m}x{blk_n} x {x.element_size()} B = {need} B "
                          f"> {limit} B per block on the H200")
     validate_tensor("x", x)
     if out is not None:
         validate_tensor("out", out)
-
-
-def _smem_per_block(machine: str = "h200-spec") -> int:
-    from ledger.machines import get_machine
-
-    return int(get_machine(machine).resource("smem_per_block_kb")) * 1024
 
 
 # ---------------------------------------------------------------- launchers

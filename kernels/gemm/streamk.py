@@ -45,9 +45,8 @@ import tilelang.language as T
 
 from tilelang.layout import make_swizzled_layout
 
-from kernels.common import SMS
+from kernels.common import SMEM_PER_BLOCK, SMS
 from kernels.gemm.common import TARGET, check_inputs as check_operands, check_wgmma_n, require
-from ledger.machines import get_machine
 
 #: Where a ``pdl`` stream-K kernel signals that its fix-up kernel may be launched (see :func:`_streamk_ws_program`).
 PDL_AT = ("start", "tail", "end")
@@ -546,7 +545,7 @@ def sk_fixup_counters(M: int, N: int, K: int, block_N: int, block_K: int, worker
 
 
 #: Shared memory one block may use on an H100/H200 SM (bytes), from the ledger's machine model (227 KiB opt-in).
-SMEM_LIMIT = int(get_machine("h200-spec").resource("smem_per_block_kb")) * 1024
+SMEM_LIMIT = SMEM_PER_BLOCK
 
 
 def ws_smem_bytes(block_N: int, block_K: int, stages: int, epi_cols: int, tail_cols: int, *, has_dp: bool,
@@ -586,7 +585,8 @@ def _streamk_ws_program(M: int, N: int, K: int, *, block_N: int, block_K: int, s
                                  empty_arrivals, stages_ahead)
 
     require(inflight in (0, 1), f"inflight must be 0 or 1, got {inflight}")
-    _check_signal_and_staging(pdl, pdl_at, tail_cols, block_N, not (fixup or spread or red or reg_store))
+    staged = not (fixup or spread or red or reg_store)  # the tail pieces go through an fp32 staging
+    _check_signal_and_staging(pdl, pdl_at, tail_cols, block_N, staged)
     require(stages_ahead(stages, inflight) >= 1, f"stages={stages}: need at least {2 + inflight} with inflight={inflight}")
     check_wgmma_n(block_N)
     epi_cols = epi_cols or block_N
@@ -594,9 +594,8 @@ def _streamk_ws_program(M: int, N: int, K: int, *, block_N: int, block_K: int, s
     tail_cols = tail_cols or epi_cols
     _check_aligned(aligned, fixup or spread or red)
     s = ws_schedule(M, N, K, block_N, block_K, workers, dp_waves, aligned)
-    _check_share(share, epi_cols, tail_cols, not (fixup or spread or red or reg_store), s.dp_rounds > 0 and s.sk_tiles > 0)
+    _check_share(share, epi_cols, tail_cols, staged, s.dp_rounds > 0 and s.sk_tiles > 0)
     half = WS_BLOCK_M // 2
-    staged = not (fixup or spread or red or reg_store)  # the tail pieces go through an fp32 staging
     smem = ws_smem_bytes(block_N, block_K, stages, epi_cols, tail_cols, has_dp=s.dp_rounds > 0,
                          f32_staging=s.sk_tiles > 0 and staged and not share)
     require(smem <= SMEM_LIMIT,

@@ -107,6 +107,7 @@ import tilelang
 import tilelang.language as T
 from tilelang.layout import make_swizzled_layout
 
+from kernels.common import SMEM_PER_BLOCK
 from kernels.gemm.common import TARGET, check_cuda, check_matrix, require
 from ledger.w4a16 import WS_BLOCKS, setmaxnreg_split
 
@@ -128,8 +129,8 @@ CONSUMER_REGS = setmaxnreg_split(THREADS, PRODUCER_REGS)["take"]
 #: four consumers can take: 16 each, 112.  Asking for more leaves a consumer waiting in
 #: ``setmaxnreg.inc`` for ever (120 each hung on the H200).
 Q4_REGS = (*WS_BLOCKS[4], setmaxnreg_split(*WS_BLOCKS[4])["take"])
-#: Shared memory one block may use on an H100/H200 SM (bytes).
-SMEM_LIMIT = 232448
+#: Shared memory one block may use on an H100/H200 SM (bytes, from the ledger's machine model).
+SMEM_LIMIT = SMEM_PER_BLOCK
 #: The word-wide expansion (``wide``): one 16-byte run of each of a thread's two weight rows per
 #: two steps of 16 k, into the wgmma register fragment ``frag`` (four 32-bit registers per step:
 #: rows g / g+8 at k 2t..2t+1, then at k 2t+8..2t+9).  ``ws`` = the stage's packed tile (128-byte

@@ -43,14 +43,15 @@ from typing import Any
 import tilelang
 import tilelang.language as T
 
+from kernels.common import SMEM_PER_BLOCK
 from kernels.gemm.common import TARGET, require
 
 #: The scale group this kernel is written for (one group = the 4 x 32 bits a thread loads per row).
 GROUP = 128
 #: Largest portable thread-block cluster.
 MAX_CLUSTER = 8
-#: Shared memory one block may use on an H100/H200 SM (bytes).
-SMEM_LIMIT = 232448
+#: Shared memory one block may use on an H100/H200 SM (bytes, from the ledger's machine model).
+SMEM_LIMIT = SMEM_PER_BLOCK
 #: halves of padding per activation row (64 bytes: consecutive rows start 4 bank groups apart).
 A_PAD = 32
 

@@ -53,6 +53,7 @@ from typing import Any
 import tilelang
 import tilelang.language as T
 
+from kernels.common import SMEM_PER_BLOCK
 from kernels.gemm.common import TARGET, require
 
 #: The scale group this kernel is written for (one TMA plane = one 128-k group of every row).
@@ -61,8 +62,8 @@ GROUP = 128
 PLANE_ROW = GROUP // 2
 #: Largest portable thread-block cluster.
 MAX_CLUSTER = 8
-#: Shared memory one block may use on an H100/H200 SM (bytes), and one SM holds in all.
-SMEM_LIMIT = 232448
+#: Shared memory one block may use on an H100/H200 SM (bytes, from the ledger's machine model), and one SM holds in all.
+SMEM_LIMIT = SMEM_PER_BLOCK
 SMEM_SM = 233472
 #: halves of padding per activation row (64 bytes: consecutive rows start 4 bank groups apart).
 A_PAD = 32

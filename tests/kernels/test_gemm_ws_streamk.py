@@ -17,7 +17,7 @@ from kernels.gemm import splitk, streamk  # noqa: E402
 from kernels.gemm.lowered import instruction_path, launch_info, wgmma_shapes  # noqa: E402
 from measure.suites.gemm import streamk_ws as suite  # noqa: E402
 
-SMEM_LIMIT = 232448  # bytes of shared memory one block may use on the H100/H200
+SMEM_LIMIT = streamk.SMEM_LIMIT  # bytes of shared memory one block may use on the H100/H200
 
 PLANS = [  # (M, N, K, block_N, workers, dp_waves)
     (1536, 1536, 8192, 256, 132, 0), (1536, 1536, 8192, 128, 132, -1), (1536, 1536, 8192, 128, 132, 0),

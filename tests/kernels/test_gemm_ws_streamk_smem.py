@@ -41,9 +41,12 @@ def test_share_fits_where_the_separate_stagings_do_not():
 
 
 def test_the_limit_is_the_machine_models():
+    from kernels.gemm import w4a16, w4a16_dec, w4a16_tma
     from ledger.machines import get_machine
 
     assert streamk.SMEM_LIMIT == get_machine("h200-spec").resource("smem_per_block_kb") * 1024 == 232448
+    for mod in (w4a16, w4a16_dec, w4a16_tma):  # every kernel family checks against the same limit
+        assert mod.SMEM_LIMIT == streamk.SMEM_LIMIT
 
 
 @pytest.fixture(scope="module")
