@@ -91,6 +91,10 @@ Further knobs, each a candidate of the H200 search (:data:`CANDIDATES`):
   PTX, the mask and the exponent bits of 1024 together (:data:`_FUSE_HELPER`).  From the same expression in C,
   nvcc emits an AND and an OR (a ``lop3`` takes one immediate): four ``lop3`` fewer per 8 weights, the same bits.
 
+* ``accs=2`` (with ``lag``, ``split="k"``): the two stages a consumer has in flight accumulate into two fp32
+  accumulators (the first stage of each pair into one, the second into the other), added at the end; with one
+  accumulator the stage left running and the one issued after it write the same registers.
+
 With ``split="k"`` every ring must have an even number of slots, so that a slot always serves
 the same consumer: an mbarrier is waited on by phase parity, and with an odd ring one
 consumer could pass over a phase the other one has not consumed yet (on the H200 such a
@@ -320,7 +324,7 @@ def serves(block_M: int, M: int) -> bool:
 def check_config(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, stages: int, split: str,
                  cluster: int, stages_w: int = 0, kpair: bool = False, chunk: int = 0, wide: bool = False,
                  inst: str = "wgmma", consumers: int = 2, tiled: bool = False, perm: bool = False,
-                 post: bool = False, lag: bool = False, fuse: bool = False) -> None:
+                 post: bool = False, lag: bool = False, fuse: bool = False, accs: int = 1) -> None:
     """Every constraint of one configuration, each failure naming it (ValueError)."""
     rows = block_rows(split)
     for name, v in (("M", M), ("N", N), ("K", K), ("group", group), ("block_K", block_K), ("stages", stages)):
@@ -407,6 +411,11 @@ def check_config(M: int, N: int, K: int, *, group: int, block_M: int, block_K: i
                                     f"{n_loc} K blocks per block must be even")
             require(stages >= 3, f"lag keeps the consumers' activation slot until the next stage is issued: "
                                  f"stages={stages} must be >= 3 so the producer can fill one more")
+    require(accs in (1, 2), f"accs is the number of fp32 accumulators a consumer alternates over, 1 or 2: got {accs!r}")
+    if accs == 2:
+        require(lag is True or lag == 1, f"accs=2 alternates the accumulator of the stages lag leaves running (one at "
+                                         f"a time): it needs lag=True, got lag={lag!r}")
+        require(split == "k", "accs=2 is written for split='k' (two consumers on alternate K blocks)")
     g = K // group
     require(g % 8 == 0, f"K/group={g} must be a multiple of 8: the block's scale rows are copied by TMA, "
                         f"whole 16-byte rows")
@@ -418,10 +427,10 @@ def check_config(M: int, N: int, K: int, *, group: int, block_M: int, block_K: i
 def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, stages: int, split: str,
              cluster: int, probe: str = "", stages_w: int = 0, kpair: bool = False, inst: str = "wgmma",
              chunk: int = 0, wide: bool = False, consumers: int = 2, tiled: bool = False, perm: bool = False,
-             post: bool = False, lag: bool = False, fuse: bool = False):
+             post: bool = False, lag: bool = False, fuse: bool = False, accs: int = 1):
     check_config(M, N, K, group=group, block_M=block_M, block_K=block_K, stages=stages, split=split,
                  cluster=cluster, stages_w=stages_w, kpair=kpair, chunk=chunk, wide=wide, inst=inst,
-                 consumers=consumers, tiled=tiled, perm=perm, post=post, lag=lag, fuse=fuse)
+                 consumers=consumers, tiled=tiled, perm=perm, post=post, lag=lag, fuse=fuse, accs=accs)
     nc = consumers
     threads, producer_regs, consumer_regs = (THREADS, PRODUCER_REGS, CONSUMER_REGS) if nc == 2 else Q4_REGS
     kc = chunk or block_K  # K expanded into one register buffer
@@ -596,18 +605,23 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
                 release(aempty, sa)
 
     @T.macro
-    def consume_lag(A_s, W_s, S_s, Wa, Wb, acc, wfull, wempty, afull, aempty, c, lane, Wc=None):
+    def consume_lag(A_s, W_s, S_s, Wa, Wb, acc, wfull, wempty, afull, aempty, c, lane, Wc=None, accb=None):
         """``lag``: consumer ``c``'s K blocks ``c, c + 2, ...`` with the two buffers in turn (``lag=2``: the three,
         ``Wc`` the third, and the one or two K blocks left over after whole turns in ``Wa``, ``Wb``); the last
-        wgmmas are waited for before the accumulator is read, and their slots released."""
+        wgmmas are waited for before the accumulator is read, and their slots released.  ``accb`` (``accs=2``): the
+        second stage of each pair accumulates into it, so the two stages in flight write different registers; it is
+        added into ``acc`` at the end."""
         if depth == 1:
             for j in T.serial(n_k // 4):
                 step2(A_s, W_s, S_s, Wa, acc, wfull, wempty, afull, aempty, 4 * j + c, 4 * j + c, 0, lane, True)
-                step2(A_s, W_s, S_s, Wb, acc, wfull, wempty, afull, aempty, 4 * j + 2 + c, 4 * j + 2 + c, 0, lane,
-                      True)
+                step2(A_s, W_s, S_s, Wb, acc if accb is None else accb, wfull, wempty, afull, aempty, 4 * j + 2 + c,
+                      4 * j + 2 + c, 0, lane, True)
             T.wait_wgmma(0)
             if lane == 0:
                 release(aempty, (n_k - 2 + c) % stages)
+            if accb is not None:
+                for j, m in T.Parallel(WG_ROWS, block_M):
+                    acc[j, m] = acc[j, m] + accb[j, m]
         else:
             for j in T.serial(n_k // 6):
                 step2(A_s, W_s, S_s, Wa, acc, wfull, wempty, afull, aempty, 6 * j + c, 6 * j + c, 0, lane, True)
@@ -734,6 +748,8 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
                 W0c = W1c = None
             acc0 = T.alloc_fragment((WG_ROWS, block_M), T.float32)
             acc1 = T.alloc_fragment((WG_ROWS, block_M), T.float32)
+            acc0b = T.alloc_fragment((WG_ROWS, block_M), T.float32) if accs == 2 else None  # accs=2: the second
+            acc1b = T.alloc_fragment((WG_ROWS, block_M), T.float32) if accs == 2 else None
             g0 = T.alloc_fragment((WG_ROWS, block_M), T.float32) if post else None  # post: a group's partial
             g1 = T.alloc_fragment((WG_ROWS, block_M), T.float32) if post else None
             if nc == 4:  # the third and fourth consumers' register buffers and accumulators
@@ -817,8 +833,10 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
                     lane = tx % 32
                     T.barrier_wait(sbar, 0)
                     T.clear(acc0)
+                    if accs == 2:
+                        T.clear(acc0b)
                     if split == "k" and lag:
-                        consume_lag(A_s, W_s, S_s, W0, W0b, acc0, wfull, wempty, full, empty, 0, lane, W0c)
+                        consume_lag(A_s, W_s, S_s, W0, W0b, acc0, wfull, wempty, full, empty, 0, lane, W0c, acc0b)
                         T.sync_threads(barrier_id=_BAR_BOTH, arrive_count=256)
                         for j, m in T.Parallel(WG_ROWS, block_M):
                             acc0[j, m] = acc0[j, m] + R_s[j, m]
@@ -858,8 +876,10 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
                     lane = tx % 32
                     T.barrier_wait(sbar, 0)
                     T.clear(acc1)
+                    if accs == 2:
+                        T.clear(acc1b)
                     if split == "k" and lag:
-                        consume_lag(A_s, W_s, S_s, W1, W1b, acc1, wfull, wempty, full, empty, 1, lane, W1c)
+                        consume_lag(A_s, W_s, S_s, W1, W1b, acc1, wfull, wempty, full, empty, 1, lane, W1c, acc1b)
                         T.copy(acc1, R_s)
                         T.sync_threads(barrier_id=_BAR_BOTH, arrive_count=256)
                     elif split == "k":
@@ -935,6 +955,7 @@ def w4a16_gemm(
     post: bool = False,
     lag: bool = False,
     fuse: bool = False,
+    accs: int = 1,
 ):
     """W4A16 with the weights expanded into wgmma's register operand (see the module docstring).
 
@@ -947,11 +968,12 @@ def w4a16_gemm(
     it (the TMA ring alone), ``"mmaonly"`` the ring and the tensor-core work on registers that are
     never filled (no expansion, not even the scale reads of ``noexpand``); ``wide`` = the word-wide
     expansion; ``consumers`` = consumer warpgroups (2, or 4 taking the K blocks in turn); ``lag`` = each
-    consumer's next stage expanded while its current wgmma runs (decoupled rings).
+    consumer's next stage expanded while its current wgmma runs (decoupled rings); ``accs=2`` = with ``lag``, each
+    consumer's stages alternate between two fp32 accumulators.
     """
     return _program(M, N, K, group=group, block_M=block_M, block_K=block_K, stages=stages, split=split,
                     cluster=cluster, probe=probe, stages_w=stages_w, kpair=kpair, chunk=chunk, wide=wide,
-                    consumers=consumers, tiled=tiled, perm=perm, post=post, lag=lag, fuse=fuse)
+                    consumers=consumers, tiled=tiled, perm=perm, post=post, lag=lag, fuse=fuse, accs=accs)
 
 
 #: The warp-level tensor-core path: tilelang's wgmma lowering switched off, T.gemm on m16n8k16.
@@ -980,6 +1002,7 @@ def w4a16_gemm_mma(
     post: bool = False,
     lag: bool = False,
     fuse: bool = False,
+    accs: int = 1,
 ):
     """:func:`w4a16_gemm` on the warp-level ``mma.sync`` m16n8k16 instruction instead of wgmma:
     each warp multiplies its 16 weight rows, the tensor-core work is issued in m16 x n8 x k16
@@ -987,13 +1010,14 @@ def w4a16_gemm_mma(
     warpgroup."""
     return _program(M, N, K, group=group, block_M=block_M, block_K=block_K, stages=stages, split=split,
                     cluster=cluster, probe=probe, stages_w=stages_w, kpair=kpair, inst="mma", chunk=chunk,
-                    wide=wide, consumers=consumers, tiled=tiled, perm=perm, post=post, lag=lag, fuse=fuse)
+                    wide=wide, consumers=consumers, tiled=tiled, perm=perm, post=post, lag=lag, fuse=fuse,
+                    accs=accs)
 
 
 def config(block_M: int, block_K: int, stages: int, split: str = "k", cluster: int = 1, stages_w: int = 0,
            kpair: bool = False, inst: str = "wgmma", chunk: int = 0, wide: bool = False,
            consumers: int = 2, tiled: bool = False, perm: bool = False, post: bool = False,
-           lag: bool | int = False, fuse: bool = False) -> dict[str, Any]:
+           lag: bool | int = False, fuse: bool = False, accs: int = 1) -> dict[str, Any]:
     """One configuration as the suite's tables and :func:`build` take it (``chunk``, ``wide`` and
     ``consumers`` only when set, so the configurations of the recorded runs keep their form; ``lag`` kept as
     ``True`` for one stage left running, as ``2`` for two)."""
@@ -1016,6 +1040,8 @@ def config(block_M: int, block_K: int, stages: int, split: str = "k", cluster: i
         cfg["lag"] = 2 if lag == 2 else True
     if fuse:
         cfg["fuse"] = True
+    if accs != 1:
+        cfg["accs"] = accs
     return cfg
 
 
@@ -1087,7 +1113,7 @@ def label(cfg: dict[str, Any]) -> str:
             + (f"_q{cfg['consumers']}" if cfg.get("consumers", 2) != 2 else "") + ("_tl" if cfg.get("tiled") else "")
             + ("_il" if cfg.get("perm") else "") + ("_po" if cfg.get("post") else "")
             + ("_lg" if cfg.get("lag") else "") + ("2" if cfg.get("lag") == 2 else "") + ("_fu" if cfg.get("fuse") else "")
-            + ("_wd" if cfg.get("wide") else ""))
+            + (f"_a{cfg['accs']}" if cfg.get("accs", 1) != 1 else "") + ("_wd" if cfg.get("wide") else ""))
 
 
 def build(M: int, N: int, K: int, group: int, cfg: dict[str, Any], probe: str = "") -> Any:

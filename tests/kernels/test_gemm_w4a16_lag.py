@@ -113,3 +113,39 @@ def test_lag_refuses_the_probes_without_tensor_core_work(probe):
     cfg = w4a16.config(64, 128, 8, stages_w=8, lag=True)  # the per-element expansion (nomma refuses wide)
     with pytest.raises(ValueError, match=f"the '{probe}' probe"):
         w4a16.build(64, 8192, 8192, 128, cfg, probe=probe)
+
+
+def test_accs_config_label_and_errors():
+    cfg = w4a16.config(64, 128, 8, stages_w=8, accs=2, **LAG)
+    assert cfg["accs"] == 2 and w4a16.label(cfg) == "m64_k128_s8_w8_k_il_lg_a2_wd"
+    assert "accs" not in w4a16.config(64, 128, 8, stages_w=8, **LAG)
+    base = dict(group=128, block_M=64, block_K=128, stages=8, cluster=1, stages_w=8)
+    with pytest.raises(ValueError, match="accs=2 alternates .* it needs lag=True, got lag=False"):
+        w4a16.check_config(64, 8192, 8192, split="k", accs=2, **base)
+    with pytest.raises(ValueError, match="accs=2 is written for split='k'"):
+        w4a16.check_config(64, 8192, 8192, split="n", lag=True, accs=2, **base)
+    with pytest.raises(ValueError, match="1 or 2: got 3"):
+        w4a16.check_config(64, 8192, 8192, split="k", lag=True, accs=3, **base)
+    w4a16.check_config(64, 8192, 8192, split="k", lag=True, accs=2, **base)
+
+
+@pytest.mark.slow
+def test_accs_alternates_two_accumulators_per_consumer(fresh_compiles):
+    from kernels.gemm.lowered import ptxas_report
+
+    cfg = w4a16.config(64, 128, 8, stages_w=8, accs=2, **LAG)
+    src = w4a16.build(64, 8192, 8192, 128, cfg).get_kernel_source()
+    for c in (0, 1):
+        j = "j" if c == 0 else "j_1"
+        body = src[src.index(f"for (int {j} = 0; {j} < 16; ++{j})"):]
+        body = body[:body.index("tl::wait_wgmma<0>();")]
+        # the first stage of each pair into acc<c>, the second into acc<c>b, each left running (wait_wgmma<1>)
+        accs = re.findall(rf"warpgroup_fence_operand\(reinterpret_cast<float\*>\((acc{c}b?) \+ 0\)", body)
+        assert accs == [f"acc{c}", f"acc{c}", f"acc{c}b", f"acc{c}b"], (c, accs)
+        assert body.count("tl::wait_wgmma<1>();") == 2
+        # after the last wgmma the second accumulator is added into the first
+        tail = src[src.index(f"for (int {j} = 0; {j} < 16; ++{j})"):]
+        tail = tail[tail.index("tl::wait_wgmma<0>();"):]
+        assert re.search(rf"\*\(float4\*\)\(acc{c}b \+", tail[:2000]), c
+    rep = ptxas_report(src)
+    assert rep["spill_bytes"] == 0 and not rep["serialized_wgmma"], rep["text"][-400:]

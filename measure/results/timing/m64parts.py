@@ -34,8 +34,9 @@ REP = 8  # part 2: each consumer issues REP times the 32 stages of 8 wgmma of th
 TENSOR = [(64, 2, 1), (64, 2, 0), (64, 1, 1), (128, 2, 1), (128, 2, 0), (128, 1, 1)]  # (n, consumers, wait)
 
 
-def tensor_only(n: int, consumers: int, wait: int):
-    """Part 2's kernel: ``consumers`` warpgroups each issue 32 * REP * 64 / n wgmma calls of 64 x n x 128."""
+def tensor_only(n: int, consumers: int, wait: int, accs: int = 1):
+    """Part 2's kernel: ``consumers`` warpgroups each issue 32 * REP * 64 / n wgmma calls of 64 x n x 128
+    (``accs=2``, probe ``acc2``: the calls alternate between two accumulators, added at the end)."""
     iters = 32 * REP * 64 // n
     threads = 128 * (consumers + 1)
 
@@ -49,6 +50,8 @@ def tensor_only(n: int, consumers: int, wait: int):
                 W1 = T.alloc_fragment((64, 128), T.float16)
                 acc0 = T.alloc_fragment((64, n), T.float32)
                 acc1 = T.alloc_fragment((64, n), T.float32)
+                acc0b = T.alloc_fragment((64, n), T.float32) if accs == 2 else None
+                acc1b = T.alloc_fragment((64, n), T.float32) if accs == 2 else None
                 tx = T.get_thread_binding()
                 if tx < 128:
                     pass
@@ -59,18 +62,38 @@ def tensor_only(n: int, consumers: int, wait: int):
                     T.sync_threads(barrier_id=1, arrive_count=128 * consumers)
                     T.fill(W0, 0.01)
                     T.clear(acc0)
-                    for _ in T.serial(iters):
-                        T.wgmma_gemm(W0, A_s, acc0, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
-                        T.wait_wgmma(wait)
+                    if accs == 1:
+                        for _ in T.serial(iters):
+                            T.wgmma_gemm(W0, A_s, acc0, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
+                            T.wait_wgmma(wait)
+                    else:
+                        T.clear(acc0b)
+                        for _ in T.serial(iters // 2):
+                            T.wgmma_gemm(W0, A_s, acc0, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
+                            T.wait_wgmma(wait)
+                            T.wgmma_gemm(W0, A_s, acc0b, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
+                            T.wait_wgmma(wait)
+                        for i, j in T.Parallel(64, n):
+                            acc0[i, j] = acc0[i, j] + acc0b[i, j]
                     T.wait_wgmma(0)
                     T.copy(acc0, C[bx * 64 * consumers:bx * 64 * consumers + 64, 0:n])
                 else:
                     T.sync_threads(barrier_id=1, arrive_count=128 * consumers)
                     T.fill(W1, 0.02)
                     T.clear(acc1)
-                    for _ in T.serial(iters):
-                        T.wgmma_gemm(W1, A_s, acc1, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
-                        T.wait_wgmma(wait)
+                    if accs == 1:
+                        for _ in T.serial(iters):
+                            T.wgmma_gemm(W1, A_s, acc1, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
+                            T.wait_wgmma(wait)
+                    else:
+                        T.clear(acc1b)
+                        for _ in T.serial(iters // 2):
+                            T.wgmma_gemm(W1, A_s, acc1, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
+                            T.wait_wgmma(wait)
+                            T.wgmma_gemm(W1, A_s, acc1b, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
+                            T.wait_wgmma(wait)
+                        for i, j in T.Parallel(64, n):
+                            acc1[i, j] = acc1[i, j] + acc1b[i, j]
                     T.wait_wgmma(0)
                     T.copy(acc1, C[bx * 64 * consumers + 64:bx * 64 * consumers + 128, 0:n])
 
