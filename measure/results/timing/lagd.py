@@ -4,10 +4,11 @@ at eight and ten activation slots, beside run59's winner (256-k stages, no lag) 
 Every kernel checked first against the fp32 reference with a poisoned output at a ragged M and at the shape, and
 again after 30 more launches; then three searches on fresh inputs, 7 alternating rounds, under the write flush, and
 one under the clean flush."""
-import json, os, sys
+import json, sys
 import torch
 from kernels.gemm.w4a16 import build, config, kernel_weights, label
 from measure.suites.gemm.flush import W4A16_WINNERS
+import probekit
 
 N = K = 8192
 W = dict(wide=True, perm=True, fuse=True)
@@ -30,8 +31,7 @@ def main(out, CANDS=CANDS, RAGGED=RAGGED, MODES=MODES, name="lagd"):
     from measure.suites.gemm.common import rel_fro_err
     from measure.suites.gemm.w4a16 import make_inputs
     h = Harness(log=print)
-    res = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "commit": os.environ.get("COURSE_GIT_COMMIT"),
-           "rounds": 7, "errors": {}, "searches": {}}
+    res = probekit.header(errors={}, searches={})
     for M, cs in CANDS.items():
         r = RAGGED[M]
         a, packed, scales, w16 = make_inputs(h, r, N, K, 128)
@@ -55,13 +55,8 @@ def main(out, CANDS=CANDS, RAGGED=RAGGED, MODES=MODES, name="lagd"):
                 if e < 1e-2 and res["errors"][f"{lab} ragged {r}"] < 1e-2:
                     cc[lab] = (lambda k=k, o=o, w=w, a=a, s=scales: k(a, w, s, o))
             cc["cuBLAS fp16 weights"] = lambda a=a, w16=w16: torch.matmul(a, w16.t())
-            h.protocol["flush_mode"] = mode
-            best, ms = h.search(f"{mode} flush: {name} at M={M} #{rep}", cc, rounds=7)
-            key = f"M={M} {mode} #{rep}"
-            res["searches"][key] = {"best": best, "us": {k: round(v * 1e3, 3) for k, v in ms.items()}}
-            print(key, json.dumps(res["searches"][key]), flush=True)
-            json.dump(res, open(out, "w"), indent=1)
-            h.protocol["flush_mode"] = "write"
+            probekit.flush_search(h, res, f"M={M} {mode} #{rep}", f"{mode} flush: {name} at M={M} #{rep}", cc, mode,
+                                  out)
     print(json.dumps(res["errors"]))
     json.dump(res, open(out, "w"), indent=1)
 

@@ -6,9 +6,9 @@ through L2 at M = 64 beside 32 MB of int4 weights from DRAM (at M = 16, 32 MB). 
 128 weight rows, each on half of K) and a two-block TMA multicast (``cluster=2``) halve the activation traffic.  If
 the load path at M = 64 is bound by that traffic, these forms' load paths are faster; the probe's results are wrong
 by design and only timed.  Two write-flush searches and one clean, 7 alternating rounds, cuBLAS beside them."""
-import json, os, sys
-import torch
-from kernels.gemm.w4a16 import build, config, kernel_weights, label
+import sys
+from kernels.gemm.w4a16 import build, config, label
+import probekit
 
 N = K = 8192
 W = dict(wide=True, perm=True, fuse=True)
@@ -20,29 +20,18 @@ MODES = ("write", "write", "clean")
 
 
 def main(out):
-    built = {(M, label(c)): build(M, N, K, 128, c, probe="loadonly") for M, cs in FORMS.items() for c in cs}
+    built = {(M, label(c), "loadonly"): build(M, N, K, 128, c, probe="loadonly") for M, cs in FORMS.items() for c in cs}
     if out == "--prebuild":
         return
     from measure.harness import Harness
-    from measure.suites.gemm.w4a16 import make_inputs
     h = Harness(log=print)
-    res = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "commit": os.environ.get("COURSE_GIT_COMMIT"),
-           "rounds": 7, "probe": "loadonly", "searches": {}}
+    res = probekit.header(probe="loadonly", searches={})
     for rep, mode in enumerate(MODES):
         cc = {}
         for M, cs in FORMS.items():
-            a, packed, scales, w16 = make_inputs(h, M, N, K, 128)
-            for c in cs:
-                k, w, o = built[(M, label(c))], kernel_weights(packed, c), h.poisoned((M, N), torch.float16)
-                cc[f"M={M} {label(c)}:loadonly"] = (lambda k=k, o=o, w=w, a=a, s=scales: k(a, w, s, o))
-            cc[f"M={M} cuBLAS fp16 weights"] = lambda a=a, w16=w16: torch.matmul(a, w16.t())
-        h.protocol["flush_mode"] = mode
-        best, ms = h.search(f"{mode} flush: m64load #{rep}", cc, rounds=7)
-        res["searches"][f"{mode} #{rep}"] = {"us": {k: round(v * 1e3, 3) for k, v in ms.items()}}
-        print(mode, rep, json.dumps(res["searches"][f"{mode} #{rep}"]), flush=True)
-        json.dump(res, open(out, "w"), indent=1)
-    json.dump(res, open(out, "w"), indent=1)
-
+            cc.update(probekit.shape_candidates(h, res, M, N, K, [(c, "loadonly") for c in cs], built, rep,
+                                                prefix=f"M={M} "))
+        probekit.flush_search(h, res, f"{mode} #{rep}", f"{mode} flush: m64load #{rep}", cc, mode, out)
 
 if __name__ == "__main__":
     main(sys.argv[1])

@@ -14,13 +14,14 @@ warpgroups, each consumer issuing ``iters`` register-operand wgmma of 64 weight 
 kernel's consumer times ``REP``; the same multiply-adds at n = 64 and n = 128.  Timed under the write flush (the
 kernel reads nothing); the result is the rate of multiply-adds each SM's tensor cores reach in each pattern.
 """
-import json, os, sys
+import json, sys
 import torch
 import tilelang
 import tilelang.language as T
 from kernels.gemm.common import TARGET
-from kernels.gemm.w4a16 import W4_PASS_CONFIGS, build, config, kernel_weights, label
+from kernels.gemm.w4a16 import W4_PASS_CONFIGS, build, config, label
 from measure.suites.gemm.flush import W4A16_WINNERS
+import probekit
 
 N = K = 8192
 W = dict(wide=True, perm=True, fuse=True)
@@ -39,6 +40,28 @@ def tensor_only(n: int, consumers: int, wait: int, accs: int = 1):
     (``accs=2``, probe ``acc2``: the calls alternate between two accumulators, added at the end)."""
     iters = 32 * REP * 64 // n
     threads = 128 * (consumers + 1)
+
+    @T.macro
+    def consume(A_s, C, W, acc, accb, value, r0):
+        """One consumer: its register tile, ``iters`` calls on ``acc`` (``accs=2``: in turn with ``accb``), the
+        store of its 64 rows from ``r0``."""
+        T.fill(W, value)
+        T.clear(acc)
+        if accs == 1:
+            for _ in T.serial(iters):
+                T.wgmma_gemm(W, A_s, acc, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
+                T.wait_wgmma(wait)
+        else:
+            T.clear(accb)
+            for _ in T.serial(iters // 2):
+                T.wgmma_gemm(W, A_s, acc, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
+                T.wait_wgmma(wait)
+                T.wgmma_gemm(W, A_s, accb, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
+                T.wait_wgmma(wait)
+            for i, j in T.Parallel(64, n):
+                acc[i, j] = acc[i, j] + accb[i, j]
+        T.wait_wgmma(0)
+        T.copy(acc, C[r0:r0 + 64, 0:n])
 
     @tilelang.jit(target=TARGET, pass_configs=W4_PASS_CONFIGS)
     def make():
@@ -60,42 +83,10 @@ def tensor_only(n: int, consumers: int, wait: int, accs: int = 1):
                         A_s[i, k] = T.cast((i * 7 + k) % 5, T.float16) * T.float16(0.125)
                     T.fence_proxy_async()
                     T.sync_threads(barrier_id=1, arrive_count=128 * consumers)
-                    T.fill(W0, 0.01)
-                    T.clear(acc0)
-                    if accs == 1:
-                        for _ in T.serial(iters):
-                            T.wgmma_gemm(W0, A_s, acc0, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
-                            T.wait_wgmma(wait)
-                    else:
-                        T.clear(acc0b)
-                        for _ in T.serial(iters // 2):
-                            T.wgmma_gemm(W0, A_s, acc0, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
-                            T.wait_wgmma(wait)
-                            T.wgmma_gemm(W0, A_s, acc0b, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
-                            T.wait_wgmma(wait)
-                        for i, j in T.Parallel(64, n):
-                            acc0[i, j] = acc0[i, j] + acc0b[i, j]
-                    T.wait_wgmma(0)
-                    T.copy(acc0, C[bx * 64 * consumers:bx * 64 * consumers + 64, 0:n])
+                    consume(A_s, C, W0, acc0, acc0b, 0.01, bx * 64 * consumers)
                 else:
                     T.sync_threads(barrier_id=1, arrive_count=128 * consumers)
-                    T.fill(W1, 0.02)
-                    T.clear(acc1)
-                    if accs == 1:
-                        for _ in T.serial(iters):
-                            T.wgmma_gemm(W1, A_s, acc1, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
-                            T.wait_wgmma(wait)
-                    else:
-                        T.clear(acc1b)
-                        for _ in T.serial(iters // 2):
-                            T.wgmma_gemm(W1, A_s, acc1, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
-                            T.wait_wgmma(wait)
-                            T.wgmma_gemm(W1, A_s, acc1b, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
-                            T.wait_wgmma(wait)
-                        for i, j in T.Parallel(64, n):
-                            acc1[i, j] = acc1[i, j] + acc1b[i, j]
-                    T.wait_wgmma(0)
-                    T.copy(acc1, C[bx * 64 * consumers + 64:bx * 64 * consumers + 128, 0:n])
+                    consume(A_s, C, W1, acc1, acc1b, 0.02, bx * 64 * consumers + 64)
 
         return main
 
@@ -103,40 +94,16 @@ def tensor_only(n: int, consumers: int, wait: int, accs: int = 1):
 
 
 def main(out):
-    built = {}
-    for c, p in PARTS:
-        built[f"{label(c)}:{p or 'whole'}"] = build(64, N, K, 128, c, probe=p)
+    built = {(64, label(c), p): build(64, N, K, 128, c, probe=p) for c, p in PARTS}
     tens = {f"n{n} x{cons} wait{w}": tensor_only(n, cons, w) for n, cons, w in TENSOR}
     if out == "--prebuild":
         return
     from measure.harness import Harness
-    from measure.suites.gemm.common import rel_fro_err
-    from measure.suites.gemm.w4a16 import make_inputs
     h = Harness(log=print)
-    res = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "commit": os.environ.get("COURSE_GIT_COMMIT"),
-           "rounds": 7, "errors": {}, "searches": {}, "tensor_only": {}}
+    res = probekit.header(errors={}, searches={}, tensor_only={})
     for rep, mode in enumerate(MODES):
-        a, packed, scales, w16 = make_inputs(h, 64, N, K, 128)
-        ref = torch.matmul(a.float(), w16.float().t())
-        cc = {}
-        for c, p in PARTS:
-            key = f"{label(c)}:{p or 'whole'}"
-            k, w = built[key], kernel_weights(packed, c)
-            o = h.poisoned((64, N), torch.float16)
-            k(a, w, scales, o)
-            if not p:
-                torch.cuda.synchronize()
-                res["errors"][f"{key} #{rep}"] = e = rel_fro_err(o, ref)
-                if e >= 1e-2:
-                    continue
-            cc[key] = (lambda k=k, o=o, w=w, a=a, s=scales: k(a, w, s, o))
-        cc["cuBLAS fp16 weights"] = lambda a=a, w16=w16: torch.matmul(a, w16.t())
-        h.protocol["flush_mode"] = mode
-        best, ms = h.search(f"{mode} flush: m64parts #{rep}", cc, rounds=7)
-        res["searches"][f"{mode} #{rep}"] = {"best": best, "us": {k: round(v * 1e3, 3) for k, v in ms.items()}}
-        print(mode, rep, json.dumps(res["searches"][f"{mode} #{rep}"]), flush=True)
-        json.dump(res, open(out, "w"), indent=1)
-    h.protocol["flush_mode"] = "write"
+        cc = probekit.shape_candidates(h, res, 64, N, K, PARTS, built, rep)
+        probekit.flush_search(h, res, f"{mode} #{rep}", f"{mode} flush: m64parts #{rep}", cc, mode, out)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     for name, (k, iters) in tens.items():
         n, cons = int(name.split()[0][1:]), int(name.split()[1][1:])
