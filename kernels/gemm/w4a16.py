@@ -413,8 +413,8 @@ def check_config(M: int, N: int, K: int, *, group: int, block_M: int, block_K: i
                                  f"stages={stages} must be >= 3 so the producer can fill one more")
     require(accs in (1, 2), f"accs is the number of fp32 accumulators a consumer alternates over, 1 or 2: got {accs!r}")
     if accs == 2:
-        require(lag == 1, f"accs=2 alternates the accumulator of the stages lag leaves running (one at "
-                                         f"a time): it needs lag=True, got lag={lag!r}")
+        require(lag == 1, f"accs=2 alternates the accumulator of the stages lag leaves running (one at a time): "
+                          f"it needs lag=True, got lag={lag!r}")
         require(split == "k", "accs=2 is written for split='k' (two consumers on alternate K blocks)")
     g = K // group
     require(g % 8 == 0, f"K/group={g} must be a multiple of 8: the block's scale rows are copied by TMA, "
