@@ -13,6 +13,7 @@ from kernels.gemm.w4a16 import config
 from measure.suites.gemm.flush import W4A16_WINNERS
 import lagd
 import m64parts
+import probekit
 
 N = K = 8192
 W = dict(wide=True, perm=True, fuse=True)
@@ -27,7 +28,7 @@ def main(out):
     if out != "--prebuild":
         from measure.harness import Harness
         h = Harness(log=print)
-        res = {"device": torch.cuda.get_device_name(), "tensor_only": {}}
+        res = probekit.header(tensor_only={})
         for name, (k, iters) in tens.items():
             cons, n = int(name.split()[1][1:]), int(name.split()[0][1:])
             o = torch.empty((m64parts.BLOCKS * 64 * cons, n), device="cuda", dtype=torch.float32)
