@@ -4,6 +4,7 @@ fusion saves (chapter 1's operator chains, the elementwise chapter's five scenar
 numbers of the elementwise chapter's exercises."""
 from __future__ import annotations
 
+import re as _re
 from typing import Iterable
 
 from ledger.machines import DEFAULT_MACHINE
@@ -14,7 +15,7 @@ from coursebook.style import figure
 _NETWORK = _C["accent"]
 
 __all__ = ["step_budget_bars", "step_share_sweep", "op_fusion_bars", "scenario_fusion_bars",
-           "fusion_exercise_values"]
+           "fusion_exercise_values", "decision_words", "decisions_table"]
 
 
 _STAGE_ZH = {"forward": "前向", "backward": "反向", "optimizer": "优化器", "comm": "通信",
@@ -196,3 +197,49 @@ def fusion_exercise_values() -> dict[str, str]:
         "calc.elementwise.e6.quant_mb": f"{q.bytes / 1e6:.1f}",
         "calc.elementwise.e6.quant_ai": f"{q.intensity:.3f}",
     }
+
+
+# ------------------------------------------------------------------ fusion and split: the ledger's trade-offs in words
+
+#: The options of :func:`ledger.decisions.decisions` in Chinese (``split-K=8`` and the like stay as they are).
+_OPTION_ZH = {"two kernels": "两个 kernel", "fused": "融合成一个", "separate epilogue": "收尾单独一个 kernel",
+              "fused epilogue": "收尾融进 GEMM", "one row per block": "整行一个 block",
+              "split row (partial sums)": "按行切开（部分和）", "no split": "不切分",
+              "one block per head": "每个 head 一个 block"}
+#: The trade-offs' names: (pattern, Chinese template filled with the pattern's groups).
+_DECISION_ZH = (
+    (r"sin\(cos\(x\)\), (\d+)x(\d+) (\w+)", "sin(cos(x))，{0}×{1} {2}"),
+    (r"QK-norm\+RoPE \| FP8 quant \(case\)", "案例算子：QK-norm + RoPE 与 FP8 量化"),
+    (r"GEMM (\d+)\^3 \+ bias \+ GELU epilogue", "GEMM {0}³ 的 bias + GELU 收尾"),
+    (r"LayerNorm (\d+)x(\d+): whole row on chip vs split-row", "LayerNorm {0}×{1}：整行上片还是按行切开"),
+    (r"skinny GEMM (\d+)x(\d+)x(\d+), (split-K=\d+)", "细长 GEMM {0}×{1}×{2}，{3}"),
+    (r"decode attention, sq=1, skv=(\d+)k, (split-KV=\d+)", "decode attention：1 个 query，KV 长 {0}k，{1}"),
+)
+
+
+def decision_words(name: str) -> str:
+    """A trade-off's or an option's name from :mod:`ledger.decisions` in Chinese; a name it does not
+    know raises ``KeyError`` (a new trade-off needs its words here, never its English on the page)."""
+    if name in _OPTION_ZH:
+        return _OPTION_ZH[name]
+    if _re.fullmatch(r"split-(?:K|KV)=\d+", name):
+        return name
+    for pat, zh in _DECISION_ZH:
+        m = _re.fullmatch(pat, name)
+        if m:
+            return zh.format(*m.groups())
+    raise KeyError(f"no Chinese words for the trade-off or option {name!r}")
+
+
+def decisions_table() -> str:
+    """Markdown: the ledger's trade-offs (:func:`ledger.decisions.decisions`) -- each option's bytes and
+    grid, the question that decides it and the winner, in Chinese."""
+    from ledger import decisions as ldec
+
+    from coursebook.records import md_table
+
+    rows = [{"name": decision_words(d.name),
+             "a": f"{decision_words(d.a.name)}：{d.a.bytes / 1e6:,.1f} MB / {d.a.grid} 块",
+             "b": f"{decision_words(d.b.name)}：{d.b.bytes / 1e6:,.1f} MB / {d.b.grid} 块",
+             "q": f"问题 {d.question}", "win": decision_words(d.winner().name)} for d in ldec.decisions()]
+    return md_table(rows, ["name", "a", "b", "q", "win"], ["取舍", "方案 A", "方案 B", "决定它的问题", "胜出"])

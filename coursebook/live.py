@@ -281,8 +281,7 @@ def notebook_proof_sentence(topic: str, device: str = "nvidia-h200", folder: Pat
     p = notebook_proof(topic, device, folder)
     if p is None or p["mode"] != "live" or not any(pg["header_live"] for pg in p["pages"]):
         return "本章还没有在 GPU 上作为笔记本整章现场执行过的记录；"
-    return (f"本章在 {p['device']} 上作为 Jupyter 笔记本整章现场执行过一次（{_when(p['date'])}），"
-            f"{sum(pg['header_live'] for pg in p['pages'])} 个带 GPU 数字的页面都标注为现场实测；")
+    return f"本章在 {p['device']} 上作为 Jupyter 笔记本整章现场执行过一次（{_when(p['date'])}）；"
 
 
 def notebook_proof_markdown(topic: str, device: str = "nvidia-h200", folder: Path | None = None,

@@ -18,7 +18,7 @@ import re
 
 from coursebook.glue import GluedText
 
-__all__ = ["slug", "measured_values", "glue_measured", "glue_missing", "provenance_line"]
+__all__ = ["slug", "measured_values", "glue_measured", "glue_missing", "provenance_line", "copy_bandwidth_words"]
 
 
 def slug(name: str) -> str:
@@ -66,13 +66,26 @@ def measured_values(results: dict, mode: str = "recorded") -> dict[str, str]:
     return out
 
 
+def copy_bandwidth_words(results: dict) -> str:
+    """The copy bandwidth the "share of copy bandwidth" figures divide by, in Chinese: one run's
+    figure when the results hold one run, else the range over the runs -- each share being taken
+    against the bandwidth of the run that measured it."""
+    v = measured_values(results)
+    bw = v.get("rec.copy_gbps", "?")
+    if len(results.get("runs") or []) <= 1:
+        return f"同一次运行实测的显存拷贝带宽 {bw} GB/s"
+    if "–" not in bw:
+        return f"各次运行实测的显存拷贝带宽都是 {bw} GB/s"
+    return f"各次运行实测的显存拷贝带宽在 {bw} GB/s 之间，每个“占比”以它所在那次运行的拷贝带宽为分母"
+
+
 def provenance_line(results: dict, mode: str = "recorded") -> str:
     """One Chinese line saying what the numbers are and where they were measured."""
     v = measured_values(results, mode)
     head = "现场实测（live）" if mode == "live" else "记录结果（recorded）"
     return (f"{head}：{v['rec.device']}（{v['rec.sms']} 个 SM），{v['rec.dates']}，驱动 {v['rec.driver']}，"
             f"CUDA {v['rec.cuda']}，torch {v['rec.torch']}，tilelang {v['rec.tilelang']}；"
-            f"同一次运行实测的显存拷贝带宽 {v.get('rec.copy_gbps', '?')} GB/s。")
+            f"{copy_bandwidth_words(results)}。")
 
 
 def glue_measured(device: str = "nvidia-h200", topic: str | None = None) -> dict[str, str]:

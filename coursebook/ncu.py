@@ -14,7 +14,7 @@ from coursebook.records import DASH, NO_RESULT, label_in_words, load, records, s
 from coursebook.style import COLORS as _C
 from coursebook.style import figure
 
-__all__ = ["recorded", "case_values", "case_traffic", "design_rows", "recorded_benches", "rows_values",
+__all__ = ["recorded", "case_values", "case_traffic", "design_label", "design_rows", "recorded_benches", "rows_values",
            "gemm_values", "fused_words", "rows_claims", "w4a16_values", "w4a16_claims"]
 
 
@@ -37,6 +37,18 @@ def recorded_benches(device: str = "nvidia-h200") -> dict:
         if r.get("suite") == "case_study" and r.get("design") in DESIGNS and r.get("name", "").endswith(f"T={TOKENS}"):
             out[r["design"]] = r
     return out
+
+
+def design_label(key: str) -> str:
+    """The case study's design ``key`` (``A``, ``B``, ``C``) in Chinese: how many rows one block takes."""
+    from ledger import case_study as lc
+
+    rows = lc.DESIGNS[key]
+    if rows == 1:
+        return f"{key}：一行一个 block"
+    if rows == lc.CASE.rows_per_token:
+        return f"{key}：一个 token（{rows} 行）一个 block"
+    return f"{key}：一个 block {rows} 行"
 
 
 def design_rows(ncu: dict | None = None, benches: dict | None = None) -> list[dict]:

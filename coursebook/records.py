@@ -7,6 +7,7 @@ a table without records says so (:data:`NO_RESULT`) and shows no number.
 """
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -210,6 +211,16 @@ def _bench(results) -> list[dict]:
     return records(results, ELEMENTWISE_SUITES, kind="bench")
 
 
+def _kernel_axis_labels(names: list[str]) -> list[str]:
+    """Chinese axis labels of record names (:func:`kernel_words`): the kernel in words, with its
+    shape and dtype added only where two records would otherwise read the same."""
+    words = [kernel_words(n) for n in names]
+    count = {}
+    for w, _ in words:
+        count[w] = count.get(w, 0) + 1
+    return [w if count[w] == 1 else f"{w}（{shape}）" for w, shape in words]
+
+
 def measured_copy_fraction(results: dict | None = None):
     """% of the same run's copy bandwidth reached by each chapter-13 kernel, with its target."""
     import numpy as np
@@ -237,7 +248,7 @@ def measured_copy_fraction(results: dict | None = None):
             x_label = max(x_label, 100 * t["target"])
         ax.text(x_label + 1, i, f"{vals[i]:.1f}%", va="center", fontsize=8)
     ax.set_yticks(y)
-    ax.set_yticklabels([r["name"] for r in rows], fontsize=7.5)
+    ax.set_yticklabels(_kernel_axis_labels([r["name"] for r in rows]), fontsize=7.5)
     ax.invert_yaxis()
     ax.set_xlim(0, max(115, max(vals) + 12))
     ax.set_xlabel("账本字节 / 实测时间，占同一次运行拷贝带宽的百分比")
@@ -289,6 +300,19 @@ def _find(results, prefix: str) -> dict | None:
     return None
 
 
+def _bench_copy_bandwidth(benches: list[dict]) -> str:
+    """The copy bandwidth the timed kernels' "share of copy bandwidth" divides by, in Chinese:
+    one figure when every kernel came from runs that measured the same (to 1 GB/s), else the range
+    -- each share being taken against the copy bandwidth of the run that timed it."""
+    bws = sorted(b["copy_gbps"] for b in benches if b.get("copy_gbps"))
+    if not bws:
+        return "设备拷贝带宽没有记录"
+    if round(bws[0]) == round(bws[-1]):
+        return f"测这些 kernel 的运行实测的设备拷贝带宽是 {bws[0]:.0f} GB/s"
+    return (f"这些 kernel 来自几次运行，各次实测的设备拷贝带宽在 {bws[0]:.0f}–{bws[-1]:.0f} GB/s 之间，"
+            "每个“占比”以它所在那次运行的拷贝带宽为分母")
+
+
 def elementwise_values(results: dict | None = None) -> dict[str, str]:
     """Texts derived from the records (verdict lists, ratios between kernels): ``derived.elementwise.*``."""
     results = results if results is not None else load()
@@ -302,9 +326,10 @@ def elementwise_values(results: dict | None = None) -> dict[str, str]:
                             "derived.elementwise.ln.bound_compile", "derived.elementwise.rmsL.copy_us", "derived.elementwise.rmsL.bound_compile",
                             "derived.elementwise.rmsL.shape",
                             "derived.elementwise.fused_fp8.mb", "derived.elementwise.fused_fp8.mb_bf16_tables",
-                            "derived.elementwise.fused_fp8.pct_bf16_tables")}
+                            "derived.elementwise.fused_fp8.pct_bf16_tables", "derived.elementwise.copy_bw")}
     if not results:
         return out
+    out["derived.elementwise.copy_bw"] = _bench_copy_bandwidth(_bench(results))
     ts = _targets(results)
     met = [f"{_named(n)}（{_target_label(k)}）" for n, k, t in ts if t["met"]]
     missed = [f"{_named(n)}（{_target_label(k)}：要求 ≥ {_target_value(k, t['target'])}，实测 {_target_value(k, t['value'])}）"
@@ -453,7 +478,7 @@ def elementwise_claims(results: dict | None = None) -> list:
     # level 1 (one scalar element per thread) against level 2 (8 contiguous elements per thread)
     out.append(C.compare(
         "claim.elementwise.add.level1", _ms(results, "add[parallel]"), _ms(results, "add[per_thread]"), tol=0.05,
-        higher="它的代价在记录里一目了然：这一级只用到拷贝带宽的 {pct:.1f}%，下一级的耗时只有它的约 1/{ratio:.2f}。",
+        higher="它的代价在记录里一目了然：这一级只用到拷贝带宽的 {pct:.1f}%，下一级快约 {ratio:.1f} 倍。",
         tie="不过在记录里，它与下一级的耗时相差不到百分之五（拷贝带宽的 {pct:.1f}%）：这台机器掩盖了标量访存的代价。",
         lower="可记录里它反而比下一级快（拷贝带宽的 {pct:.1f}%），与标量访存的预期相反，值得重测。",
         pct=_pct_copy(results, "add[parallel]")))
@@ -835,76 +860,258 @@ def sincos_bounds_figure(results: dict | None = None):
 
 
 # ------------------------------------------------------------------ the performance-model chapter: carver on the GPU
+def _tile(t) -> str:
+    return "×".join(map(str, t))
+
+
+def _carver_record(results: dict | None) -> tuple[dict, list[dict], dict]:
+    """(the recorded notes by name, the timed hints with TFLOP/s, the device model's fields)."""
+    notes = {r["name"]: r for r in records(results, "carver", kind="note")}
+    bench = [r for r in records(results, "carver", kind="bench") if r.get("tflops")]
+    dev = (notes.get("carver device model") or {}).get("fields") or {}
+    return notes, bench, dev
+
+
+def _first_difference(a: list, b: list) -> int | None:
+    """1-based rank where two rankings first differ over their common length (None: they agree)."""
+    return next((i for i, (x, y) in enumerate(zip(a, b), 1) if list(x) != list(y)), None)
+
+
+def carver_live_comparison(results: dict | None = None) -> dict:
+    """Run carver on the CPU (:mod:`measure.carver`, no GPU, no compile) and lay its rankings beside
+    the recorded GPU run's.
+
+    Returns the tiles of: the recorded GPU hints (``record``) with the recorded device model's shared
+    memory per block (``record_smem``); the hand-built model's hints on the default path (``plain``)
+    and on the tensor-core path (``cpu``) with its shared memory (``cpu_smem``); ``ledger.carver``'s
+    walk for the hand-built model, read as the installed carver reads registers (``cpu_ledger``);
+    and, when a record exists, carver and the ledger again with the hand-built model's shared memory
+    set to the recorded one (``at_record_smem``, ``ledger_at_record_smem``) with the ledger's priority
+    of each recorded hint (``record_priorities``)."""
+    from measure import carver as cr
+
+    results = load() if results is None else results
+    notes, _bench_recs, dev = _carver_record(results)
+    arch = cr.hand_built_arch()
+    hints = (notes.get("carver hints") or {}).get("hints") or []
+    plain, tc = cr.recommend(arch), cr.recommend(arch, tensor_core_path=True)
+    walk = cr.ledger_view(arch)
+    cmp = cr.compare(tc, walk)
+    out = {"record": [list(h["block"]) for h in hints], "record_smem": dev.get("smem_cap"),
+           "plain": [h["block"] for h in plain], "cpu": [h["block"] for h in tc],
+           "plain_hints": plain, "cpu_hints": tc, "cpu_priorities": cmp["ledger_priority"],
+           "cpu_tie_groups": cmp["tie_groups"], "cpu_smem": int(arch.smem_cap),
+           "cpu_ledger": [list(e.tile) for e in walk.ranked],
+           "at_record_smem": None, "ledger_at_record_smem": None, "record_priorities": None}
+    if hints and dev.get("smem_cap"):
+        rec_arch = cr.hand_built_arch(smem_cap=int(dev["smem_cap"]), sms=int(dev.get("compute_max_core") or arch.compute_max_core))
+        walk = cr.ledger_view(rec_arch)
+        prio = {tuple(e.tile): e.priority for e in walk.ranked}
+        out.update({"at_record_smem": [h["block"] for h in cr.recommend(rec_arch, tensor_core_path=True)],
+                    "ledger_at_record_smem": [list(e.tile) for e in walk.ranked],
+                    "record_priorities": [prio.get(tuple(t)) for t in out["record"]]})
+    return out
+
+
+def carver_ranking_values(comparison: dict | None, results: dict | None = None) -> dict[str, str]:
+    """What the comparison of :func:`carver_live_comparison` says, as glue texts
+    (``perfmodel.hw.carver.*``) and claims chosen by it (``claim.perfmodel.carver.*``): whether the
+    CPU's two paths and the ledger give carver's order; whether the recorded GPU ranking is the CPU
+    table's, and if not whether the recorded shared-memory limit alone explains it; how close the
+    timed hints' priorities are and how far apart their speeds.  ``None``: every value unknown."""
+    from coursebook import claims
+
+    results = load() if results is None else results
+    c = comparison or {}
+    _notes, bench, _dev = _carver_record(results)
+    keys = ("cpu_smem_kb", "cpu_top", "book_top_rank", "rec_top", "rec_smem_kb", "n_compared",
+            "prio_spread_pct", "speed_spread", "best_pct_cublas", "tie_pairs", "plain_uses_tc")
+    out = {f"perfmodel.hw.carver.{k}": DASH for k in keys}
+    if c.get("cpu_tie_groups") is not None:
+        out["perfmodel.hw.carver.tie_pairs"] = str(len(c["cpu_tie_groups"]))
+    if c.get("plain_hints"):
+        out["perfmodel.hw.carver.plain_uses_tc"] = "是" if any(h["use_tc"] for h in c["plain_hints"]) else "否"
+    cpu, rec, plain, led = c.get("cpu") or [], c.get("record") or [], c.get("plain") or [], c.get("cpu_ledger") or []
+    at_cap = c.get("at_record_smem") or []
+    if c.get("cpu_smem"):
+        out["perfmodel.hw.carver.cpu_smem_kb"] = str(c["cpu_smem"] // 1024)
+    if c.get("record_smem"):
+        out["perfmodel.hw.carver.rec_smem_kb"] = str(c["record_smem"] // 1024)
+    if cpu:
+        out["perfmodel.hw.carver.cpu_top"] = _tile(cpu[0])
+    if rec:
+        out["perfmodel.hw.carver.rec_top"] = _tile(rec[0])
+        out["perfmodel.hw.carver.n_compared"] = str(min(len(rec), len(cpu)) if cpu else len(rec))
+    from ledger.carver import book_walk
+
+    book_top = list(book_walk().ranked[0].tile)
+    if cpu and book_top in [list(t) for t in cpu]:
+        out["perfmodel.hw.carver.book_top_rank"] = str([list(t) for t in cpu].index(book_top) + 1)
+    prios = [p for p in (c.get("record_priorities") or [])[:len(bench)] if p]
+    timed = sorted(bench, key=lambda b: b.get("carver_rank", 99))
+    if len(prios) == len(timed) >= 2:
+        out["perfmodel.hw.carver.prio_spread_pct"] = f"{100 * (max(prios) / min(prios) - 1):.0f}"
+        tf = [b["tflops"] for b in timed]
+        out["perfmodel.hw.carver.speed_spread"] = f"{max(tf) / min(tf):.1f}"
+    if bench:
+        cublas_ms = min((b.get("baselines") or {}).get("cuBLAS", float("inf")) for b in bench)
+        if math.isfinite(cublas_ms):
+            cublas_tf = bench[0]["flops"] / (cublas_ms * 1e-3) / 1e12
+            out["perfmodel.hw.carver.best_pct_cublas"] = f"{100 * max(b['tflops'] for b in bench) / cublas_tf:.0f}"
+
+    def diff(a, b):
+        return None if not a or not b else ("same" if _first_difference(a, b) is None else "differ")
+
+    n = out["perfmodel.hw.carver.n_compared"]
+    book_case = None if not cpu else ("absent" if out["perfmodel.hw.carver.book_top_rank"] == DASH else
+                                      "same" if out["perfmodel.hw.carver.book_top_rank"] == "1" else "moved")
+    paths = diff(plain, cpu)
+    vs_led = diff(cpu, led)
+    vs_rec = diff(rec, cpu)
+    if vs_rec == "differ":
+        vs_rec = "differ_smem" if at_cap and _first_difference(rec, at_cap) is None else "differ_other"
+    rec_led = diff(rec, c.get("ledger_at_record_smem") or [])
+    fd = {"paths": _first_difference(plain, cpu), "led": _first_difference(cpu, led),
+          "rec_led": _first_difference(rec, c.get("ledger_at_record_smem") or [])}
+    out.update(claims.claim_values(
+        claims.choose("claim.perfmodel.carver.paths", paths,
+                      {"same": "两条路给出的 block 顺序完全一样，差别只在 block_K 和附带的 warp 分块、流水级数、"
+                               "光栅化这些“排序之后再填”的字段上",
+                       "differ": "两条路给出的 block 顺序从第 {r} 名起就不同了"}, r=fd["paths"]),
+        claims.choose("claim.perfmodel.carver.book_top", book_case,
+                      {"moved": "前面按 fp32 累加器复算的榜首 {tile} 在这里排第 {rank} 名：这正是前面说的第二件事，"
+                                "寄存器按哪种位宽算，排序就跟着变",
+                       "same": "前面按 fp32 累加器复算的榜首 {tile} 在这里同样排第一：对这个问题，"
+                               "寄存器按哪种位宽算没有改变榜首",
+                       "absent": "前面按 fp32 累加器复算的榜首 {tile} 不在这里的前 {n} 名里：寄存器按哪种位宽算，"
+                                 "排序就跟着变"},
+                      tile=_tile(book_top), rank=out["perfmodel.hw.carver.book_top_rank"], n=len(cpu)),
+        claims.choose("claim.perfmodel.carver.cpu_vs_ledger", vs_led,
+                      {"same": "逐名次一致", "differ": "从第 {r} 名起不同"}, r=fd["led"]),
+        claims.choose(
+            "claim.perfmodel.carver.record_vs_cpu", vs_rec,
+            {"same": "记录里的前 {n} 名与上面 CPU 表的排序逐名次一致：这个上限对这组候选没有影响",
+             "differ_smem": "这个上限改变了排序：上面按 {cpu_kb} KB 填写的 CPU 模型把 {cpu_top} 排在第一，"
+                            "记录里排第一的是 {rec_top}；在 CPU 上把上限改成记录里的 "
+                            "{rec_kb} KB 重跑 carver，前 {n} 名与记录逐名次一致，可见差别全部来自这一个字段",
+             "differ_other": "记录里的排序与上面 CPU 表从第 {r} 名起不同，而且把 CPU 模型的上限改成记录里的 "
+                             "{rec_kb} KB 重跑也对不上：这份记录出自较早版本的 carver 或设备模型，"
+                             "下面的名次只能当作那一版的结果来读"},
+            n=n, r=_first_difference(rec, cpu), cpu_kb=out["perfmodel.hw.carver.cpu_smem_kb"], rec_kb=out["perfmodel.hw.carver.rec_smem_kb"],
+            cpu_top=out["perfmodel.hw.carver.cpu_top"], rec_top=out["perfmodel.hw.carver.rec_top"]),
+        claims.choose("claim.perfmodel.carver.record_vs_ledger", rec_led,
+                      {"same": "逐名次一致", "differ": "从第 {r} 名起不同"}, r=fd["rec_led"]),
+    ))
+    return out
+
+
+def carver_cpu_table(comparison: dict, top: int = 8) -> str:
+    """Markdown: carver's first ``top`` hints on the CPU's hand-built model -- the tile, warp tiling,
+    block_K on the tensor-core path and on the default path carver silently falls back to, stages,
+    rasterization and the ledger's priority of the tile -- from :func:`carver_live_comparison`."""
+    rows = []
+    for i, (p_, t_, pr) in enumerate(zip(comparison["plain_hints"], comparison["cpu_hints"],
+                                         comparison["cpu_priorities"]), 1):
+        if i > top:
+            break
+        rows.append({"rank": i, "block": _tile(t_["block"]), "warp": _tile(t_["warp"] or []),
+                     "rstep_tc": t_["rstep"][0], "rstep_plain": p_["rstep"][0], "stages": t_["pipeline_stage"],
+                     "raster": f"{'按列' if t_['raster_order'] == 'column' else '按行'} / {t_['raster_panel']}",
+                     "prio": DASH if pr is None else f"{pr:.0f}"})
+    return md_table(rows, ["rank", "block", "warp", "rstep_tc", "rstep_plain", "stages", "raster", "prio"],
+                    ["名次", "block", "warp 分块", "block_K（张量核策略）", "block_K（退回的默认策略）",
+                     "流水级数", "光栅化（方向 / 面板宽）", "账本复算的优先级"])
+
+
 def carver_values(results: dict | None = None) -> dict[str, str]:
     """The recorded carver run (``perfmodel.hw.carver.*``): the device model's shared memory, how many
-    hints were timed, the first hint's and the fastest hint's tile and TFLOP/s, the slowest, cuBLAS,
-    and whether the GPU run agreed with the CPU model; claims chosen by them."""
+    hints were timed, the first hint's and the fastest hint's tile and TFLOP/s, the slowest, cuBLAS;
+    claims chosen by them (is the first hint the fastest; the anti-pattern of the summary)."""
     from coursebook import claims
 
     results = load() if results is None else results
     keys = ("gpu_smem_kb", "n_timed", "first_tile", "first_tflops", "best_rank", "best_tile", "best_tflops",
-            "worst_tflops", "cublas_tflops", "same_as_cpu", "same_order_gpu")
+            "worst_tflops", "cublas_tflops")
     out = {f"perfmodel.hw.carver.{k}": DASH for k in keys}
-    notes = {r["name"]: r for r in records(results, "carver", kind="note")}
-    bench = [r for r in records(results, "carver", kind="bench") if r.get("tflops")]
-    dev = (notes.get("carver device model") or {}).get("fields") or {}
+    _notes, bench, dev = _carver_record(results)
     if dev.get("smem_cap"):
         out["perfmodel.hw.carver.gpu_smem_kb"] = str(dev["smem_cap"] // 1024)
-    if "carver GPU vs CPU hand-built model" in notes:
-        out["perfmodel.hw.carver.same_as_cpu"] = "相同" if notes["carver GPU vs CPU hand-built model"].get("identical") else "不同"
-    if "carver vs ledger.carver" in notes:
-        out["perfmodel.hw.carver.same_order_gpu"] = "一致" if notes["carver vs ledger.carver"].get("same_order") else "不一致"
     first = best = None
+    pct = DASH
     if bench:
         by_rank = sorted(bench, key=lambda b: b.get("carver_rank", 99))
         first, best = by_rank[0], max(bench, key=lambda b: b["tflops"])
         cublas_ms = min((b.get("baselines") or {}).get("cuBLAS", float("inf")) for b in bench)
+        cublas_tf = first["flops"] / (cublas_ms * 1e-3) / 1e12
         out.update({
             "perfmodel.hw.carver.n_timed": str(len(bench)),
-            "perfmodel.hw.carver.first_tile": "×".join(map(str, first["hint"]["block"])),
+            "perfmodel.hw.carver.first_tile": _tile(first["hint"]["block"]),
             "perfmodel.hw.carver.first_tflops": f"{first['tflops']:.0f}",
             "perfmodel.hw.carver.best_rank": str(best.get("carver_rank")),
-            "perfmodel.hw.carver.best_tile": "×".join(map(str, best["hint"]["block"])),
+            "perfmodel.hw.carver.best_tile": _tile(best["hint"]["block"]),
             "perfmodel.hw.carver.best_tflops": f"{best['tflops']:.0f}",
             "perfmodel.hw.carver.worst_tflops": f"{min(b['tflops'] for b in bench):.0f}",
-            "perfmodel.hw.carver.cublas_tflops": f"{first['flops'] / (cublas_ms * 1e-3) / 1e12:.0f}",
+            "perfmodel.hw.carver.cublas_tflops": f"{cublas_tf:.0f}",
         })
-    out.update(claims.claim_values(claims.choose(
-        "claim.perfmodel.carver.first", None if not bench else ("first_best" if first is best else "other_best"),
-        {"first_best": "排第一的 {tile} 同时也是实测最快的一名，{tf} TFLOP/s",
-         "other_best": "排第一的 {tile} 只跑到 {tf} TFLOP/s；最快的反而是第 {rank} 名 {btile}，{btf} TFLOP/s"},
-        tile=out["perfmodel.hw.carver.first_tile"], tf=out["perfmodel.hw.carver.first_tflops"],
-        rank=out["perfmodel.hw.carver.best_rank"], btile=out["perfmodel.hw.carver.best_tile"],
-        btf=out["perfmodel.hw.carver.best_tflops"])))
+        pct = f"{100 * best['tflops'] / cublas_tf:.0f}"
+    case = None if not bench else ("first_best" if first is best else "other_best")
+    lose = None if not bench else ("lose" if first["tflops"] < 0.8 * best["tflops"] else "close")
+    v = dict(tile=out["perfmodel.hw.carver.first_tile"], tf=out["perfmodel.hw.carver.first_tflops"],
+             rank=out["perfmodel.hw.carver.best_rank"], btile=out["perfmodel.hw.carver.best_tile"],
+             btf=out["perfmodel.hw.carver.best_tflops"], n=out["perfmodel.hw.carver.n_timed"],
+             kb=out["perfmodel.hw.carver.gpu_smem_kb"], cublas=out["perfmodel.hw.carver.cublas_tflops"], pct=pct)
+    out.update(claims.claim_values(
+        claims.choose(
+            "claim.perfmodel.carver.first", case,
+            {"first_best": "排第一的 {tile} 同时也是实测最快的一名，{tf} TFLOP/s",
+             "other_best": "排第一的 {tile} 只跑到 {tf} TFLOP/s；最快的反而是第 {rank} 名 {btile}，{btf} TFLOP/s"}, **v),
+        claims.choose(
+            "claim.perfmodel.carver.verdict", lose,
+            {"lose": "把它的第一名直接当答案，会在这个例子里丢掉一大截性能。",
+             "close": "这一次它的第一名与计时里最快的一名相差不大，可两者离 cuBLAS 都还远。"}, **v),
+        claims.choose(
+            "claim.perfmodel.carver.antipattern", case,
+            {"other_best": "按记录时的设备模型（单 block shared memory 上限 {kb} KB），carver 排第一的 {tile} 在 H200 上"
+                           "只有 {tf} TFLOP/s，计时的 {n} 名里最快的是第 {rank} 名 {btile}，{btf} TFLOP/s；"
+                           "就连它也只有同形状 cuBLAS 的 {pct}%。",
+             "first_best": "carver 排第一的 {tile} 在计时的 {n} 名里最快，{tf} TFLOP/s，也只有同形状 cuBLAS"
+                           "（{cublas} TFLOP/s）的 {pct}%：第一名是测量的起点，不是答案。"}, **v),
+    ))
     return out
 
 
-def carver_table(results: dict | None = None) -> str:
-    """Markdown: the recorded carver run -- what the GPU's device model reported and each timed hint
-    (rank, tile, time, TFLOP/s, cuBLAS on the same shape), in Chinese."""
+def carver_table(results: dict | None = None, comparison: dict | None = None) -> str:
+    """Markdown: the recorded carver run -- the device model it was made with (its shared memory per
+    block beside the CPU model's), how its ranking compares with the CPU's and the ledger's today
+    (``comparison``: :func:`carver_live_comparison`; without it no comparison is shown), and each
+    timed hint (rank, tile, time, TFLOP/s, cuBLAS on the same shape), in Chinese."""
     results = load() if results is None else results
-    notes = {r["name"]: r for r in records(results, "carver", kind="note")}
+    notes, _b, dev = _carver_record(results)
     bench = sorted((r for r in records(results, "carver", kind="bench")), key=lambda b: b.get("carver_rank", 99))
     if not notes and not bench:
         return f"**{NO_RESULT}**：H200 上的 carver 运行还没有记录。"
-    s = (results.get("suites") or {}).get("carver") or {}
-    dev = (notes.get("carver device model") or {}).get("fields") or {}
+    v = carver_ranking_values(comparison, results) if comparison else {}
     lines = [f"*{_provenance_line(results, 'carver')}*", ""]
     if dev:
-        lines.append(f"- 设备模型：{dev.get('name', '?')}，{dev.get('compute_max_core', '?')} 个 SM，计算能力 "
-                     f"{dev.get('compute_capability', '?')}，单 block shared memory 上限 {dev.get('smem_cap', 0) // 1024} KB。")
-    v = notes.get("carver vs ledger.carver") or {}
+        cpu_kb = v.get("perfmodel.hw.carver.cpu_smem_kb", DASH)
+        also = "" if cpu_kb == DASH else f"（上面的 CPU 表按 {cpu_kb} KB 填写）"
+        lines.append(f"- 记录所用的设备模型：{dev.get('name', '?')}，{dev.get('compute_max_core', '?')} 个 SM，计算能力 "
+                     f"{dev.get('compute_capability', '?')}，单 block shared memory 上限 {dev.get('smem_cap', 0) // 1024} KB{also}。")
     if v:
-        lines.append(f"- 与账本复算的排序：{'逐名次一致' if v.get('same_order') else '不一致'}，"
-                     f"候选集合{'相同' if v.get('same_set') else '不同'}。")
-    c = notes.get("carver GPU vs CPU hand-built model") or {}
-    if c:
-        lines.append(f"- 真实设备模型与 CPU 上手工填写的模型给出的提示：{'完全相同' if c.get('identical') else '不同'}。")
+        lines.append(f"- 与账本按同一设备模型复算的排序：{v['claim.perfmodel.carver.record_vs_ledger']}。")
+        lines.append(f"- 与上面 CPU 表的排序：{_first_diff_words(comparison.get('record'), comparison.get('cpu'))}；"
+                     f"在 CPU 上按记录的上限重跑：{_first_diff_words(comparison.get('record'), comparison.get('at_record_smem'))}。")
     if bench:
-        lines += ["", md_table([{"rank": b.get("carver_rank"), "tile": "×".join(map(str, b["hint"]["block"])),
+        lines += ["", md_table([{"rank": b.get("carver_rank"), "tile": _tile(b["hint"]["block"]),
                                  "us": b["ms"] * 1e3, "tf": b.get("tflops"),
                                  "cublas": (b.get("baselines") or {}).get("cuBLAS", 0) * 1e3} for b in bench],
                                ["rank", "tile", "us", "tf", "cublas"],
-                               ["carver 名次", "输出分块", "时间 (µs)", "TFLOP/s", "同形状 cuBLAS (µs)"])]
-    del s
+                               ["carver 名次（记录时）", "输出分块", "时间 (µs)", "TFLOP/s", "同形状 cuBLAS (µs)"])]
     return "\n".join(lines)
+
+
+def _first_diff_words(a: list | None, b: list | None) -> str:
+    if not a or not b:
+        return "无从比较"
+    r = _first_difference(a, b)
+    return f"前 {min(len(a), len(b))} 名逐名次一致" if r is None else f"从第 {r} 名起不同"

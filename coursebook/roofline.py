@@ -9,7 +9,21 @@ from ledger.machines import DEFAULT_MACHINE
 from coursebook.style import COLORS as _C
 from coursebook.style import figure
 
-__all__ = ["roofline_h200", "gemm_roofline", "roofline_three_roofs", "ROOFS"]
+__all__ = ["roofline_h200", "gemm_roofline", "roofline_three_roofs", "ROOFS", "BOUND_ZH", "bound_values"]
+
+
+#: The ledger's verdicts (:meth:`ledger.cost.Cost.bound`) in Chinese.
+BOUND_ZH = {"memory-bound": "受带宽限制", "compute-bound": "受算力限制", "balanced": "恰在平衡点上"}
+
+
+def bound_values(prefix: str) -> dict[str, str]:
+    """Every registry figure under ``prefix`` whose text is a verdict of the ledger (``memory-bound``…),
+    in Chinese, keyed ``calc.<its key>`` -- so a page glues 受带宽限制 where the registry holds the
+    English word."""
+    from ledger.figures import collect
+
+    return {f"calc.{k}": BOUND_ZH[str(f.text)] for k, f in collect().items()
+            if k.startswith(prefix) and str(f.text) in BOUND_ZH}
 
 
 def _bound_color(bound: str) -> str:

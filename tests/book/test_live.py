@@ -164,3 +164,19 @@ def test_the_chapter_and_the_appendix_point_to_the_note():
     _committed()
     s = live.notebook_proof_sentence("elementwise")
     assert s.startswith("本章在 NVIDIA H200 上作为 Jupyter 笔记本整章现场执行过一次")
+    assert "页面" not in s and "标注为现场实测" not in s, "the page count belongs to the records appendix, not under a recorded header"
+
+
+def test_the_recorded_header_names_the_copy_bandwidth_of_each_run():
+    """Several runs: the header gives the range over the runs and says each share divides by its own
+    run's bandwidth; one run: that run's figure."""
+    from coursebook.measured import provenance_line
+
+    prov = {"device": "NVIDIA H200", "sm_count": 132}
+    many = {"provenance": prov, "runs": [{"date": "2026-11-29", "copy_gbps": 4257.2}, {"date": "2026-12-05", "copy_gbps": 4285.1}]}
+    line = provenance_line(many)
+    assert "同一次运行" not in line and "4257–4285 GB/s 之间" in line and "它所在那次运行" in line
+    same = {"provenance": prov, "runs": [{"date": "2026-11-29", "copy_gbps": 4257.2}, {"date": "2026-12-05", "copy_gbps": 4257.3}]}
+    assert "都是 4257 GB/s" in provenance_line(same)
+    one = {"provenance": prov, "runs": [{"date": "2026-11-29", "copy_gbps": 4257.2}]}
+    assert "同一次运行实测的显存拷贝带宽 4257 GB/s" in provenance_line(one)

@@ -282,6 +282,29 @@ def test_measured_helpers_without_results_say_so():
     assert all(c.text == claims.UNKNOWN for c in R.elementwise_claims({"suites": {}}))
 
 
+def test_the_copy_fraction_figure_names_kernels_in_chinese(results):
+    """The bars are labelled with the kernels in words (as the results table), not record names."""
+    from coursebook import records as R
+
+    fig = R.measured_copy_fraction(results)
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert labels and all(CJK.search(t) for t in labels)
+    assert not any(re.search(r"\[|\bn=|\^|\d+x\d+", t) for t in labels), labels
+    assert len(set(labels)) == len(labels), "two kernels that read the same are told apart by their shape"
+
+
+def test_the_copy_bandwidth_sentence_follows_the_runs():
+    from coursebook import records as R
+
+    one = {"suites": {"norm": {"records": [{"kind": "bench", "name": "rmsnorm[rows] fp16 8x8", "ms": 0.01, "copy_gbps": 4258.2},
+                                           {"kind": "bench", "name": "layernorm[rows] fp16 8x8", "ms": 0.01, "copy_gbps": 4258.3}]}}}
+    assert "4258 GB/s" in R.elementwise_values(one)["derived.elementwise.copy_bw"]
+    two = {"suites": {"norm": {"records": [{"kind": "bench", "name": "rmsnorm[rows] fp16 8x8", "ms": 0.01, "copy_gbps": 4258.2},
+                                           {"kind": "bench", "name": "layernorm[rows] fp16 8x8", "ms": 0.01, "copy_gbps": 4284.0}]}}}
+    words = R.elementwise_values(two)["derived.elementwise.copy_bw"]
+    assert "4258–4284 GB/s 之间" in words and "它所在那次运行" in words
+
+
 def test_verdicts_follow_the_records():
     from coursebook import records as R
 
