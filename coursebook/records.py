@@ -303,14 +303,13 @@ def _find(results, prefix: str) -> dict | None:
 def _bench_copy_bandwidth(benches: list[dict]) -> str:
     """The copy bandwidth the timed kernels' "share of copy bandwidth" divides by, in Chinese:
     one figure when every kernel came from runs that measured the same (to 1 GB/s), else the range
-    -- each share being taken against the copy bandwidth of the run that timed it."""
+    over those runs (each share is taken against the bandwidth of the run that timed it)."""
     bws = sorted(b["copy_gbps"] for b in benches if b.get("copy_gbps"))
     if not bws:
         return "设备拷贝带宽没有记录"
     if round(bws[0]) == round(bws[-1]):
         return f"测这些 kernel 的运行实测的设备拷贝带宽是 {bws[0]:.0f} GB/s"
-    return (f"这些 kernel 来自几次运行，各次实测的设备拷贝带宽在 {bws[0]:.0f}–{bws[-1]:.0f} GB/s 之间，"
-            "每个“占比”以它所在那次运行的拷贝带宽为分母")
+    return f"这些 kernel 来自几次运行，各次实测的设备拷贝带宽在 {bws[0]:.0f}–{bws[-1]:.0f} GB/s 之间"
 
 
 def elementwise_values(results: dict | None = None) -> dict[str, str]:
@@ -962,6 +961,14 @@ def carver_ranking_values(comparison: dict | None, results: dict | None = None) 
     def diff(a, b):
         return None if not a or not b else ("same" if _first_difference(a, b) is None else "differ")
 
+    # where the CPU model's first hint (the very same hint: tile, warps, block_K, stages, rasterization) was timed
+    cpu_first = (c.get("cpu_hints") or [None])[0]
+    timed_same = next((b for b in timed if cpu_first is not None and b.get("hint") == cpu_first), None)
+    best_b = max(timed, key=lambda b: b["tflops"]) if timed else None
+    first_case = (None if cpu_first is None or not timed else
+                  "same_first" if rec and list(cpu_first["block"]) == list(rec[0]) else
+                  "untimed" if timed_same is None else "best" if timed_same is best_b else "timed")
+    ctf = DASH if timed_same is None else f"{timed_same['tflops']:.0f}"
     n = out["perfmodel.hw.carver.n_compared"]
     book_case = None if not cpu else ("absent" if out["perfmodel.hw.carver.book_top_rank"] == DASH else
                                       "same" if out["perfmodel.hw.carver.book_top_rank"] == "1" else "moved")
@@ -999,6 +1006,18 @@ def carver_ranking_values(comparison: dict | None, results: dict | None = None) 
                              "下面的名次只能当作那一版的结果来读"},
             n=n, r=_first_difference(rec, cpu), cpu_kb=out["perfmodel.hw.carver.cpu_smem_kb"], rec_kb=out["perfmodel.hw.carver.rec_smem_kb"],
             cpu_top=out["perfmodel.hw.carver.cpu_top"], rec_top=out["perfmodel.hw.carver.rec_top"]),
+        claims.choose(
+            "claim.perfmodel.carver.cpu_first", first_case,
+            {"same_first": "上面按 {cpu_kb} KB 填写的模型排第一的也是 {ctile}。",
+             "best": "换成上面按 {cpu_kb} KB 填写的模型，排第一的提示（{ctile}，block_K、warp 分块、流水级数都相同）"
+                     "正是记录里计时最快的第 {crank} 名；可即便是它，也只有同形状 cuBLAS 的 {pct}%。",
+             "timed": "换成上面按 {cpu_kb} KB 填写的模型，排第一的提示（{ctile}）就是记录里计时的第 {crank} 名，"
+                      "{ctf} TFLOP/s，也不是计时里最快的。",
+             "untimed": "换成上面按 {cpu_kb} KB 填写的模型，排第一的提示（{ctile}）在记录里没有计时，"
+                        "它跑多快要等重新记录才知道。"},
+            cpu_kb=out["perfmodel.hw.carver.cpu_smem_kb"], ctile=DASH if cpu_first is None else _tile(cpu_first["block"]),
+            crank=DASH if timed_same is None else timed_same.get("carver_rank"), ctf=ctf,
+            pct=out["perfmodel.hw.carver.best_pct_cublas"]),
         claims.choose("claim.perfmodel.carver.record_vs_ledger", rec_led,
                       {"same": "逐名次一致", "differ": "从第 {r} 名起不同"}, r=fd["rec_led"]),
     ))

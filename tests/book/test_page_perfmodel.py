@@ -335,6 +335,21 @@ def test_carver_anti_pattern_follows_the_record(tflops, first, verdict):
     assert records.carver_values({"suites": {}})["claim.perfmodel.carver.antipattern"] == claims.UNKNOWN
 
 
+@pytest.mark.parametrize("cpu_first, case", [((3, 1), "best"), ((2, 1), "timed"), ((9, 9), "untimed"), ((1, 1), "same_first")])
+def test_the_cpu_models_first_hint_is_looked_up_among_the_timed_ones(cpu_first, case):
+    """Which recorded timing (if any) belongs to the hint the CPU model ranks first."""
+    from coursebook import records
+
+    run = _carver_run([169, 162, 271, 83])
+    c = {"record": [[1, 1], [2, 1], [3, 1], [4, 1]], "cpu": [list(cpu_first)], "cpu_hints": [_hint(cpu_first)],
+         "plain": [list(cpu_first)], "cpu_smem": 227 * 1024, "cpu_ledger": [list(cpu_first)]}
+    v = records.carver_ranking_values(c, run)
+    claim = v["claim.perfmodel.carver.cpu_first"]
+    expect = {"best": "正是记录里计时最快的第 3 名", "timed": "就是记录里计时的第 2 名", "untimed": "没有计时",
+              "same_first": "排第一的也是"}[case]
+    assert expect in claim
+
+
 @claims.guards("perfmodel.misreading-range")
 def test_the_summary_names_the_smallest_and_the_largest_misreading():
     from coursebook import errata
