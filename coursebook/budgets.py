@@ -10,7 +10,7 @@ from typing import Iterable
 from ledger.machines import DEFAULT_MACHINE
 
 from coursebook.style import COLORS as _C
-from coursebook.style import figure
+from coursebook.style import figure, machine_words
 
 _NETWORK = _C["accent"]
 
@@ -55,7 +55,7 @@ def step_budget_bars():
         ax.set_title(title, fontsize=10.5)
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=2, fontsize=8.5)
-    fig.suptitle(f"8B 级模型的两本账（{b.seq} token，{m.name}），较长的那根条决定下界", fontsize=11)
+    fig.suptitle(f"8B 级模型的两本账（{b.seq} token，{machine_words(m.name)}），较长的那根条决定下界", fontsize=11)
     fig.tight_layout(rect=(0, 0.07, 1, 1))
     return fig
 
@@ -66,7 +66,10 @@ def step_share_sweep(seq_lens: Iterable[int] | None = None):
 
     from ledger.step_budget import SWEEP_SEQ_LENS, seq_sweep
 
-    lens = list(seq_lens) if seq_lens is not None else [2 ** k for k in range(8, 18)]
+    if seq_lens is None:  # powers of two over the span the exercise sweeps (E12), and no wider
+        lo, hi = min(SWEEP_SEQ_LENS), max(SWEEP_SEQ_LENS)
+        seq_lens = [2 ** k for k in range(lo.bit_length() - 1, hi.bit_length()) if lo <= 2 ** k <= hi]
+    lens = list(seq_lens)
     sweep = seq_sweep(lens)
     names = ["forward", "backward", "optimizer", "comm"]
     colors = [_C["compute"], "#f19c99", _C["memory"], _NETWORK]

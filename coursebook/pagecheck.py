@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 __all__ = ["GLUE", "CJK", "BOOK", "prose_of", "typed_numbers", "typed_decimals", "toc_chapters", "chapter_pages",
-           "page_text", "chapter_text", "chapter_of"]
+           "page_text", "chapter_text", "chapter_of", "headings", "numbering_problems"]
 
 ROOT = Path(__file__).resolve().parent.parent
 BOOK = ROOT / "book"
@@ -104,3 +104,47 @@ def labelled_block(text: str, start: str, end: str | None = None) -> str:
     """The part of ``text`` from the MyST label ``(start)=`` up to the label ``(end)=`` (or to the end)."""
     i = text.index(f"({start})=")
     return text[i:text.index(f"({end})=", i)] if end else text[i:]
+
+
+# ------------------------------------------------------------------ section numbers
+_FENCE = re.compile(r"^(`{3,}|~{3,})[^\n]*\n.*?^\1[ \t]*$", re.S | re.M)
+
+
+def headings(text: str) -> list[tuple[int, str]]:
+    """``(level, title)`` of every Markdown heading of a page, in order (front matter, code cells and
+    other fenced blocks left out: a ``#`` comment in a cell is no heading)."""
+    text = re.sub(r"\A---\n.*?\n---\n", "", text, flags=re.S)
+    text = _FENCE.sub("", text)
+    return [(len(m.group(1)), m.group(2).strip()) for m in re.finditer(r"^(#{1,6})[ \t]+(.+)$", text, flags=re.M)]
+
+
+def _outline_labels(landing_text: str) -> list[str]:
+    """The labels the landing page's numbered list of sections points to, in order."""
+    return re.findall(r"^\d+\. \{ref\}`([^`]+)`", landing_text, flags=re.M)
+
+
+def numbering_problems(landing: str) -> list[str]:
+    """Why the section numbers a numbered toctree gives a chapter would not match its outline (empty:
+    they match).  Jupyter Book numbers every heading of the landing page below its title and every
+    top-level heading of a section page in one sequence, so the landing page must have its title as
+    its only heading (goals and the outline as rubrics), each section page exactly one ``#`` heading,
+    and the outline must list the section pages' labels in reading order (or be the generated
+    ``{tableofcontents}``): then item *k* of the outline is section *N.k*."""
+    pages = chapter_pages(landing)
+    out = []
+    extra = [t for lvl, t in headings(page_text(landing)) if lvl > 1]
+    if extra:
+        out.append(f"{landing}: headings under the title take section numbers: {extra}")
+    labels = []
+    for p in pages[1:]:
+        text = page_text(p)
+        tops = [t for lvl, t in headings(text) if lvl == 1]
+        if len(tops) != 1:
+            out.append(f"{p}: {len(tops)} top-level headings, want 1: {tops}")
+        m = re.search(r"^\(([^)\s]+)\)=\n#[ \t]", _FENCE.sub("", text), flags=re.M)
+        labels.append(m.group(1) if m else f"<{p} has no label on its title>")
+    listed = _outline_labels(page_text(landing))
+    generated = not listed and "```{tableofcontents}" in page_text(landing)  # the build writes the outline
+    if listed != labels and not generated:
+        out.append(f"{landing}: the outline lists {listed}, the section pages are {labels}")
+    return out

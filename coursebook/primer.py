@@ -31,7 +31,7 @@ __all__ = [
     "copy_lowerings", "pass_table", "diff_lines", "pipeline_facts", "ws_facts", "ascend_trace",
     "ascend_facts", "layout_table", "attempt", "shorten", "primer_records", "measured_block",
     "page_values", "glued_keys", "scopes_table", "record_claims", "record_values", "checks_line",
-    "primer_checks", "GEMM_PLACEMENTS",
+    "primer_checks", "GEMM_PLACEMENTS", "record_label",
 ]
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -262,6 +262,10 @@ def layout_table(layouts: dict) -> str:
     return "\n".join(lines)
 
 
+#: how the ledger's scopes are allocated, in the page's words (a plain construct is shown as code)
+_ALLOC_ZH = {"T.Tensor arguments": "`T.Tensor` 参数"}
+
+
 def scopes_table() -> str:
     """Markdown table of ledger.primer.memory_scopes (capacities and rates, as the ledger computes them)."""
     from ledger.primer import memory_scopes
@@ -274,7 +278,8 @@ def scopes_table() -> str:
         per = "—" if s.per_sm_bytes is None else f"{s.per_sm_bytes / 1024:.0f} KiB"
         tot = "—" if s.total_bytes is None else f"{s.total_bytes / 2**20:.1f} MiB"
         rate = "（不单独建模）" if s.rate_bytes_s is None else f"{s.rate_bytes_s / 1e9:,.0f} GB/s"
-        lines.append(f"| {name[s.name]} | `{s.tilelang}` | {who[s.visible_to]} | {per} | {tot} | {rate} |")
+        how = "、".join(_ALLOC_ZH.get(w, f"`{w}`") for w in s.tilelang.split(" / "))
+        lines.append(f"| {name[s.name]} | {how} | {who[s.visible_to]} | {per} | {tot} | {rate} |")
     return "\n".join(lines)
 
 
@@ -350,6 +355,55 @@ def _run_of(results: dict, suite: str) -> dict:
     return run_of(results, suite)
 
 
+_KIND_ZH = {"copy": "拷贝", "scale": "缩放", "row_sum": "行求和", "mirror": "镜像差", "gemm_tile": "单块矩阵乘"}
+_VIA_ZH = {"shared": "经共享内存", "registers": "跳过共享内存、直接读进寄存器"}
+
+
+def _setting_zh(key: str, value) -> str | None:
+    """One setting of a record or check in words (``None``: not one the reader needs)."""
+    if key == "npt":
+        return f"每线程 {value} 个元素"
+    if key == "split":
+        return "不切分" if int(value) == 1 else f"列切成 {value} 段"
+    if key == "via":
+        return _VIA_ZH.get(str(value), str(value))
+    return None
+
+
+def record_label(name: str, config: dict | None = None) -> str:
+    """How the page names a record or check of the primer suite: ``row_sum[split] fp16 256x262144``
+    (with its ``config``) reads ``行求和（列切成 32 段），fp16，256×262144``."""
+    if name.startswith("gemm_tile "):
+        rest = name[len("gemm_tile "):]
+        no_ws = rest.endswith(" no_ws")
+        rest = rest[:-len(" no_ws")] if no_ws else rest
+        return "单块矩阵乘（" + GEMM_PLACEMENTS.get(rest, rest) + ("，关闭 warp 专门化" if no_ws else "") + "）"
+    m = re.match(r"(\w+)(?:\[(\w+)\])?\s*(.*)$", name)
+    kind, variant, rest = m.groups() if m else (name, None, "")
+    cfg = dict(config or {})
+    if variant in _VIA_ZH:
+        cfg["via"] = variant
+    elif variant == "split" and "split" not in cfg:
+        cfg["split"] = 2  # more than one: the count is in the config when the record has one
+    how = [_setting_zh(k, cfg[k]) for k in ("via", "npt", "split") if k in cfg]
+    if rest.startswith("(staged through shared)"):
+        how, rest = ["经共享内存"], rest[len("(staged through shared)"):]
+    what = []
+    for tok in rest.split():
+        if (n := re.fullmatch(r"n=2\^(\d+)", tok)):
+            what.append(f"2<sup>{n.group(1)}</sup> 个元素")
+        elif (n := re.fullmatch(r"(\d+)x(\d+)", tok)):
+            what.append(f"{n.group(1)}×{n.group(2)}")
+        elif (n := re.fullmatch(r"(\w+)=(\w+)", tok)):
+            words = _setting_zh(n.group(1), n.group(2))
+            if words and words not in how:
+                how.append(words)
+        else:
+            what.append(tok)
+    head = _KIND_ZH.get(kind, kind) + (f"（{'，'.join(h for h in how if h)}）" if any(how) else "")
+    return "，".join([head] + what)
+
+
 def measured_block(results: dict | None = None) -> str:
     """The primer suite's recorded numbers as a Markdown table -- or the plain statement that
     there are none yet, with the command that records them."""
@@ -360,12 +414,12 @@ def measured_block(results: dict | None = None) -> str:
         return (f"**{NOT_RECORDED}**：本章三个 kernel 的 H200 计时还没有记录。在 GPU 机器上运行 `{cmd}`，"
                 "把结果并入课程的记录文件后重建本页，这里就会出现耗时、带宽与拷贝带宽占比。")
     head = provenance_md(PRIMER_SUITE, results)
-    lines = ["| kernel | 耗时 (µs) | 有效带宽 (GB/s) | 占拷贝带宽 | 对照 |", "|---|---:|---:|---:|---|"]
+    lines = ["| kernel | 耗时 (µs) | 有效带宽 (GB/s) | 占拷贝带宽 | 相对 PyTorch 的加速比 |", "|---|---:|---:|---:|---|"]
     for r in recs:
         sp = "，".join(f"{k} {v:.2f}×" for k, v in (r.get("speedup") or {}).items() if v)
         pct = f"{100 * r['frac_copy_bw']:.1f}%" if r.get("frac_copy_bw") else "—"
         gb = f"{r['gbps']:.0f}" if r.get("gbps") else "—"
-        lines.append(f"| `{r['name']}` | {r['ms'] * 1e3:.1f} | {gb} | {pct} | {sp or '—'} |")
+        lines.append(f"| {record_label(r['name'], r.get('config'))} | {r['ms'] * 1e3:.1f} | {gb} | {pct} | {sp or '—'} |")
     return head + "\n\n" + "\n".join(lines) + "\n\n" + checks_line(results)
 
 
@@ -386,8 +440,9 @@ def checks_line(results: dict | None) -> str:
     if not failed:
         return head + "。"
     return head + "；未通过：" + "；".join(
-        f"`{r['name']}`（{'×'.join(str(d) for d in r.get('shape', []))}，最大误差 {r.get('max_abs_err', float('nan')):.3g}，"
-        f"{r.get('numel', '?')} 个元素中 {r.get('mismatched', '?')} 个超出容差）" for r in failed) + "。"
+        f"{record_label(r['name'])}，形状 {'×'.join(str(d) for d in r.get('shape', []))}，最大误差 "
+        f"{r.get('max_abs_err', float('nan')):.3g}，{r.get('numel', '?')} 个元素中 {r.get('mismatched', '?')} 个超出容差"
+        for r in failed) + "。"
 
 
 def _bench(results, name_prefix: str, suite: str | None = None) -> dict | None:
@@ -448,8 +503,8 @@ def record_claims(results: dict | None = None) -> list:
                   lower="比 PyTorch eager 的 sum 快", higher="比 PyTorch eager 的 sum 慢",
                   tie="与 PyTorch eager 的 sum 相当"),
         K.compare("claim.primer.rowsum.registers", ms(rs_reg), ms(rs), tol=0.02,
-                  lower="比直接从共享内存归约的写法快", higher="比直接从共享内存归约的写法慢",
-                  tie="与直接从共享内存归约的写法相当"),
+                  lower="比默认的、经共享内存中转的写法快", higher="比默认的、经共享内存中转的写法慢",
+                  tie="与默认的、经共享内存中转的写法相当"),
         K.compare("claim.primer.long.split", ms(split), ms(long1), lower="快得多", higher="反而更慢"),
         K.compare("claim.primer.long.vs_eager", ms(split), base(split, "eager"), tol=0.03,
                   lower="比 PyTorch eager 的 sum 快", higher="比 PyTorch eager 的 sum 慢",
@@ -471,6 +526,15 @@ def record_claims(results: dict | None = None) -> list:
             "none": "三种放法都没有算对（{detail}）"},
             good=named(good), bad=named(bad), detail=detail))
     nows, rsf = _check(results, GEMM_NO_WS), gem.get("A 在 fragment")
+    verdict = None if rsf is None else ("ok" if rsf.get("ok") else
+                                        {None: "wrong", True: "wrong_ws", False: "wrong_both"}[None if nows is None
+                                                                                              else bool(nows.get("ok"))])
+    out.append(K.choose("claim.primer.gemm.rs_verdict", verdict, {
+        "ok": "在 GPU 上核对，A 放寄存器的写法也算对了，不过这一点只有核对之后才知道",
+        "wrong": "在 GPU 上核对，A 放寄存器的写法算错了",
+        "wrong_ws": "在 GPU 上核对，A 放寄存器的写法在 tilelang 0.1.15 默认的 warp 专门化下算错了，"
+                    "关掉 warp 专门化才算对",
+        "wrong_both": "在 GPU 上核对，A 放寄存器的写法算错了，关掉 warp 专门化也没有算对"}))
     case = None if rsf is None else ("missing" if nows is None else ("ok" if nows.get("ok") else "fail"))
     out.append(K.choose("claim.primer.gemm.no_ws", case, {
         "missing": "这项对照还没有在 GPU 上记录",
@@ -485,7 +549,8 @@ def record_values(results: dict | None = None) -> dict[str, str]:
     targets the suite set, the long rows' speed-up from splitting), ``—`` where missing."""
     results = results if results is not None else _load()
     out = {k: "—" for k in ("calc.primer.rec.scale_target_pct", "calc.primer.rec.rowsum_target_pct",
-                            "calc.primer.rec.long_speedup", "calc.primer.rec.date", "calc.primer.rec.device")}
+                            "calc.primer.rec.long_speedup", "calc.primer.rec.registers_ratio",
+                            "calc.primer.rec.date", "calc.primer.rec.device")}
     if results and PRIMER_SUITE in results.get("suites", {}):
         live = bool(results["suites"][PRIMER_SUITE].get("live"))
         run = (results.get("live_provenance") if live else _run_of(results, PRIMER_SUITE)) or {}
@@ -494,6 +559,9 @@ def record_values(results: dict | None = None) -> dict[str, str]:
     scale = _bench(results, "scale fp16", PRIMER_SUITE)
     rs = next((r for r in primer_records(results) if r["name"].startswith("row_sum fp16")
                and not r["name"].endswith("x262144")), None)
+    reg = _bench(results, "row_sum[registers] fp16", PRIMER_SUITE)
+    if rs and reg and rs.get("ms") and reg.get("ms"):
+        out["calc.primer.rec.registers_ratio"] = f"{rs['ms'] / reg['ms']:.2f}"
     if _target(scale):
         out["calc.primer.rec.scale_target_pct"] = f"{100 * _target(scale):.0f}"
     if _target(rs):

@@ -7,7 +7,7 @@ from __future__ import annotations
 from ledger.machines import DEFAULT_MACHINE
 
 from coursebook.style import COLORS as _C
-from coursebook.style import figure
+from coursebook.style import figure, machine_words
 
 __all__ = ["roofline_h200", "gemm_roofline", "roofline_three_roofs", "ROOFS", "BOUND_ZH", "bound_values"]
 
@@ -55,6 +55,12 @@ def _short_name(name: str) -> str:
     return name
 
 
+#: points closer than this in log10(AI) are drawn as one on top of the other (0.05: within 12 %)
+_COINCIDENT = 0.05
+#: where the label of such a point goes, in points from it (up and to the left, clear of the others)
+_LEAD_OFF = (-24, 34)
+
+
 def roofline_h200():
     """H200 roofline: calibrated and datasheet ceilings, the chapter's operators placed on it."""
     import numpy as np
@@ -82,21 +88,31 @@ def roofline_h200():
     place = {
         "逐元素加": ((8, -13), "left"), "sin(cos(x)) eager": ((-8, 6), "right"),
         "sin(cos(x)) 融合": ((8, -13), "left"), "AdamW": ((-8, 6), "right"),
-        "LayerNorm 三趟": ((8, -13), "left"), "attention decode": ((-8, 6), "right"),
+        "LayerNorm 三趟": ((8, -13), "left"),
         "LayerNorm 融合": ((8, -13), "left"), "attention prefill（分数落显存）": ((8, -13), "left"),
         "GEMM 4096³": ((4, -16), "right"), "attention prefill（flash 风格）": ((0, 9), "center"),
     }
+    drawn: list[float] = []
     for c in op_table():
         if c.flops == 0:
             continue
         v = judge(c, cal)
         y = min(cal.peak_flops, v.intensity * cal.bandwidth) / 1e12
         name = _short_name(c.name)
-        ax.scatter([v.intensity], [y], s=36, color=_bound_color(v.bound), zorder=5, edgecolor="white")
         ai_txt = f"{v.intensity:.0f}" if v.intensity >= 100 else f"{v.intensity:.3g}"
-        (dx, dy), ha = place.get(name, ((8, -13), "left"))
-        ax.annotate(f"{name}（{ai_txt}）", (v.intensity, y), textcoords="offset points",
-                    xytext=(dx, dy), fontsize=8, ha=ha)
+        if any(abs(np.log10(v.intensity / d)) < _COINCIDENT for d in drawn):
+            # a point on top of one already drawn: a hollow diamond around it, its label led off by an arrow
+            ax.scatter([v.intensity], [y], s=110, marker="D", facecolor="none", edgecolor=_bound_color(v.bound),
+                       linewidth=1.4, zorder=6)
+            ax.annotate(f"{name}（{ai_txt}）", (v.intensity, y), textcoords="offset points", xytext=_LEAD_OFF,
+                        fontsize=8, ha="right", va="bottom",
+                        arrowprops=dict(arrowstyle="-", color="#555555", lw=0.8, shrinkB=6))
+        else:
+            ax.scatter([v.intensity], [y], s=36, color=_bound_color(v.bound), zorder=5, edgecolor="white")
+            (dx, dy), ha = place.get(name, ((8, -13), "left"))
+            ax.annotate(f"{name}（{ai_txt}）", (v.intensity, y), textcoords="offset points",
+                        xytext=(dx, dy), fontsize=8, ha=ha)
+        drawn.append(v.intensity)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(ai[0], ai[-1])
@@ -191,7 +207,7 @@ def roofline_three_roofs(machine: str = DEFAULT_MACHINE):
     ax.set_ylim(bw * lo / 1e12 * 0.8, m.roof("tensor_core.fp8") / 1e12 * 2.5)
     ax.set_xlabel("算术强度（FLOP/Byte，对数）")
     ax.set_ylabel("可达到的算力上限（TFLOP/s，对数）")
-    ax.set_title(f"{m.name}：一条带宽线（{bw / 1e9:.0f} GB/s），三块天花板")
+    ax.set_title(f"{machine_words(m.name)}：一条带宽线（{bw / 1e9:.0f} GB/s），三块天花板")
     ax.legend(fontsize=7.6, loc="upper left")
     assert math.isfinite(ai_g)
     return fig

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["apply", "new_figure", "figure", "cjk_font_path", "COLORS", "FONT_FAMILY"]
+__all__ = ["apply", "new_figure", "figure", "cjk_font_path", "machine_words", "COLORS", "FONT_FAMILY", "MACHINE_WORDS"]
 
 FONT_FAMILY = "Noto Sans CJK SC"
 COLORS = {
@@ -21,7 +21,21 @@ COLORS = {
     "fused": "#1f77b4",
     "accent": "#9467bd",
 }
+#: How a figure names the course's machine profiles (a profile's file name is bookkeeping).
+MACHINE_WORDS = {
+    "h200-calibrated": "H200 标定参数",
+    "h200-sustained": "H200 持续算力标定参数",
+    "h200-spec": "H200 规格",
+    "h100-spec": "H100 规格",
+    "a100-sxm4-80gb-spec": "A100 规格",
+}
 _applied = False
+
+
+def machine_words(name: str) -> str:
+    """The words a figure prints for machine profile ``name`` (a profile the table lacks -- a user's
+    own -- is printed by its name)."""
+    return MACHINE_WORDS.get(name, name)
 
 
 def cjk_font_path() -> Path:

@@ -8,9 +8,12 @@ Memory scopes
     bytes.  Capacities come from the machine profile's ``resources``; HBM rates
     from its memory roofs.  The shared-memory rate is derived, not measured:
     32 banks of 4 bytes answer one request per clock per SM (CUDA C++ Programming
-    Guide, shared memory), and the clock is the one implied by the profile's
-    CUDA-core fp32 rate with 128 fp32 lanes per SM (Hopper architecture whitepaper):
-    ``clock = fp32 FLOP/s / (SMs x 128 lanes x 2 FLOP per FMA)``.
+    Guide, shared memory), and the clock is the one implied by the *calibrated*
+    profile's CUDA-core fp32 rate with 128 fp32 lanes per SM (Hopper architecture
+    whitepaper): ``clock = fp32 FLOP/s / (SMs x 128 lanes x 2 FLOP per FMA)`` --
+    :func:`ledger.issue.sm_clock_hz`, the clock of the instruction-issue bound.  The
+    HBM rate it is compared with is calibrated too: both sides of the comparison come
+    from one profile, never a datasheet clock against a measured bandwidth.
 
 The primer's kernels
     :func:`copy_cost`, :func:`scale_cost` and :func:`row_sum_cost` price the copy,
@@ -30,6 +33,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ledger.cost import Cost, check_size, dtype_bytes, judge
+from ledger import issue
 from ledger.figures import Figure, fig
 from ledger.machines import DEFAULT_MACHINE, get_machine
 
@@ -43,7 +47,7 @@ __all__ = [
 BANKS = 32
 BANK_BYTES = 4
 #: fp32 lanes per Hopper SM (NVIDIA H100 architecture whitepaper: 128 FP32 cores per SM).
-FP32_LANES_PER_SM = 128
+FP32_LANES_PER_SM = issue.FP32_LANES_PER_SM
 KIB = 1024
 MIB = 1024 * 1024
 
@@ -51,10 +55,10 @@ SPEC = "h200-spec"
 CAL = DEFAULT_MACHINE
 
 
-def sm_clock_hz(machine: str = SPEC) -> float:
-    """SM clock implied by the profile's CUDA-core fp32 rate: FLOP/s / (SMs x 128 x 2)."""
-    m = get_machine(machine)
-    return m.compute["cuda_core.fp32"].theoretical / (m.resource("sms") * FP32_LANES_PER_SM * 2)
+def sm_clock_hz(machine: str = CAL) -> float:
+    """SM clock implied by the profile's (calibrated) CUDA-core fp32 rate: FLOP/s / (SMs x 128 x 2),
+    the same clock as :func:`ledger.issue.sm_clock_hz`."""
+    return issue.sm_clock_hz(machine)
 
 
 def smem_bytes_per_clock() -> int:
@@ -82,7 +86,7 @@ def memory_scopes(machine: str = SPEC, calibrated: str = CAL) -> list[Scope]:
     sms = m.resource("sms")
     regs = m.resource("regs_per_sm") * 4
     smem = m.resource("smem_per_sm_kb") * KIB
-    clock = sm_clock_hz(machine)
+    clock = sm_clock_hz(calibrated)
     return [
         Scope("registers", "T.alloc_fragment / T.alloc_local", "one thread", regs, regs * sms, None,
               "operands of every instruction; not a bandwidth limit in this model"),
@@ -201,7 +205,7 @@ def figures() -> list[Figure]:
     out: list[Figure] = []
     m = get_machine(SPEC)
     sms = int(m.resource("sms"))
-    clock = sm_clock_hz(SPEC)
+    clock = sm_clock_hz(CAL)
     scopes = {s.name: s for s in memory_scopes()}
     cm = f"{SPEC} resources ({m.source}); compute capability 9.0 limits"
     src_s = "ledger.primer.memory_scopes"
@@ -225,7 +229,7 @@ def figures() -> list[Figure]:
         fig("primer.mem.full_occupancy_regs", int(m.resource("regs_per_sm") // m.resource("max_threads_per_sm")),
             "registers/thread", source=src_s, conditions=cm + "; all 2048 threads resident"),
         fig("primer.mem.clock_ghz", clock / 1e9, "GHz", digits=2, source="ledger.primer.sm_clock_hz",
-            conditions=f"{SPEC} cuda_core.fp32 theoretical rate / ({sms} SMs x {FP32_LANES_PER_SM} lanes x 2)"),
+            conditions=f"{CAL} cuda_core.fp32 calibrated rate / ({sms} SMs x {FP32_LANES_PER_SM} lanes x 2)"),
         fig("primer.mem.smem_bytes_per_clk", smem_bytes_per_clock(), "B/clock/SM",
             source="ledger.primer.smem_bytes_per_clock", conditions=f"{BANKS} banks x {BANK_BYTES} B, no conflicts"),
         fig("primer.mem.smem_tbs", sh.rate_bytes_s / 1e12, "TB/s", digits=1, source=src_s,
@@ -233,7 +237,7 @@ def figures() -> list[Figure]:
         fig("primer.mem.hbm_bytes_per_clk", hbm.rate_bytes_s / (sms * clock), "B/clock/SM", digits=0,
             source=src_s, conditions=f"{CAL} HBM envelope shared by {sms} SMs at the derived clock"),
         fig("primer.mem.smem_over_hbm", sh.rate_bytes_s / hbm.rate_bytes_s, "x", digits=1, source=src_s,
-            conditions="derived shared-memory rate over the calibrated HBM envelope"),
+            conditions="derived shared-memory rate (calibrated clock) over the calibrated HBM envelope"),
         fig("primer.mem.hbm_copy_gbs", hbm_copy.rate_bytes_s / 1e9, "GB/s", digits=0, source=src_s,
             conditions=hbm_copy.rate_note),
     ]

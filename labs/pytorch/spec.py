@@ -307,7 +307,7 @@ def _parts() -> tuple[Part, ...]:
         # E8 ------------------------------------------------------------------
         Part("e08_a", "E8", 1, "number", "ledger 的 attention_prefill 给 softmax 的每个分数记几个 FLOP",
              lambda v: _softmax_flops(), rel_tol=0, abs_tol=1e-9, stub='ANSWER["e08_a"] = None'),
-        _q("e08_b", "E8", 2, "softmax 与 PV 融合、分数仍落显存时的访存量（S={{E8.S}}）",
+        _q("e08_b", "E8", 2, "缩放、mask、softmax 与 PV 合成一个 kernel、分数仍落显存时的访存量（S={{E8.S}}）",
            lambda v: _attn(v["E8.S"], score_passes=2).bytes / 1e9, "GB"),
         _m("e08_c", "E8", 2, "FLOPs 式里的两项各代表什么"),
         # E9 ------------------------------------------------------------------

@@ -124,6 +124,14 @@ SECTIONS = ("primer-goals", "primer-first", "primer-ledger", "primer-launch", "p
             "primer-measure", "primer-pitfalls", "primer-summary", "primer-exercises", "primer-references")
 
 
+def test_section_numbers_follow_the_outline():
+    """The rendered section numbers are the outline's: the landing page has no numbered heading below
+    its title, each section page one top-level heading, and the outline lists the pages in order."""
+    from coursebook.pagecheck import numbering_problems
+
+    assert numbering_problems("ch_primer.md") == []
+
+
 def test_every_section_is_there_in_order():
     t = _text()
     pos = [t.index(f"({label})=") for label in SECTIONS]
@@ -146,7 +154,11 @@ def test_exercises_have_collapsible_answers():
 def test_references_carry_urls():
     t = _text()
     refs = t[t.index("(primer-references)="):]
-    assert len([ln for ln in refs.splitlines() if ln.startswith("- ") and "<http" in ln]) >= 12
+    items = [ln for ln in refs.splitlines() if ln.startswith("- ")]
+    assert len([ln for ln in items if "<http" in ln or "](http" in ln]) >= 12
+    # a link's text tells the links apart (bare GitHub URLs all render as the same shortened text)
+    texts = re.findall(r"\[([^\]]+)\]\(https://github\.com/", refs)
+    assert len(texts) == len(set(texts)) and not re.search(r"^- .*<https://github\.com/[^>]+/(?:blob|tree)/", refs, re.M)
 
 
 def test_kernel_code_is_read_from_the_package():
@@ -206,7 +218,8 @@ def test_measured_block_with_records_shows_provenance():
                 {"kind": "bench", "name": "copy fp16 n=2^28", "ms": 0.5, "gbps": 2147.0, "frac_copy_bw": 0.5,
                  "speedup": {"torch copy_": 0.6}}]}}}
     text = C.measured_block(fake)
-    assert C.NOT_RECORDED not in text and "2027-01-02" in text and "`copy fp16 n=2^28`" in text
+    assert C.NOT_RECORDED not in text and "2027-01-02" in text
+    assert "拷贝，fp16，2<sup>28</sup> 个元素" in text and "copy fp16" not in text, "records are named in words"
     assert "500.0" in text and "50.0%" in text and "torch copy_ 0.60×" in text
     prov = C.provenance_md("primer", fake)
     assert "NVIDIA H200" in prov and "2027-01-02" in prov and "附录“测量记录”" in prov
@@ -285,7 +298,35 @@ def test_record_claims_follow_the_record():
     assert set(C.record_values({"suites": {}}).values()) == {"—"}
     assert "尚无记录" in C.checks_line({"suites": {}})
     line = C.checks_line(_fake_primer())
-    assert "4 项中 3 项通过" not in line and "3 项中 2 项通过" in line and "gemm_tile a_in=fragment b_in=shared" in line
+    assert "4 项中 3 项通过" not in line and "3 项中 2 项通过" in line and "单块矩阵乘（A 在 fragment）" in line
+    assert "a_in=" not in line and "gemm_tile" not in line, "a failed check is named in words, not by its label"
+
+
+def test_scopes_table_speaks_chinese_outside_code():
+    from coursebook import primer as C
+
+    table = C.scopes_table()
+    spans = re.findall(r"`([^`]*)`", table)
+    assert spans and all(re.fullmatch(r"T\.\w+", x) for x in spans), spans  # code is code, words are Chinese
+    words = set(re.findall(r"[A-Za-z]{3,}", re.sub(r"`[^`]*`", "", table)))
+    assert words <= {"TileLang", "fragment", "local", "shared", "global", "block", "HBM", "KiB", "MiB"}, words
+
+
+def test_record_labels_read_as_words():
+    """The record table and the checks line name a record by what it is, not by the suite's label."""
+    from coursebook import primer as C
+    from coursebook.leaks import find_leaks
+
+    cases = {("row_sum[split] fp16 256x262144", (("split", 32), ("via", "shared"))):
+             "行求和（经共享内存，列切成 32 段），fp16，256×262144",
+             ("row_sum[registers] fp16 16384x4096", (("split", 1), ("via", "registers"))):
+             "行求和（跳过共享内存、直接读进寄存器，不切分），fp16，16384×4096",
+             ("scale npt=4", ()): "缩放（每线程 4 个元素）",
+             ("gemm_tile a_in=fragment b_in=shared no_ws", ()): "单块矩阵乘（A 在 fragment，关闭 warp 专门化）"}
+    for (name, cfg), words in cases.items():
+        got = C.record_label(name, dict(cfg))
+        assert got == words, (name, got)
+        assert not find_leaks(got) and not re.search(r"[a-z_]+=\d|\[\w+\]", got), got
 
 
 def test_record_values_from_the_record():

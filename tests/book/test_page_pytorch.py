@@ -126,6 +126,14 @@ LABELS = ("ch-pytorch-to-kernel", "pytorch-workloads", "pytorch-training-step", 
           "pytorch-pitfalls", "pytorch-summary", "pytorch-exercises", "pytorch-references")
 
 
+def test_section_numbers_follow_the_outline():
+    """The rendered section numbers are the outline's: the landing page has no numbered heading below
+    its title, each section page one top-level heading, and the outline lists the pages in order."""
+    from coursebook.pagecheck import numbering_problems
+
+    assert numbering_problems("ch_pytorch_to_kernel.md") == []
+
+
 def test_every_section_is_there_once():
     text = _text()
     for label in LABELS:
@@ -164,6 +172,26 @@ def test_figure_draws(name):
     mod, fn = name.split(".")
     fig = getattr(importlib.import_module(f"coursebook.{mod}"), fn)()
     assert isinstance(fig, Figure) and fig.axes
+    # what the figure prints is reader-facing text: no machine-profile file name, no registry key
+    from matplotlib.text import Text
+
+    from coursebook.leaks import find_leaks
+    from ledger.machines import DEFAULT_MACHINE
+
+    printed = " ".join(t.get_text() for t in fig.findobj(Text))
+    assert DEFAULT_MACHINE not in printed and not re.search(r"\b[a-z0-9]+-(?:spec|calibrated|sustained)\b", printed), \
+        printed
+    assert not find_leaks(printed), find_leaks(printed)
+
+
+def test_share_sweep_spans_the_lengths_the_text_names():
+    """The page says the sweep runs from the exercise's shortest length to its longest: the axis does."""
+    from coursebook import budgets
+    from ledger.step_budget import SWEEP_SEQ_LENS
+
+    ax = budgets.step_share_sweep().axes[0]
+    assert ax.get_xlim() == (min(SWEEP_SEQ_LENS), max(SWEEP_SEQ_LENS))
+    assert f"从 {min(SWEEP_SEQ_LENS)} 一路扫到 {max(SWEEP_SEQ_LENS)}" in _text()
 
 
 def test_measured_cells_without_results_say_so(monkeypatch):
@@ -200,6 +228,24 @@ def test_measured_cells_with_results_show_provenance_and_floor(monkeypatch):
     assert f2.NO_RESULT in f2.measured_table("pytorch.layernorm")
     names = f2.kernel_names_table()
     assert "triton_poi_fused_cos_sin_0" in names and "记录于" in names
+
+
+def test_kernel_names_table_lists_every_kind(monkeypatch):
+    """The prose counts launches and names the split reductions from the table: every kind the compiled
+    step launched is a row, and the rows add up to the launches the table's header reports."""
+    from coursebook import records as f2
+
+    comp = {f"triton_poi_fused_op{i}_{i}": 1 for i in range(14)}
+    comp.update({"triton_red_fused_sum_view_0": 1, "triton_per_fused_sum_view_1": 1, "Memset (Device)": 3})
+    fake = {"provenance": {"device": "NVIDIA H200", "date": "2026-11-29"},
+            "suites": {"pytorch": {"records": [{"kind": "note", "name": "pytorch.inductor.kernels", "model": "m",
+                                                "eager_kernels": {"a": 1}, "compiled_kernels": comp}]}}}
+    monkeypatch.setattr(f2, "load", lambda device="nvidia-h200": fake)
+    md = f2.kernel_names_table()
+    rows = re.findall(r"^\| `(.+?)` \| (\d+) \|$", md, flags=re.M)
+    assert {name for name, _ in rows} == set(comp)
+    assert sum(int(n) for _, n in rows) == sum(comp.values())
+    assert f"{sum(comp.values())} 次 kernel 发射，{len(comp)} 种 kernel" in md
 
 
 @pytest.mark.slow
@@ -246,7 +292,29 @@ def test_attention_points_fall_on_the_sides_the_text_says():
     bal = _fig("machines.h200.cal.balance")
     assert _fig("pytorch.ex4.ai_naive") < bal < _fig("pytorch.ex4.ai_flash")
     assert _fig("pytorch.ex4.ai_flash") / bal > 5, "“flash 风格……在右侧很远的地方”"
-    assert _fig("pytorch.ex4.decode_ai") < _fig("pytorch.ex4.ai_naive"), "decode lies furthest left"
+    decode, naive = _fig("pytorch.ex4.decode_ai"), _fig("pytorch.ex4.ai_naive")
+    assert 10 <= naive / decode < 100, "“比分数落显存的写法还要靠左一个多数量级”"
+    cluster = [_fig(k) for k in ("pytorch.ex1.ai_fused", "pytorch.ex2.ai_three_pass", "pytorch.ex2.ai_fused",
+                                 "pytorch.adamw.ai")]
+    assert min(cluster) <= decode <= max(cluster) and max(cluster) < naive / 10, \
+        "“与逐元素运算、LayerNorm、AdamW 挤在图左下角的同一簇里”"
+    assert abs(decode / _fig("pytorch.ex2.ai_three_pass") - 1) < 0.05, "“它与三趟 LayerNorm 几乎重合”"
+
+
+def test_roofline_marks_a_point_that_sits_on_another():
+    """The decode point sits on the three-pass LayerNorm: the figure draws it as a hollow diamond with
+    its label led off by a line, so neither hides the other."""
+    from matplotlib.collections import PathCollection
+
+    from coursebook import roofline
+
+    fig = roofline.roofline_h200()
+    ax = fig.axes[0]
+    hollow = [c for c in ax.collections if isinstance(c, PathCollection)
+              and (len(c.get_facecolors()) == 0 or c.get_facecolors()[0][3] == 0)]
+    assert len(hollow) == 1
+    led = [t for t in ax.texts if getattr(t, "arrow_patch", None) is not None]
+    assert len(led) == 1 and led[0].get_text().startswith("attention decode")
 
 
 @claims.guards("pytorch.budget-short-long")

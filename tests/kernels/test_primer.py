@@ -168,6 +168,41 @@ def test_copy_lowerings_on_sm90a():
     assert "TMA load × 1" in table and "cp.async × " in table and "uint4 global load × 1" in table
 
 
+@tilelang.jit(target=P.TARGET)
+def _row_sum_without_tma(M: int, N: int, blk_m: int = 64, blk_n: int = 128, threads: int = 128, stages: int = 2):
+    """The default row sum with ``disable_tma=True`` on its global -> shared copy (and nothing else changed)."""
+
+    @T.prim_func
+    def main(X: T.Tensor((M, N), "float16"), Y: T.Tensor((M,), "float32")):
+        with T.Kernel(T.ceildiv(M, blk_m), threads=threads) as bx:
+            xs = T.alloc_shared((blk_m, blk_n), "float16")
+            xf = T.alloc_fragment((blk_m, blk_n), "float32")
+            part = T.alloc_fragment((blk_m,), "float32")
+            acc = T.alloc_fragment((blk_m,), "float32")
+            T.clear(acc)
+            for k in T.Pipelined(T.ceildiv(N, blk_n), num_stages=stages):
+                T.copy(X[bx * blk_m, k * blk_n], xs, disable_tma=True)
+                T.copy(xs, xf)
+                T.reduce_sum(xf, part, dim=1)
+                for i in T.Parallel(blk_m):
+                    acc[i] += part[i]
+            T.copy(acc, Y[bx * blk_m])
+
+    return main
+
+
+@pytest.mark.slow
+def test_tma_is_turned_off_per_copy_not_by_the_deprecated_flag():
+    """The page: ``T.copy(..., disable_tma=True)`` turns the row sum's copy into ``cp.async`` and leaves
+    the block at the threads written (no warp specialisation); the deprecated ``tl.disable_tma_lower``
+    leaves the TMA load and the producer warpgroup in place."""
+    per_copy = P.lower(_row_sum_without_tma, *RS)
+    assert "tl::cp_async_gs" in per_copy.source and "tma_load" not in per_copy.source
+    assert per_copy.threads == (128, 1, 1)
+    flag = P.lower(P.row_sum_kernel, *RS, pass_configs={"tl.disable_tma_lower": True})
+    assert "tl::tma_load(" in flag.source and flag.threads == (256, 1, 1)
+
+
 @pytest.mark.slow
 def test_registers_variant_is_not_pipelined():
     body = _body(P.lower(P.row_sum_kernel, *RS, via="registers").source)

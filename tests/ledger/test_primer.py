@@ -8,11 +8,18 @@ from ledger.figures import collect
 from ledger.machines import get_machine
 
 
-def test_clock_is_the_one_implied_by_the_fp32_rate():
-    m = get_machine("h200-spec")
-    clock = LP.sm_clock_hz("h200-spec")
-    assert math.isclose(clock * m.resource("sms") * 128 * 2, m.compute["cuda_core.fp32"].theoretical)
-    assert 1.5e9 < clock < 2.5e9
+def test_clock_is_the_one_implied_by_the_calibrated_fp32_rate():
+    """One SM clock in the book: the shared-memory rate and the instruction-issue bound both use the
+    clock the calibrated fp32 rate implies, not the datasheet's boost clock."""
+    from ledger import issue
+
+    c, spec = get_machine("h200-calibrated"), get_machine("h200-spec")
+    clock = LP.sm_clock_hz()
+    assert math.isclose(clock * c.resource("sms") * 128 * 2, c.roof("cuda_core.fp32"))
+    assert clock == issue.sm_clock_hz() and 1.5e9 < clock < 2.5e9
+    assert clock < LP.sm_clock_hz("h200-spec") and math.isclose(
+        LP.sm_clock_hz("h200-spec") * spec.resource("sms") * 256, spec.compute["cuda_core.fp32"].theoretical)
+    assert collect()["primer.mem.clock_ghz"].value == round(clock / 1e9, 2)
 
 
 def test_memory_scopes_capacities_and_rates():
@@ -22,7 +29,7 @@ def test_memory_scopes_capacities_and_rates():
     reg, sh = scopes["registers"], scopes["shared memory"]
     assert reg.per_sm_bytes == m.resource("regs_per_sm") * 4 and reg.total_bytes == reg.per_sm_bytes * m.resource("sms")
     assert sh.per_sm_bytes == m.resource("smem_per_sm_kb") * 1024
-    assert math.isclose(sh.rate_bytes_s, m.resource("sms") * 32 * 4 * LP.sm_clock_hz())
+    assert math.isclose(sh.rate_bytes_s, m.resource("sms") * 32 * 4 * LP.sm_clock_hz("h200-calibrated"))
     assert scopes["HBM (global)"].rate_bytes_s == c.memory_rate("hbm")
     assert scopes["HBM, pure copy"].rate_bytes_s == c.memory_rate("hbm.copy")
     assert sh.rate_bytes_s > scopes["HBM (global)"].rate_bytes_s  # on-chip delivers more bytes per second
