@@ -210,7 +210,7 @@ PARAMS = (
     Param("E7.K", 16384, (8192, 32768), "细长 GEMM 的 K"),
     Param("E7.heads", 32, (16, 64), "decode 的 head 数"),
     Param("E7.L", 131072, (32768, 65536, 262144), "decode 的 KV 长度"),
-    Param("E7.batch", 1, (1, 2, 4, 8), "decode 的 batch（每个序列一样长）"),
+    Param("E7.batch", 1, (2, 4, 8), "decode 的 batch（每个序列一样长）"),
 )
 
 

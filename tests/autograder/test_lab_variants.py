@@ -130,3 +130,31 @@ def test_every_placeholder_of_the_texts_is_filled(lab):
     nb = load_builder(lab).build(variant_for(spec, "alice"), student="alice")
     text = "".join(c.source for c in nb.cells)
     assert not re.search(r"\{\{[A-Za-z0-9_.]+\}\}", text)
+
+
+def test_a_perfmodel_class_graded_in_the_sandbox_gets_full_marks_each_on_their_own_numbers(limits, tmp_path,
+                                                                                          monkeypatch):
+    """Three students' solved notebooks, released to each (signed tags), graded as a class: every
+    one full marks; the same notebook handed in under another student's id is flagged and loses
+    the parts whose numbers differ."""
+    import nbformat
+
+    from autograder.grade import grade_batch
+    from autograder.variants import TAG_KEY, make_tag
+
+    monkeypatch.setenv("AUTOGRADER_KEY", "a course key for this test")
+    spec, _ = load_lab("perfmodel")
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    students = ("2024001", "2024002", "2024003")
+    for s in students:
+        nb = load_builder("perfmodel").build(variant_for(spec, s), student=s)
+        nb.metadata[TAG_KEY] = make_tag(spec, s, b"a course key for this test")
+        nbformat.write(nb, str(subs / f"{s}.ipynb"))
+    copied = nbformat.read(str(subs / "2024001.ipynb"), as_version=4)
+    nbformat.write(copied, str(subs / "2024009.ipynb"))
+    grade_batch(sorted(subs.glob("*.ipynb")), "perfmodel", tmp_path / "out", jobs=2, limits=limits, progress=False)
+    recs = {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in (tmp_path / "out" / "records").glob("*.json")}
+    for s in students:
+        assert recs[s]["status"] == "graded" and recs[s]["auto_score"] == spec.auto_points, recs[s]["problems"]
+    assert recs["2024009"]["status"] == "flagged" and recs["2024009"]["auto_score"] < spec.auto_points
