@@ -25,7 +25,8 @@ from typing import Callable
 from .tasks import AscendTask, CudaTask, get_task
 from ..labs import nbgrader_meta as _meta, params_literal as _p_literal, write_readable
 
-__all__ = ["kernel_exercise_text", "build_notebook", "render", "main", "STRUCTURE_TEXT", "SETUP"]
+__all__ = ["kernel_exercise_text", "build_notebook", "render", "main", "STRUCTURE_TEXT", "SETUP", "WHO_STUDENT",
+           "WHO_COMMON", "VARIANT_TEXT"]
 
 SETUP = """# 运行本格一次：准备答案字典、自查函数与你的题目参数
 try:
@@ -34,11 +35,17 @@ try:
 except ImportError:  # 不在课程环境里时，自查不可用，作答不受影响
     def check(*args, **kwargs):
         print("autograder 未安装：请在课程仓库的 .venv 里打开本 notebook")
-P = {{P}}  # 你的题目参数：kernel 题的变体形状就是这些
+P = {{P}}  # 你的题目参数：题目里的数字（含 kernel 题的变体形状）就是这些
 ANSWER = {}"""
 
-WHO_STUDENT = "这份 notebook 是发给 `{student}` 的："
-WHO_COMMON = "这是公共版本（nbgrader 课程与自学使用）："
+#: the intro's ``{{WHO}}`` paragraph: one student's notebook (``{student}``, then the lab's
+#: ``variant_text``), or the common version, whose numbers are the book's
+WHO_STUDENT = "**你的题目参数（variant）**：这份 notebook 是发给 `{student}` 的。{text}"
+VARIANT_TEXT = ("题目里的尺寸、数据类型与每道 kernel 题的变体形状都由学号决定，也与书上的例子不同；发布时签名写进 notebook，"
+                "评分时核对。准备格里的字典 `P` 列出了你的全部参数，`check` 也按它们判对错。书上折叠的参考答案对应的是书里的"
+                "数字，只能用来对照思路，照抄会判错。")
+WHO_COMMON = ("**题目参数**：这是公共版本（nbgrader 课程与自学使用），题目里的数字与书上的例子相同，可以对照书上折叠的"
+              "参考答案。准备格里的字典 `P` 列出了这些数字，`check` 也按它们判对错。")
 
 STRUCTURE_TEXT = {
     "vector_load_16B": "读输入的全局访存每线程一次 16 字节（如 `uint4`）",
@@ -119,10 +126,11 @@ def kernel_exercise_text(ex: str, task_key: str, points: dict, extra: str = "") 
 
 
 def build_notebook(lab: str, intro: str, kernel_setup: str, texts: dict, solutions: dict,
-                   variant: dict | None = None, student: str | None = None):
+                   variant: dict | None = None, student: str | None = None, variant_text: str = VARIANT_TEXT):
     """The instructor notebook (solutions in place) for ``variant`` (default: the common
     numbers); ``texts`` per exercise, ``solutions`` per answer grade_id.  ``{{WHO}}`` in the
-    intro says whose notebook it is."""
+    intro is a paragraph of its own that says whose notebook it is: ``student``'s (then
+    ``variant_text``: the numbers are theirs) or the common version's (the book's numbers)."""
     import nbformat
 
     from ..labs import load_lab
@@ -137,7 +145,7 @@ def build_notebook(lab: str, intro: str, kernel_setup: str, texts: dict, solutio
     missing = [k for k in answers if k not in solutions]
     if missing:
         raise SystemExit(f"build: no solution for {missing}")
-    who = WHO_STUDENT.format(student=student) if student else WHO_COMMON
+    who = WHO_STUDENT.format(student=student, text=variant_text) if student else WHO_COMMON
     setup = (SETUP.replace("{{CHECKER}}", repr(spec.name) + (f", {student!r}" if student else ""))
              .replace("{{P}}", _p_literal(variant)))
     nb = nbformat.v4.new_notebook()

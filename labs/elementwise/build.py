@@ -20,13 +20,13 @@ from autograder.kernelgrade.labbook import build_notebook as _build  # noqa: E40
 
 LAB = "elementwise"
 
-INTRO = """# 实验 · 逐元素、归一化与 RoPE（第 3 章）
+INTRO = """# 实验 · 逐元素、归一化与 RoPE
 
-这份实验分两半。**前一半**（E1–E8）是第 3 章的习题，拆成可以自动判分的小问：先算账，答案写进字典 `ANSWER`，
+这份实验分两半。**前一半**（E1–E8）是「逐元素、归一化与 RoPE」一章的习题，拆成可以自动判分的小问：先算账，答案写进字典 `ANSWER`，
 紧跟着的 `check(...)` 格会告诉你**对、错，还是格式不对**（从不显示标准答案）。**后一半**（K1–K4、A1–A2）
 要你写 TileLang kernel：每题给出一个能编译、能运行的起点（starter），你把它补完或改快。
 
-作答约定与第 2 章的实验相同：带单位的量写成 `{"value": 数值, "unit": "单位"}`（`MB` 是 $10^6$ 字节，`MiB` 是
+作答约定与「TileLang 入门」一章的实验相同：带单位的量写成 `{"value": 数值, "unit": "单位"}`（`MB` 是 $10^6$ 字节，`MiB` 是
 $2^{20}$ 字节，评分按你写的单位换算）；单选写字符串；文字题写在 Markdown 格里，由助教批改。
 
 **kernel 题的接口**：把一个 `@tilelang.jit` 修饰的工厂函数赋给 `ANSWER["题号"]`。评分程序用关键字参数调用它
@@ -35,7 +35,10 @@ $2^{20}$ 字节，评分按你写的单位换算）；单选写字符串；文�
 分配输出（不要用 `out_idx`）。评分时只调用编译好的 kernel：你的 Python 代码只在生成 kernel 时运行一次，
 而且是在一个不能联网、不能启动子进程的受限进程里。
 
-**你的变体形状**：{{WHO}}每道 kernel 题除了几种固定形状，还要在一个每人不同的形状上算对（准备格里的字典 `P`，例如 `P["K1.N"]`）。它由学号决定，发布时签名写进 notebook，评分时核对；kernel 不要按某个具体形状写死。
+{{WHO}}
+
+**变体形状**：每道 kernel 题除了几种固定形状，还要在准备格里的字典 `P` 给出的一个形状上算对（例如 `P["K1.N"]`）；
+kernel 不要按某个具体形状写死。
 
 **在哪里评什么**：
 
@@ -61,28 +64,29 @@ TARGET = {"kind": "cuda", "arch": "sm_90a"}"""
 EXERCISES = {
     "E1": """## E1 · 换一种元素宽度（★）
 
-第 3 章的 scale+add 场景是 $y = x\\cdot a + b$（$a$ 是标量参数），$2^{20}$ 个元素。把它换成 fp16：逐算子执行
+本章的 scale+add 场景是 $y = x\\cdot a + b$（$a$ 是标量参数），取 $N = {{E1.N}}$ 个元素。把它换成 {{E1.dtype}}：逐算子执行
 （先写出中间量 $t = x\\cdot a$，再读回来加 $b$）与融合成一个 kernel，各要搬多少字节？两者之比是多少？""",
     "E2": """## E2 · RMSNorm 的下界（★★）
 
-形状 16384×4096、fp16，带权重 $w$。用账本的记账规则求融合 RMSNorm 最少要搬的字节，以及按 H200 标定带宽
+形状 {{E2.M}}×{{E2.N}}、{{E2.dtype}}，带权重 $w$。用账本的记账规则求融合 RMSNorm 最少要搬的字节，以及按 H200 标定带宽
 （`ledger` 的 `h200-calibrated`）算出的时间下界。""",
     "E3": """## E3 · fragment 占多少寄存器（★★）
 
-`rmsnorm_rows` 一个线程块处理 `blk_m` 整行，平方值放在 fp32 的 fragment 里。取 `blk_m=2`、256 个线程、
-行长 4096：这个 fragment 有多少 KiB？平均到每个线程是多少个 fp32 寄存器？`blk_m` 翻倍呢？""",
+`rmsnorm_rows` 一个线程块处理 `blk_m` 整行，平方值放在 fp32 的 fragment 里。取 `blk_m={{E3.blk_m}}`、{{E3.threads}} 个线程、
+行长 {{E3.N}}：这个 fragment 有多少 KiB？平均到每个线程是多少个 fp32 寄存器？`blk_m` 翻倍呢？""",
     "E4": """## E4 · 只转一半通道（★★）
 
-RoPE 的计时形状是 16384 个 token、32 个 head、head_dim 128，输入输出 fp16，cos/sin 表 fp32、每个 token 一行。
-分别求只旋转后 64 个通道与旋转全部 128 个通道时 kernel 的访存量（不旋转的通道也要原样写出）。""",
+RoPE 取 {{E4.T}} 个 token、{{E4.H}} 个 head、head_dim {{E4.D}}，输入输出 fp16，cos/sin 表 fp32、每个 token 一行。
+分别求只旋转后 {{E4.R}} 个通道与旋转全部 {{E4.D}} 个通道时 kernel 的访存量（不旋转的通道也要原样写出）。""",
     "E5": """## E5 · scale 的粒度（★★）
 
-4096×4096 bf16 的 RMSNorm + RoPE（最后 128 个通道）+ FP8 量化：拆成三个 kernel 与融合成一个，字节比是多少？
-把每个 token 一个 fp32 scale 改成每 128 个通道一个，比值怎样变？融合版多写出多少 scale？""",
+{{E5.M}}×{{E5.N}} bf16 的 RMSNorm + RoPE（最后 128 个通道，cos/sin 表 bf16、每个 token 一行）+ FP8 量化：
+拆成三个 kernel 与融合成一个，字节比是多少？把每个 token 一个 fp32 scale 改成每 {{E5.group}} 个通道一个，比值怎样变？
+融合版多写出多少 scale？""",
     "E6": """## E6 · 读量化 kernel（★★）
 
 读 `kernels/quant.py` 的 `quant_fp8`：为什么输入被看成 `(M, N // group, group)` 的三维张量？把组内最大值写成
-`amax[g] = T.max(amax[g], abs(x[j]))` 的循环会怎样？再按账本求 16384×4096 bf16、组大小 128 时它的访存量与算术强度。""",
+`amax[g] = T.max(amax[g], abs(x[j]))` 的循环会怎样？再按账本求 {{E6.M}}×{{E6.N}} bf16、组大小 {{E6.group}} 时它的访存量与算术强度。""",
     "E7": """## E7 · 读生成的代码（★★）
 
 在本机（不需要 GPU）运行
@@ -92,7 +96,7 @@ RoPE 的计时形状是 16384 个 token、32 个 head、head_dim 128，输入输
     "E8": """## E8 · 残差相加 + RMSNorm（★★★）
 
 设计一个融合 kernel：输入 $x$、残差 $r$ 与权重 $w$，输出更新后的残差 $h = x + r$（后续层还要用）和 $y = \\mathrm{RMSNorm}(h)\\cdot w$。
-4096×4096、fp16：逐算子（先加、再做已经融合好的 RMSNorm）与融合各搬多少字节？比值多少？""",
+{{E8.M}}×{{E8.N}}、{{E8.dtype}}：逐算子（先加、再做已经融合好的 RMSNorm）与融合各搬多少字节？比值多少？""",
 }
 
 KERNEL_TEXT = {
@@ -115,14 +119,15 @@ KERNEL_TEXT = {
 }
 
 SOLUTIONS = {
-    "e1_a": 'N, b = 2**20, 2  # fp16\n'
+    "e1_a": 'ELEM = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1}  # bytes per element\n'
+            'N, b = P["E1.N"], ELEM[P["E1.dtype"]]\n'
             '# t = x * a: read x, write t; y = t + b: read t and b, write y\n'
             'ANSWER["e1_a"] = {"value": 5 * N * b / 1e6, "unit": "MB"}',
     "e1_b": 'ANSWER["e1_b"] = {"value": 3 * N * b / 1e6, "unit": "MB"}  # read x and b, write y',
     "e1_c": 'ANSWER["e1_c"] = 5 / 3',
-    "e1_d": "两份计划搬的都是若干个「张量大小」的量：逐算子 5 个、融合 3 个。元素从 4 字节变成 2 字节，每个张量同比缩小，"
+    "e1_d": "两份计划搬的都是若干个「张量大小」的量：逐算子 5 个、融合 3 个。元素宽度变了，每个张量同比缩放，"
             "比值只取决于张量个数，与元素宽度无关。",
-    "e2_a": 'M, N, b = 16384, 4096, 2\n'
+    "e2_a": 'M, N, b = P["E2.M"], P["E2.N"], ELEM[P["E2.dtype"]]\n'
             'nbytes = 2 * M * N * b + N * b  # read x, write y, read w once\n'
             'ANSWER["e2_a"] = {"value": nbytes / 1e6, "unit": "MB"}',
     "e2_b": 'from ledger.machines import get_machine\n'
@@ -131,27 +136,28 @@ SOLUTIONS = {
     "e2_c": "标定带宽是厂商规格乘以一组标定实验得到的系数，是账本里固定的尺子，用来比较不同机器、不同算子；"
             "同一次运行实测的拷贝带宽反映这张卡此刻的状态（时钟、温度、功耗上限），用来判断一个 kernel 离「同样字节的拷贝」还有多远。"
             "前者回答「理论上能多快」，后者回答「这次测量里做得好不好」。",
-    "e3_a": 'ANSWER["e3_a"] = {"value": 2 * 4096 * 4 / 1024, "unit": "KiB"}',
-    "e3_b": 'ANSWER["e3_b"] = 2 * 4096 / 256',
-    "e3_c": 'ANSWER["e3_c"] = 4 * 4096 / 256',
+    "e3_a": 'bm, N, t = P["E3.blk_m"], P["E3.N"], P["E3.threads"]\n'
+            'ANSWER["e3_a"] = {"value": bm * N * 4 / 1024, "unit": "KiB"}',
+    "e3_b": 'ANSWER["e3_b"] = bm * N / t',
+    "e3_c": 'ANSWER["e3_c"] = 2 * bm * N / t',
     "e3_d": "每个线程用的寄存器越多，一个 SM 上能同时驻留的线程块越少；访存受限的 kernel 靠大量同时在途的请求来掩盖显存延迟，"
             "驻留变少，在途请求变少，带宽就用不满。输入本身的 fragment 还要另占一份寄存器。",
-    "e4_a": 'T_, H, D, b = 16384, 32, 128, 2\n'
+    "e4_a": 'T_, H, D, b = P["E4.T"], P["E4.H"], P["E4.D"], 2\n'
             'def rope_bytes(R):\n'
             '    x_y = 2 * T_ * H * D * b       # x read, y written (unrotated channels copied)\n'
             '    tables = 2 * T_ * (R // 2) * 4  # cos and sin, fp32, one row per token\n'
             '    return x_y + tables\n'
-            'ANSWER["e4_a"] = {"value": rope_bytes(64) / 1e6, "unit": "MB"}',
-    "e4_b": 'ANSWER["e4_b"] = {"value": rope_bytes(128) / 1e6, "unit": "MB"}',
+            'ANSWER["e4_a"] = {"value": rope_bytes(P["E4.R"]) / 1e6, "unit": "MB"}',
+    "e4_b": 'ANSWER["e4_b"] = {"value": rope_bytes(D) / 1e6, "unit": "MB"}',
     "e4_c": "两者只差 cos/sin 表的那一点字节，主体的「读一遍 x、写一遍 y」不变，所以只转一半几乎不会更快——它受带宽限制，而字节几乎没少。"
             "改成原地写回、只写被旋转的通道，账本才会明显变小。",
     "e5_a": 'from ledger import fusion as F\n'
-            'ANSWER["e5_a"] = F.rmsnorm_rope_fp8().ratio',
-    "e5_b": 'ANSWER["e5_b"] = F.rmsnorm_rope_fp8(group=128).ratio',
-    "e5_c": 'M = N = 4096\n'
-            'extra = M * (N // 128 - 1) * 4  # fp32 scales: N/128 per token instead of one\n'
+            'M, N, g = P["E5.M"], P["E5.N"], P["E5.group"]\n'
+            'ANSWER["e5_a"] = F.rmsnorm_rope_fp8(M, N).ratio',
+    "e5_b": 'ANSWER["e5_b"] = F.rmsnorm_rope_fp8(M, N, group=g).ratio',
+    "e5_c": 'extra = M * (N // g - 1) * 4  # fp32 scales: N/g per token instead of one\n'
             'ANSWER["e5_c"] = {"value": extra / 1e6, "unit": "MB"}',
-    "e6_a": 'M, N, g = 16384, 4096, 128\n'
+    "e6_a": 'M, N, g = P["E6.M"], P["E6.N"], P["E6.group"]\n'
             'q_bytes = M * N * 2 + M * N * 1 + M * (N // g) * 4  # read bf16, write fp8 and fp32 scales\n'
             'ANSWER["e6_a"] = {"value": q_bytes / 1e6, "unit": "MB"}',
     "e6_b": 'ANSWER["e6_b"] = {"value": 3 * M * N / q_bytes, "unit": "FLOP/B"}  # |x|, running max, times 1/scale',
@@ -163,7 +169,7 @@ SOLUTIONS = {
     "e7_c": 'ANSWER["e7_c"] = "uint2"',
     "e7_d": "`npt=8` 时每个线程外面有一个两次的循环、每次四路；`npt=4` 时这层循环消失，每个线程只做一组。"
             "向量宽度的上限由 fp32 一侧决定（16 字节是 4 个 fp32），与 `npt` 取多大无关。",
-    "e8_a": 'M = N = 4096; b = 2\n'
+    "e8_a": 'M, N, b = P["E8.M"], P["E8.N"], ELEM[P["E8.dtype"]]\n'
             'split = (3 * M * N * b) + (2 * M * N * b + N * b)  # h = x + r; rmsnorm reads h, w writes y\n'
             'ANSWER["e8_a"] = {"value": split / 1e6, "unit": "MB"}',
     "e8_b": 'fused = 4 * M * N * b + N * b  # read x, r, w; write h and y\n'

@@ -1,7 +1,8 @@
 """Grading spec of the elementwise lab (chapter 3: elementwise, normalisation, RoPE).
 
-Analytic parts E1-E8 are the chapter's exercises; every reference is computed at grading
-time by ``ledger`` (E7 by compiling the course's ``scale_cast`` kernel for sm_90a and
+Analytic parts E1-E8 are the chapter's exercises on each student's own numbers
+(:data:`PARAMS`; the defaults are the book's); every reference is computed at grading
+time by ``ledger`` from them (E7, the same for everyone, by compiling the course's ``scale_cast`` kernel for sm_90a and
 reading the generated code).  Kernel parts K1-K4 ask for TileLang kernels behind a fixed
 interface (:mod:`autograder.kernelgrade.tasks`): graded for correctness and speed on a
 GPU, for structure on the CPU; each has a per-student variant shape (``K1.N`` ...,
@@ -13,7 +14,7 @@ import functools
 import re
 
 from autograder.kernelgrade import ascend_part, kernel_parts, variant_params
-from autograder.parts import LabSpec, Part
+from autograder.parts import LabSpec, Param, Part
 
 H200 = "h200-calibrated"
 
@@ -37,15 +38,41 @@ def _m(gid, ex, pts, prompt):
     return Part(gid, ex, pts, "manual", prompt)
 
 
-def _add_norm_plans():
-    """E8: residual add then RMSNorm, op by op and fused (4096 x 4096, fp16), as ledger plans."""
+def _add_norm_plans(v: dict):
+    """E8: residual add then RMSNorm, op by op and fused (the student's M x N and dtype), as ledger plans."""
     F = _F()
-    x, r, h, y = (F.Tensor(k, (4096, 4096), "fp16") for k in ("x", "r", "h", "y"))
-    w = F.Tensor("w", (4096,), "fp16")
+    shape, dt = (v["E8.M"], v["E8.N"]), v["E8.dtype"]
+    x, r, h, y = (F.Tensor(k, shape, dt) for k in ("x", "r", "h", "y"))
+    w = F.Tensor("w", (shape[1],), dt)
     split = F.Plan("op by op", (F.Step("h = x + r", (x, r), (h,), x.elements),
                                 F.Step("rmsnorm", (h, w), (y,), 4 * x.elements)))
     fused = F.Plan("fused", (F.Step("fused", (x, r, w), (h, y), 5 * x.elements),))
     return split, fused
+
+
+def _scale_add(v: dict):
+    return _F().scale_add(v["E1.N"], v["E1.dtype"])
+
+
+def _rms(v: dict):
+    return _F().rmsnorm_cost(v["E2.M"], v["E2.N"], v["E2.dtype"])
+
+
+def _frag_regs(v: dict, blk_m: int) -> float:
+    """fp32 registers per thread of a (blk_m, N) fp32 fragment spread over the block's threads."""
+    return _F().fragment_kib((blk_m, v["E3.N"]), "fp32") * 1024 / 4 / v["E3.threads"]
+
+
+def _rope(v: dict, rope_dim: int):
+    return _F().rope_cost(v["E4.T"], v["E4.H"], v["E4.D"], rope_dim=rope_dim, dtype="fp16")
+
+
+def _fp8(v: dict, group=None):
+    return _F().rmsnorm_rope_fp8(v["E5.M"], v["E5.N"], group=group)
+
+
+def _quant(v: dict):
+    return _F().fp8_quant_cost(v["E6.M"], v["E6.N"], "bf16", group=v["E6.group"])
 
 
 @functools.lru_cache(maxsize=None)
@@ -202,39 +229,35 @@ def _parts() -> tuple[Part, ...]:
     F = _F
     return (
         # E1 ------------------------------------------------------------------
-        _q("e1_a", "E1", 1, "fp16 的 scale+add：逐算子的访存量", lambda v: F().scale_add(dtype="fp16").unfused.bytes / 1e6, "MB"),
-        _q("e1_b", "E1", 1, "fp16 的 scale+add：融合后的访存量", lambda v: F().scale_add(dtype="fp16").fused.bytes / 1e6, "MB"),
-        _n("e1_c", "E1", 1, "逐算子与融合的字节比", lambda v: F().scale_add(dtype="fp16").ratio),
-        _m("e1_d", "E1", 1, "换成 fp16 后比值为什么不变"),
+        _q("e1_a", "E1", 1, "{{E1.dtype}} 的 scale+add：逐算子的访存量", lambda v: _scale_add(v).unfused.bytes / 1e6, "MB"),
+        _q("e1_b", "E1", 1, "{{E1.dtype}} 的 scale+add：融合后的访存量", lambda v: _scale_add(v).fused.bytes / 1e6, "MB"),
+        _n("e1_c", "E1", 1, "逐算子与融合的字节比", lambda v: _scale_add(v).ratio),
+        _m("e1_d", "E1", 1, "换成 {{E1.dtype}} 后比值为什么不变"),
         # E2 ------------------------------------------------------------------
-        _q("e2_a", "E2", 1, "16384×4096 fp16 融合 RMSNorm 的最少访存量",
-           lambda v: F().rmsnorm_cost(16384, 4096, "float16").bytes / 1e6, "MB"),
-        _q("e2_b", "E2", 1, "按 H200 标定带宽的时间下界",
-           lambda v: F().rmsnorm_cost(16384, 4096, "float16").lower_bound(H200) * 1e6, "us"),
+        _q("e2_a", "E2", 1, "{{E2.M}}×{{E2.N}} {{E2.dtype}} 融合 RMSNorm 的最少访存量", lambda v: _rms(v).bytes / 1e6, "MB"),
+        _q("e2_b", "E2", 1, "按 H200 标定带宽的时间下界", lambda v: _rms(v).lower_bound(H200) * 1e6, "us"),
         _m("e2_c", "E2", 1, "标定带宽与同一次运行测得的拷贝带宽为什么不是一个数；各自适合当哪种尺子"),
         # E3 ------------------------------------------------------------------
-        _q("e3_a", "E3", 1, "blk_m=2、行长 4096 的 fp32 平方 fragment 大小", lambda v: F().fragment_kib((2, 4096), "fp32"), "KiB"),
-        _n("e3_b", "E3", 1, "摊到 256 个线程，每个线程几个 fp32 寄存器",
-           lambda v: F().fragment_kib((2, 4096), "fp32") * 1024 / 4 / 256),
-        _n("e3_c", "E3", 1, "blk_m 翻倍到 4 时每个线程几个",
-           lambda v: F().fragment_kib((4, 4096), "fp32") * 1024 / 4 / 256),
+        _q("e3_a", "E3", 1, "blk_m={{E3.blk_m}}、行长 {{E3.N}} 的 fp32 平方 fragment 大小",
+           lambda v: F().fragment_kib((v["E3.blk_m"], v["E3.N"]), "fp32"), "KiB"),
+        _n("e3_b", "E3", 1, "摊到 {{E3.threads}} 个线程，每个线程几个 fp32 寄存器", lambda v: _frag_regs(v, v["E3.blk_m"])),
+        _n("e3_c", "E3", 1, "blk_m 翻倍到 {{E3.blk_m2}} 时每个线程几个", lambda v: _frag_regs(v, v["E3.blk_m2"])),
         _m("e3_d", "E3", 1, "寄存器变多为什么会让这个访存受限的 kernel 变慢"),
         # E4 ------------------------------------------------------------------
-        _q("e4_a", "E4", 1, "RoPE（16384 token × 32 head × 128）只转一半通道的访存量",
-           lambda v: F().rope_cost(16384, 32, 128, rope_dim=64, dtype="float16").bytes / 1e6, "MB"),
-        _q("e4_b", "E4", 1, "旋转全部通道的访存量",
-           lambda v: F().rope_cost(16384, 32, 128, rope_dim=128, dtype="float16").bytes / 1e6, "MB"),
+        _q("e4_a", "E4", 1, "RoPE（{{E4.T}} token × {{E4.H}} head × {{E4.D}}）只转 {{E4.R}} 个通道的访存量",
+           lambda v: _rope(v, v["E4.R"]).bytes / 1e6, "MB"),
+        _q("e4_b", "E4", 1, "旋转全部 {{E4.D}} 个通道的访存量", lambda v: _rope(v, v["E4.D"]).bytes / 1e6, "MB"),
         _m("e4_c", "E4", 1, "partial RoPE 对这个 kernel 的时间有什么影响；怎样改才会明显变快"),
         # E5 ------------------------------------------------------------------
         _n("e5_a", "E5", 1, "RMSNorm+RoPE+FP8，每 token 一个 scale：逐 kernel 与融合的字节比",
-           lambda v: F().rmsnorm_rope_fp8().ratio, rel_tol=2e-3),
-        _n("e5_b", "E5", 1, "每 128 个通道一个 scale 时的字节比", lambda v: F().rmsnorm_rope_fp8(group=128).ratio, rel_tol=2e-3),
+           lambda v: _fp8(v).ratio, rel_tol=2e-3),
+        _n("e5_b", "E5", 1, "每 {{E5.group}} 个通道一个 scale 时的字节比", lambda v: _fp8(v, v["E5.group"]).ratio,
+           rel_tol=2e-3),
         _q("e5_c", "E5", 1, "按组的版本多写出的 scale 字节",
-           lambda v: (F().rmsnorm_rope_fp8(group=128).fused.bytes - F().rmsnorm_rope_fp8().fused.bytes) / 1e6, "MB"),
+           lambda v: (_fp8(v, v["E5.group"]).fused.bytes - _fp8(v).fused.bytes) / 1e6, "MB"),
         # E6 ------------------------------------------------------------------
-        _q("e6_a", "E6", 1, "16384×4096 bf16 按组 128 的 FP8 量化：访存量",
-           lambda v: F().fp8_quant_cost(16384, 4096, "bfloat16", group=128).bytes / 1e6, "MB"),
-        _q("e6_b", "E6", 1, "它的算术强度", lambda v: F().fp8_quant_cost(16384, 4096, "bfloat16", group=128).intensity, "FLOP/B"),
+        _q("e6_a", "E6", 1, "{{E6.M}}×{{E6.N}} bf16 按组 {{E6.group}} 的 FP8 量化：访存量", lambda v: _quant(v).bytes / 1e6, "MB"),
+        _q("e6_b", "E6", 1, "它的算术强度", lambda v: _quant(v).intensity, "FLOP/B"),
         _m("e6_c", "E6", 2, "为什么把 x 看成 (M, N // group, group)；改成 amax[g] = T.max(...) 的循环会怎样"),
         # E7 ------------------------------------------------------------------
         Part("e7_a", "E7", 1, "choice", "scale_cast 读 x 用的向量类型", lambda v: _e7("load"), options=VEC_TYPES,
@@ -245,10 +268,10 @@ def _parts() -> tuple[Part, ...]:
              stub='ANSWER["e7_c"] = None'),
         _m("e7_d", "E7", 1, "npt 改成 4 后循环结构怎样变化；向量宽度的上限由哪一侧决定"),
         # E8 ------------------------------------------------------------------
-        _q("e8_a", "E8", 1, "残差相加 + RMSNorm，逐算子的访存量（4096×4096 fp16）",
-           lambda v: _add_norm_plans()[0].bytes / 1e6, "MB"),
-        _q("e8_b", "E8", 1, "融合后的访存量", lambda v: _add_norm_plans()[1].bytes / 1e6, "MB"),
-        _n("e8_c", "E8", 1, "字节比", lambda v: _add_norm_plans()[0].bytes / _add_norm_plans()[1].bytes),
+        _q("e8_a", "E8", 1, "残差相加 + RMSNorm，逐算子的访存量（{{E8.M}}×{{E8.N}} {{E8.dtype}}）",
+           lambda v: _add_norm_plans(v)[0].bytes / 1e6, "MB"),
+        _q("e8_b", "E8", 1, "融合后的访存量", lambda v: _add_norm_plans(v)[1].bytes / 1e6, "MB"),
+        _n("e8_c", "E8", 1, "字节比", lambda v: _add_norm_plans(v)[0].bytes / _add_norm_plans(v)[1].bytes),
         _m("e8_d", "E8", 2, "数据放共享内存还是 fragment，为什么；这个融合的收益为什么远小于 RMSNorm 本身的融合"),
         # kernels -------------------------------------------------------------
         *kernel_parts("k1_add", "K1", "ew_add", {"correct": 3, "speed": 2, "structure": 1},
@@ -266,7 +289,39 @@ def _parts() -> tuple[Part, ...]:
 
 #: per-student variant shapes of the kernel exercises (drawn, shown in P, signed in the tag)
 KERNELS = (("K1", "ew_add"), ("K2", "rmsnorm"), ("K3", "rope"), ("K4", "rmsnorm_rope"))
-PARAMS = tuple(p for ex, task in KERNELS for p in variant_params(ex, task))
 
-SPEC = LabSpec(name="elementwise", title="实验 · 逐元素、归一化与 RoPE（第 3 章）", parts=_parts(), params=PARAMS,
+# Per-student numbers of the calculation parts: the book's number is the default (the instructor
+# notebook, nbgrader and `grade --common` use it); no pool holds the book's number.  E7 stays
+# fixed: its answers are facts about the code the compiler emits for the course's kernel.
+PARAMS = (
+    Param("E1.N", 2 ** 20, (2 ** 18, 2 ** 21, 2 ** 22, 3 * 2 ** 20), "scale+add 的元素个数"),
+    Param("E1.dtype", "fp16", ("bf16", "fp8"), "换成的数据类型"),
+    Param("E2.M", 16384, (4096, 8192, 32768), "RMSNorm 的行数"),
+    Param("E2.N", 4096, (2048, 5120, 8192), "RMSNorm 的行长"),
+    Param("E2.dtype", "fp16", ("bf16", "fp32"), "RMSNorm 的数据类型"),
+    Param("E3.blk_m", 2, (1, 4), "每个线程块的行数 blk_m"),
+    Param("E3.N", 4096, (2048, 3072, 8192), "行长"),
+    Param("E3.threads", 256, (128, 512), "每个线程块的线程数"),
+    Param("E4.T", 16384, (4096, 8192, 32768), "token 数"),
+    Param("E4.H", 32, (8, 16, 64), "head 数"),
+    Param("E4.D", 128, (64, 256), "head_dim"),
+    Param("E5.M", 4096, (2048, 8192, 16384), "token 数（行数）"),
+    Param("E5.N", 4096, (2048, 6144, 8192), "行长"),
+    Param("E5.group", 128, (64, 256), "按组量化的组大小"),
+    Param("E6.M", 16384, (4096, 8192, 32768), "行数"),
+    Param("E6.N", 4096, (2048, 8192, 14336), "行长"),
+    Param("E6.group", 128, (64, 256), "组大小"),
+    Param("E8.M", 4096, (2048, 8192, 16384), "行数"),
+    Param("E8.N", 4096, (2048, 5120, 8192), "行长"),
+    Param("E8.dtype", "fp16", ("bf16", "fp32"), "数据类型"),
+    *(p for ex, task in KERNELS for p in variant_params(ex, task)),
+)
+
+
+def _derive(v: dict) -> dict:
+    return {"E3.blk_m2": 2 * v["E3.blk_m"], "E4.R": v["E4.D"] // 2}
+
+
+SPEC = LabSpec(name="elementwise", title="实验 · 逐元素、归一化与 RoPE", parts=_parts(), params=PARAMS,
+               derive=_derive,
                cell_timeout=30.0, notebook_timeout=120.0, memory_mb=2048)

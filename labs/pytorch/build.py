@@ -44,15 +44,20 @@ INTRO = """# 实验 · 从 PyTorch 到 kernel：给算子记账（习题 E1–E1
 * 需要文字解释的小问写在 Markdown 格里，由助教人工批改。
 * 每个数值小问的标题后面写着它的容差（例如「相对误差 ≤ 1%」）。
 
-**你的题目参数（variant）**：{{WHO}}题目里的尺寸与数据类型（正文中的数字）每人不同，也与书上的例子不同；
-准备格里的字典 `P` 列出了你的全部参数，`check` 也按你的参数判对错。书上的参考答案对应的是书里的数字，
-不能直接照抄。
+{{WHO}}
 
 默认约定（题目没有另行说明时）：fp16/bf16 每元素 2 字节；机器用 H200 的标定参数
 （`ledger.machines.get_machine("h200-calibrated")`）；账本口径与正文相同：输入读一次、输出写一次、
 片上中间量不计，逐元素运算与超越函数各记 1 FLOP，一次乘加记 2 FLOP。
 
 你可以随时 `import ledger` 来验算，但请先自己推一遍。"""
+
+#: the intro's ``{{WHO}}`` paragraph: one student's notebook, or the common version (the book's numbers)
+WHO_STUDENT = """**你的题目参数（variant）**：这份 notebook 是发给 `{student}` 的。题目里的尺寸与数据类型（正文中的数字）
+每人不同，也与书上的例子不同；准备格里的字典 `P` 列出了你的全部参数，`check` 也按你的参数判对错。
+书上的参考答案对应的是书里的数字，不能直接照抄。"""
+WHO_COMMON = """**题目参数**：这是公共版本（nbgrader 课程与自学使用），题目里的数字与书上的例子相同，可以对照书上的参考答案。
+准备格里的字典 `P` 列出了这些数字，`check` 也按它们判对错。"""
 
 SETUP = """# 运行本格一次：准备答案字典、自查函数与你的题目参数
 try:
@@ -70,7 +75,7 @@ EXERCISES = {
 
 一次训练迭代由前向、反向、优化器更新与梯度通信组成。请按「算术强度与平衡点之比」这一个标准，
 把每个阶段归入 `"compute-bound"`、`"memory-bound"` 或 `"transfer"`（只搬数据、不做运算）之一；
-参照的模型是正文「把算子拼成模型」一节的 8B 模型（序列长度 4096、8 卡、H200 标定参数）。
+参照的模型是正文「把算子拼成模型：8B 级模型的两本账」一节的 8B 模型（序列长度 4096、8 卡、H200 标定参数）。
 再算出 AdamW 每更新一个参数要搬多少字节：梯度为 {{E1.grad}}，参数与两个动量 m、v 都是 {{E1.state}}。""",
     "E2": """## E2 · 同一个 attention，两种判据（★）
 
@@ -110,7 +115,7 @@ $M = {{E5.M}}$ 行、$H = {{E5.H}}$ 列、fp16，按每元素 8 FLOP 记运算�
 返回方阵 GEMM 的算术强度恰好等于平衡点时的边长 $N$（实数即可，不必取整），形如 `{"n": ...}`。""",
     "E7": """## E7 · 分数矩阵为什么是 $O(S^2)$（★★★）
 
-prefill attention，1 个样本、32 头、$d = 128$、fp16，运算量与访存按正文「记账」一节（手算四例里的 attention）的口径：Q、K、V 读一次、
+prefill attention，1 个样本、32 头、$d = 128$、fp16，运算量与访存按正文「记账：一个算子要搬多少字节、做多少运算」一节的口径：Q、K、V 读一次、
 O 写一次；「分数落显存」的写法里，$S\\times S$ 的分数（与概率）矩阵在显存里往返 6 趟。
 求 $S = {{E7.S}}$ 时两种写法的访存量与比值，再求 $S = {{E7.S2}}$ 时的比值，并判断比值随 $S$ 怎样增长。""",
     "E8": """## E8 · 读账本代码（★★）
@@ -126,7 +131,7 @@ FLOPs 公式里的两项各代表什么？""",
 是什么？`target` 为 `None` 时它去读哪个环境变量？最后说说这个签名透露出 TileLang 处在软件栈的哪一层。""",
     "E10": """## E10 · 自定义算子与 `torch.compile` 的接缝（★★★）
 
-阅读 TileOPs 仓库 `src/tileops/ops/compile_boundary.py` 开头的模块说明（正文 torch.compile 一节的「边界」部分摘录了要点），用自己的话回答：
+阅读 TileOPs 仓库 `src/tileops/ops/compile_boundary.py` 开头的模块说明（正文「torch.compile：Dynamo、AOTAutograd 与 Inductor」一节摘录了要点），用自己的话回答：
 传给自定义算子的 key 为什么必须是字符串？Inductor 把假张量的输出形状写进磁盘缓存这件事，和「同一个 key
 不能复用」有什么关系？为什么被 Dynamo 追踪的 `forward` 里不能构造 kernel？""",
     "E11": """## E11 · 换一台机器，判据会翻转吗？（★★）
@@ -276,8 +281,7 @@ def build(variant: dict | None = None, student: str | None = None) -> nbformat.N
     missing = [p.grade_id for p in spec.parts if p.grade_id not in SOLUTIONS]
     if missing:
         raise SystemExit(f"build: no solution for {missing}")
-    who = (f"这份 notebook 是发给 `{student}` 的，" if student else
-           "这是公共版本（数字与书上相同，nbgrader 课程与自学使用），")
+    who = WHO_STUDENT.format(student=student) if student else WHO_COMMON
     intro = render_text(INTRO.replace("{{WHO}}", who), variant)
     setup = (SETUP.replace("{{CHECKER}}", repr(LAB) + (f", {student!r}" if student else ""))
              .replace("{{P}}", _p_literal(variant)))

@@ -79,9 +79,9 @@ def test_references_follow_the_ledger(monkeypatch):
     monkeypatch.setattr(F, "rmsnorm_cost", lambda m, n, dtype="float16", **k: F.Cost(1.0, 7.0e6, "x"))
     assert spec.part("e2_a").reference(v) == pytest.approx(7.0) != before
     pm, _ = load_lab("perfmodel")
-    before = pm.part("e1_d").reference(None)
+    before = pm.part("e1_d").reference(pm.default_variant())
     monkeypatch.setattr(cs, "ideal_bytes", lambda s=cs.CASE: 5e6)
-    assert pm.part("e1_d").reference(None) == pytest.approx(5.0) != before
+    assert pm.part("e1_d").reference(pm.default_variant()) == pytest.approx(5.0) != before
 
 
 def test_the_primer_references_are_the_ledgers_on_each_students_numbers(monkeypatch):
@@ -100,8 +100,13 @@ def test_the_primer_references_are_the_ledgers_on_each_students_numbers(monkeypa
 
 def test_the_design_decision_is_the_ledgers_and_flips_with_the_machine():
     spec, _ = load_lab("perfmodel")
-    assert spec.part("e7_a").reference(None) == "split-K=8"
-    assert spec.part("e7_e").reference(None) == {"skinny": "no split", "decode": "one block per head"}
+    book = spec.default_variant()
+    assert spec.part("e7_a").reference(book) == "split-K=8"
+    assert spec.part("e7_e").reference(book) == {"skinny": "no split", "decode": "one block per head"}
+    # a wider skinny GEMM fills the machine without splitting; a decode of 8 sequences of 32 heads too
+    wide = {**book, "E7.M": 2048}
+    assert spec.part("e7_a").reference(wide) == "no split"
+    assert spec.part("e7_c").reference({**book, "E7.batch": 8}) == "one block per head"
 
 
 @pytest.mark.slow
@@ -143,9 +148,16 @@ def cpu_grades(tmp_path_factory):
             for s in batch_for(lab, key.encode(), side="gpu", only=set()):
                 if s["name"] == "reference" or (s["name"] == "starter" and lab in ("elementwise", "primer")):
                     (subs / f"{s['name']}.ipynb").write_text(json.dumps(s["nb"]), encoding="utf-8")
-        else:
-            _, src = load_lab(lab)
-            (subs / "reference.ipynb").write_text(src.read_text(encoding="utf-8"), encoding="utf-8")
+        else:  # no kernels: the instructor notebook of student "reference", tagged as released to them
+            import nbformat
+
+            from autograder.labs import load_builder
+            from autograder.variants import TAG_KEY, make_tag, variant_for
+
+            spec, _ = load_lab(lab)
+            nb = load_builder(lab).build(variant_for(spec, "reference"), student="reference")
+            nb.metadata[TAG_KEY] = make_tag(spec, "reference", key.encode())
+            nbformat.write(nb, str(subs / "reference.ipynb"))
         r = subprocess.run([sys.executable, "-m", "autograder", "grade", lab, str(subs), "--out", str(tmp / f"g-{lab}"),
                             "-j", "2", "--no-progress"], capture_output=True, text=True, cwd=ROOT, env=env, timeout=1800)
         assert r.returncode == 0, r.stderr[-2000:]
