@@ -16,12 +16,31 @@ from coursebook.records import DASH, NO_RESULT, _fmt_err, bench, floor3, label_i
 from coursebook.style import COLORS as _C
 from coursebook.style import figure
 
-__all__ = ["pipeline_values", "tuned_values", "replicate_values", "fp8_values", "ladder_bars", "ladder_rows",
+__all__ = ["ledger_words", "BOUND_WORDS", "pipeline_values", "tuned_values", "ladder_values", "ratio_text", "stage_claims", "twin_gaps", "bench_search_claim", "replicate_values", "fp8_values", "ladder_bars", "ladder_rows",
            "config_words", "tuning_table", "ws_table", "ladder_claims", "ws_claims", "fp8_claims", "lowp_claims",
            "fp8_words",
            "tuning_rows", "ws_rows", "power_rows", "lowp_rows", "audit_rows", "targets", "fp8_section",
            "audit_table", "lowered_evidence", "ws_evidence", "wgmma_descriptors", "ladder_replicates",
            "search_times", "vs_automatic", "ws_label", "WS_KEYS", "LADDER_REPEATS"]
+
+
+#: The ledger's verdicts (:func:`ledger.cost.judge`) and the protocol's statistics (:data:`ledger.protocol.STATISTICS`)
+#: as the book writes them.
+BOUND_WORDS = {"memory-bound": "受带宽限制", "compute-bound": "受算力限制", "balanced": "恰在平衡点"}
+STATISTIC_WORDS = {"median": "中位数", "mean": "平均值", "min": "最小值", "max": "最大值"}
+
+
+def ledger_words() -> dict[str, str]:
+    """The GEMM pages' ledger verdicts in words: ``calc.gemm.ledger.s<side>.bound_<machine>`` for every
+    ``gemm.ledger.s<side>.bound_<machine>`` of the registry, and ``calc.gemm.bench.statistic`` for the
+    protocol's statistic (the registry keeps the ledger's own English terms)."""
+    from ledger.figures import collect
+
+    reg = collect()
+    v = {"calc." + k: BOUND_WORDS[f.text] for k, f in reg.items()
+         if k.startswith("gemm.ledger.s") and ".bound_" in k}
+    v["calc.gemm.bench.statistic"] = STATISTIC_WORDS[reg["gemm.bench.statistic"].text]
+    return v
 
 
 def pipeline_values() -> dict[str, str]:
@@ -94,8 +113,7 @@ def tuned_values(results: dict | None) -> dict[str, str]:
         note = next((r for r in records(results, "gemm.ladder", kind="note") if r.get("name") == f"cuBLAS kernel {side}^3"), None)
         v[f"derived.gemm.cublas.s{side}.kernel"] = ", ".join((note or {}).get("kernels") or []) or DASH
         # identical generated code, timed twice under different labels: the spread of the search's timings
-        gaps = [abs(ms[k] / ms[k[: -len("_inferred")]] - 1) * 100 for k in ms
-                if k.endswith("_inferred") and k[: -len("_inferred")] in ms]
+        gaps = twin_gaps(results, side)
         lo, hi = (f"{min(gaps):.1f}", f"{max(gaps):.1f}") if gaps else (DASH, DASH)
         v[f"derived.gemm.tune.s{side}.twin_gap_pct"] = lo if lo == hi else f"{lo}–{hi}"
     return v
@@ -199,8 +217,39 @@ _RUNG_ZH = {"rung1_naive": "① 朴素", "rung2_shared": "② shared+T.gemm", "r
             "rung4_annotated": "④ 注解", "rung5_mma": "⑤ mma.sync", "rung4_tuned": "④ 调优"}
 
 
+def _cublas_tflops(rec: dict | None) -> float | None:
+    """TFLOP/s of the cuBLAS timed in a bench record's alternating rounds."""
+    cub = ((rec or {}).get("baselines") or {}).get("cuBLAS")
+    return rec["flops"] / (cub * 1e-3) / 1e12 if cub and rec.get("flops") else None
+
+
+def ratio_text(x: float | None) -> str:
+    """A time ratio as the page prints it: ``0.33×``; below 0.1 as a fraction (``约 1/771``), which two
+    decimals would print as ``0.00×``."""
+    if x is None or x <= 0:
+        return DASH
+    return f"{x:.2f}×" if x >= 0.1 else f"约 1/{1 / x:.0f}"
+
+
+def ladder_values(results: dict | None) -> dict[str, str]:
+    """The ladder's cuBLAS: the range of its TFLOP/s over the rungs' alternating rounds at each shape
+    (``derived.gemm.cublas.s*.span``), and each rung's time ratio to the cuBLAS of its own rounds as
+    printed (``derived.gemm.ladder.<rung>.s*.x``: small ratios as a fraction)."""
+    v: dict[str, str] = {}
+    for side in (4096, 8192):
+        recs = [r for r in records(results, "gemm.ladder", kind="bench") if r.get("rung") and (r.get("shape") or [0])[0] == side]
+        tf = [t for t in (_cublas_tflops(r) for r in recs) if t]
+        v[f"derived.gemm.cublas.s{side}.span"] = DASH if not tf else (
+            f"{min(tf):.0f}" if f"{min(tf):.0f}" == f"{max(tf):.0f}" else f"{min(tf):.0f}–{max(tf):.0f}")
+        by = {r["rung"]: r for r in recs}
+        for rung in _RUNG_ZH:
+            v[f"derived.gemm.ladder.{rung}.s{side}.x"] = ratio_text(((by.get(rung) or {}).get("speedup") or {}).get("cuBLAS"))
+    return v
+
+
 def ladder_bars(results: dict | None = None):
-    """Recorded TFLOP/s of every rung at 4096^3 and 8192^3, cuBLAS on the same run beside them."""
+    """Recorded TFLOP/s of every rung at 4096^3 and 8192^3; beside them the cuBLAS timed in the tuned
+    rung's alternating rounds (the cuBLAS the text quotes)."""
     import numpy as np
 
     results = load() if results is None else results
@@ -219,9 +268,8 @@ def ladder_bars(results: dict | None = None):
     for i, side in enumerate(sides):
         by = {r["rung"]: r for r in recs if r["shape"][0] == side}
         vals = [by[n]["tflops"] if n in by else 0.0 for n in order]
-        cub = [r["flops"] / (r["baselines"]["cuBLAS"] * 1e-3) / 1e12 for r in by.values()
-               if (r.get("baselines") or {}).get("cuBLAS")]
-        vals.append(float(np.median(cub)) if cub else 0.0)
+        tuned = by.get("rung4_tuned") or {}
+        vals.append(_cublas_tflops(tuned) or 0.0)  # the cuBLAS timed in the tuned rung's rounds, as the text quotes
         bars = ax.bar(x + (i - (len(sides) - 1) / 2) * width, vals, width, color=colors[i % 2], label=f"{side}³")
         for b, val in zip(bars, vals):
             ax.text(b.get_x() + b.get_width() / 2, val + 8, "未测" if val == 0 else f"{val:.0f}",
@@ -229,7 +277,7 @@ def ladder_bars(results: dict | None = None):
     ax.set_xticks(x)
     ax.set_xticklabels([_RUNG_ZH[n] for n in order] + ["cuBLAS"], fontsize=9)
     ax.set_ylabel("TFLOP/s（记录结果）")
-    ax.set_title("五级阶梯与调优后的第四级，对照同一次运行里的 cuBLAS（fp16，H200）")
+    ax.set_title("五级阶梯与调优后的第四级，对照与调优后第四级交替计时的 cuBLAS（fp16，H200）")
     ax.legend()
     fig.tight_layout()
     return fig
@@ -471,20 +519,44 @@ def fp8_section(results: dict | None = None) -> str:
                      f"{_fmt_err(chk.get('max_abs_err'), '.3g')} | {_fmt_err(chk.get('rel_fro_err', r.get('rel_fro_err')))} | "
                      f"{_fmt_err(ref.get('max_abs_err'), '.3g')} / {_fmt_err(ref.get('rel_fro_err'))} |")
         if ok is False:
-            failed.append(fp8_words(r))
+            failed.append((r, chk.get("mismatched", "?")))
         e, e0 = chk.get("rel_fro_err", r.get("rel_fro_err")), ref.get("rel_fro_err")
         if e is not None and e0 is not None:
-            (worse if e > 1.05 * e0 else better).append(fp8_words(r))
+            (worse if e > 1.05 * e0 else better).append((r, None))
     text = ["\n".join(lines), ""]
     if failed:
-        text.append("按记录，" + "、".join(failed) + " 的逐元素检查没有通过：它跑得快，但有元素落在容差之外。")
+        groups = _by_kind(failed)
+        text.append("按记录，" + "；".join(
+            f"{kind}在 {_and(sides)} 上{'都' if len(sides) > 1 else ''}没有通过逐元素检查"
+            f"（{'分别' if len(sides) > 1 else ''}有 {_and(counts)} 个元素超出容差）"
+            for kind, (sides, counts) in groups.items()) + "：跑得快，但有元素落在容差之外。")
     if worse:
-        text.append("误差高于同形状 `torch._scaled_mm` 的有：" + "、".join(worse) + "。")
+        text.append("误差高于同形状 `torch._scaled_mm` 的：" + "；".join(
+            f"{kind}（{'、'.join(sides)}）" for kind, (sides, _) in _by_kind(worse).items()) + "。")
     if better:
-        text.append("误差与 `torch._scaled_mm` 相当或更低的有：" + "、".join(better) + "。")
+        text.append("误差与 `torch._scaled_mm` 相当或更低的：" + "；".join(
+            f"{kind}（{'、'.join(sides)}）" for kind, (sides, _) in _by_kind(better).items()) + "。")
     if not failed and not worse:
         text.append("按记录，所有 fp8 kernel 都通过了检查，误差不高于 `torch._scaled_mm`。")
-    return "\n".join(text)
+    return text[0] + "\n\n" + "".join(text[2:])
+
+
+def _and(xs: list) -> str:
+    """``a``, ``a 与 b``, ``a、b 与 c``."""
+    xs = [str(x) for x in xs]
+    return xs[0] if len(xs) == 1 else "、".join(xs[:-1]) + " 与 " + xs[-1]
+
+
+def _by_kind(recs: list) -> dict[str, tuple[list[str], list]]:
+    """fp8 records grouped by accumulation, in words: ``{"单级累加的教学版": (["4096³", "8192³"], [mismatches])}``."""
+    out: dict[str, tuple[list[str], list]] = {}
+    for r, n in recs:
+        words = fp8_words(r).split("，")
+        kind = "单级累加的教学版" if "单级" in words[1] else "两级累加的版本"
+        sides, counts = out.setdefault(kind, ([], []))
+        sides.append(words[-1])
+        counts.append(n)
+    return out
 
 
 def fp8_claims(results: dict | None) -> list:
@@ -557,16 +629,31 @@ def lowp_claims(results: dict | None) -> list:
     """The W4A16 sentences chosen by the records (``claim.gemm.w4a16.*``)."""
     from coursebook import claims as C
 
-    out = []
+    x = {}
     for key, name in (("square", "dequant W4A16 g128 4096x4096x4096"), ("decode", "dequant W4A16 g128 128x8192x8192")):
         r = bench(results, name, "gemm.lowp") or {}
-        x = (r.get("speedup") or {}).get("cuBLAS fp16 weights")
-        out.append(C.threshold(f"claim.gemm.w4a16.{key}", x, 1.0, above="赢了", below="输了"))
-    return out
+        x[key] = (r.get("speedup") or {}).get("cuBLAS fp16 weights")
+    square = C.threshold("claim.gemm.w4a16.square", x["square"], 1.0, above="记录里它仍比基线快",
+                         below="记录里它比基线慢")
+    # the decode shape is read against the square one: "also slower", "slower after all", or faster
+    case = None if x["decode"] is None or square.case is None else (
+        "won" if x["decode"] >= 1.0 else "also_lost" if square.case == "below" else "lost")
+    decode = C.choose("claim.gemm.w4a16.decode", case, {
+        "won": "记录里它比基线快", "also_lost": "记录里它也比基线慢", "lost": "记录里它却比基线慢"})
+    return [square, decode]
+
+
+#: The probes of the sm_90a audit (:func:`kernels.gemm.support.audit`) in words, as the list below the table names them.
+AUDIT_WORDS = {"int8_gemm": "int8", "int4_gemm": "int4 操作数直接送进 `T.gemm`", "fp8_gemm": "fp8 e4m3",
+               "mx_blockscaled": "MX 块缩放（`T.gemm_blockscaled`）", "wgmma_n24": "`block_N` 除以 16 余 8（24）"}
+#: The GPU checks of suite ``gemm.support`` in words.
+AUDIT_CHECK_WORDS = {"int8 wgmma 256^3 (exact)": "int8 GEMM，256³，要求与 float64 参考逐位一致",
+                     "wgmma block_N=24 (8 mod 16)": "fp16 GEMM，`block_N = 24`"}
 
 
 def audit_table(results: dict | None = None) -> str:
-    """The sm_90a support audit recorded with the GPU run (nothing is compiled to fill a gap)."""
+    """The sm_90a support audit recorded with the GPU run (nothing is compiled to fill a gap), probes and
+    checks named in words."""
     from measure.render import markdown_table
 
     rows = audit_rows(results)
@@ -577,14 +664,16 @@ def audit_table(results: dict | None = None) -> str:
     for r in rows:
         r["compiler says"] = r["compiler says"][:120] + ("…" if len(r["compiler says"]) > 120 else "")
         r["sm_90a"] = {"compiles": "能编译", "refused": "被拒绝"}.get(r["sm_90a"], r["sm_90a"])
-        r["construct"] = f"`{r['construct']}`"
+        r["construct"] = AUDIT_WORDS.get(r["construct"], r["construct"])
     rows = [{zh[k]: v for k, v in r.items()} for r in rows]
     checks = [r for r in records(results, "gemm.support", kind="check")]
     tail = ""
     if checks:
         tail = "\n\nGPU 上对能编译的两个探针做的检查：\n\n" + "\n".join(
-            f"- `{c['name']}`：{'通过' if c.get('ok') else '未通过'}，最大绝对误差 {_fmt_err(c.get('max_abs_err'), '.3g')}"
-            + (f"，wgmma 形状 {c['wgmma_shapes']}" if c.get("wgmma_shapes") else "") for c in checks)
+            f"- {AUDIT_CHECK_WORDS.get(c['name'], c['name'])}：{'通过' if c.get('ok') else '未通过'}，"
+            f"最大绝对误差 {_fmt_err(c.get('max_abs_err'), '.3g')}"
+            + (f"，wgmma 形状 {'、'.join('m{}n{}k{}'.format(*w) for w in c['wgmma_shapes'])}" if c.get("wgmma_shapes") else "")
+            for c in checks)
     return head + "\n\n" + markdown_table(rows) + tail
 
 
@@ -675,6 +764,62 @@ def _r(results, name: str, suite: str = "gemm.ladder") -> dict:
     return bench(results, name, suite) or {}
 
 
+def twin_gaps(results: dict | None, side: int) -> list[float]:
+    """The tuned search's resolution at ``side``^3: how far apart (percent) each candidate with the layout
+    annotation off ran from its annotated twin (the same generated code)."""
+    ms = search_times(results, side)
+    return [abs(ms[k] / ms[k[: -len("_inferred")]] - 1) * 100 for k in ms
+            if k.endswith("_inferred") and k[: -len("_inferred")] in ms]
+
+
+#: The automatic candidates that differ only in the number of stages (the stage comparison of the tuning table).
+STAGE_PAIR = ("128x256x64_s3_t256_p8", "128x256x64_s4_t256_p8")
+
+
+def stage_claims(results: dict | None) -> list:
+    """Four stages against three (the automatic candidates of :data:`STAGE_PAIR`), per shape, against the
+    search's resolution (the widest gap between byte-identical twins, :func:`twin_gaps`): the tuning
+    section's sentence and exercise E4's (``claim.gemm.tune.stages``, ``claim.gemm.ex.e4``)."""
+    from coursebook import claims as C
+
+    gaps, cases = {}, []
+    for side in (4096, 8192):
+        ms, res = search_times(results, side), twin_gaps(results, side)
+        if not res or not all(k in ms for k in STAGE_PAIR):
+            cases.append(None)
+            continue
+        g = 100 * (ms[STAGE_PAIR[1]] / ms[STAGE_PAIR[0]] - 1)  # > 0: four stages slower
+        gaps[side] = g
+        cases.append("within" if abs(g) <= max(res) else ("slower" if g > 0 else "faster"))
+    case = None if None in cases else (cases[0] if cases[0] == cases[1] else "mixed" if "within" in cases else "opposite")
+
+    def d(side: int) -> str:
+        g = gaps.get(side)
+        return "" if g is None else (f"慢 {g:.1f}%" if g > 0 else f"快 {-g:.1f}%")
+
+    vals = dict(a=d(4096), b=d(8192))
+    return [
+        C.choose("claim.gemm.tune.stages", case, {
+            "within": "其三，四级流水与三级（其余参数相同）的差别落在测量分辨率以内：四级在 4096³ 上{a}，在 8192³ 上{b}。"
+                      "多一级没有带来可测的收益，却多占了一份共享内存。",
+            "slower": "其三，四级流水比三级（其余参数相同）慢，差距超出了测量分辨率：4096³ 上{a}，8192³ 上{b}。"
+                      "多一级多占了一份共享内存，流水却已经够深。",
+            "faster": "其三，四级流水比三级（其余参数相同）快，差距超出了测量分辨率：4096³ 上{a}，8192³ 上{b}。",
+            "mixed": "其三，四级流水与三级（其余参数相同）相比，4096³ 上{a}，8192³ 上{b}：只在一个形状上超出了测量分辨率，"
+                     "多一级的得失并不一致。",
+            "opposite": "其三，四级流水与三级（其余参数相同）相比，4096³ 上{a}，8192³ 上{b}：两个形状上的差距都超出了测量分辨率，"
+                        "方向却相反。"}, **vals),
+        C.choose("claim.gemm.ex.e4", case, {
+            "within": "调优表里自动流水的四级候选与三级的差别落在测量分辨率以内：共享内存多了一份，驻留数却没有因此增加，"
+                      "多这一级没有带来可测的收益。",
+            "slower": "调优表里自动流水的四级候选比三级慢，超出了测量分辨率：共享内存多了一份，驻留数却没有因此增加。",
+            "faster": "调优表里自动流水的四级候选比三级快，超出了测量分辨率：驻留数没有变，收益来自更深的流水。",
+            "mixed": "调优表里自动流水的四级候选与三级相比，只在一个形状上超出了测量分辨率：驻留数没有变，多一级的得失并不一致。",
+            "opposite": "调优表里自动流水的四级候选与三级相比，两个形状上的差距方向相反：驻留数没有变，多一级的得失并不一致。"},
+            **vals),
+    ]
+
+
 def ladder_claims(results: dict | None) -> list:
     """The ladder's and the tuned rung 4's sentences that conclude from the records, chosen by them
     (:mod:`coursebook.claims`; keys ``claim.gemm.*``)."""
@@ -683,11 +828,9 @@ def ladder_claims(results: dict | None) -> list:
     out = []
     tf = {(n, s): _r(results, f"{n} {s}^3").get("tflops") for n in
           ("rung1_naive", "rung2_shared", "rung3_pipelined", "rung4_annotated", "rung5_mma") for s in (4096, 8192)}
-    cub = lambda s: (lambda r: r["flops"] / (r["baselines"]["cuBLAS"] * 1e-3) / 1e12  # noqa: E731
-                     if r.get("baselines", {}).get("cuBLAS") else None)(_r(results, f"tuned rung4 {s}^3"))
-    c4 = cub(4096)
+    x1 = (_r(results, "rung1_naive 4096^3").get("speedup") or {}).get("cuBLAS")  # the rung's own rounds
     out.append(C.threshold(
-        "claim.gemm.ladder.naive", None if not (c4 and tf[("rung1_naive", 4096)]) else c4 / tf[("rung1_naive", 4096)],
+        "claim.gemm.ladder.naive", None if not x1 else 1 / x1,
         100.0, above="账本预言的数量级差距原样出现：cuBLAS 是它的 {value:.0f} 倍。",
         below="与 cuBLAS 差 {value:.0f} 倍，没有账本预言的那么悬殊。"))
     r1, r2 = tf[("rung1_naive", 4096)], tf[("rung2_shared", 4096)]
@@ -729,9 +872,27 @@ def ladder_claims(results: dict | None) -> list:
             flags.append(None if not (pers and plain) else min(pers) > min(plain))
     out.append(C.every("claim.gemm.tune.pers_slower", flags,
                        all_="记录里它却在每一次搜索、两个形状上都慢于最好的非持久化自动候选",
-                       some="记录里它在 {n} 次搜索（两个形状各算一次）中有 {k} 次慢于最好的非持久化自动候选",
-                       none="记录里它在每一次搜索里都不比最好的非持久化自动候选慢"))
+                       some="记录里它在 {r} 次重复、两个形状共 {n} 次搜索中有 {k} 次慢于最好的非持久化自动候选",
+                       none="记录里它在每一次搜索里都不比最好的非持久化自动候选慢", r=len(runs)))
     return out
+
+
+def bench_search_claim(results: dict | None):
+    """The tuned winner timed against cuBLAS (its bench) against its time in the search, per shape: "几乎不变"
+    within half a percent, else how much slower or faster (``claim.gemm.tune.bench_vs_search``)."""
+    from coursebook import claims as C
+
+    # the winner timed against cuBLAS (bench) against its time in the search, per shape
+    words = {"same": "几乎不变", "slower": "慢了 {p}%", "faster": "快了 {p}%"}
+    parts, pcts = [], {}
+    for side in (4096, 8192):
+        rec, best = bench(results, f"tuned rung4 {side}^3", "gemm.ladder"), min(search_times(results, side).values(), default=None)
+        pct = 100 * (rec["ms"] / best - 1) if rec and rec.get("ms") and best else None
+        parts.append(None if pct is None else "same" if abs(pct) < 0.5 else "slower" if pct > 0 else "faster")
+        pcts[side] = f"{abs(pct):.0f}" if pct is not None else ""
+    return C.choose("claim.gemm.tune.bench_vs_search", None if None in parts else "_".join(parts), {
+        f"{a}_{b}": "4096³ 上" + words[a].replace("{p}", "{a}") + "，8192³ 上" + words[b].replace("{p}", "{b}")
+        for a in words for b in words}, a=pcts[4096], b=pcts[8192])
 
 
 def ws_claims(results: dict | None) -> list:
@@ -812,9 +973,11 @@ def ws_claims(results: dict | None) -> list:
     out.append(C.every("claim.gemm.ex.e12", flags,
                        all_="记录里，每一次搜索、两个形状上，它都是手写候选中最慢的；四级、等全部完成的那个领先最多，"
                             "它也都是不持久化的手写候选里最快的。",
-                       some="记录里，{n} 次搜索（两个形状各算一次）中有 {k} 次是这样的排序：它最慢，四级、等全部完成的那个"
-                            "在不持久化的手写候选里最快；其余几次，噪声盖过了领先一级的差别。",
-                       none="记录里的排序并不如此：领先几级只是一个因素，在这台功耗封顶的卡上，它没有决定名次。"))
+                       some="记录里，{r} 次重复、两个形状共 {n} 次搜索中有 {k} 次是这样的排序：它最慢，四级、等全部完成的那个"
+                            "在不持久化的手写候选里最快；另外 {rest} 次，噪声盖过了领先一级的差别。",
+                       none="记录里的排序并不如此：领先几级只是一个因素，在这台功耗封顶的卡上，它没有决定名次。",
+                       r=len(runs), rest=len(flags) - sum(bool(f) for f in flags)))
+    out.append(bench_search_claim(results))
     ratios = {s: [] for s in (4096, 8192)}
     for _, res in runs:
         for s in (4096, 8192):
@@ -824,7 +987,7 @@ def ws_claims(results: dict | None) -> list:
                        all_="每一次运行都略快于 cuBLAS", some="{n} 次运行中有 {k} 次快于 cuBLAS",
                        none="{n} 次运行都没有快过 cuBLAS"))
     lo = None if not ratios[4096] or None in ratios[4096] else min(ratios[4096])
-    out.append(C.threshold("claim.gemm.vs_cublas.s4096", lo, 0.95,
-                           above="与它相差几个百分点以内（最慢的一次是它的 {value:.3f} 倍）",
-                           below="最慢的一次只有它的 {value:.3f} 倍"))
+    out.append(C.threshold("claim.gemm.vs_cublas.s4096", lo, 0.95,  # cut like the list of runs (floor3), never rounded
+                           above="与它相差几个百分点以内（最慢的一次是它的 {cut} 倍）",
+                           below="最慢的一次只有它的 {cut} 倍", cut=None if lo is None else floor3(lo)))
     return out

@@ -15,7 +15,7 @@ from coursebook.style import COLORS as _C
 from coursebook.style import figure
 
 __all__ = ["md_table", "label_in_words", "NO_RESULT", "DASH", "load", "records", "bench", "search", "floor3", "measured_table",
-           "kernel_names_table", "measured_copy_fraction", "targets_table", "elementwise_values", "verdict_table",
+           "kernel_names_table", "measured_copy_fraction", "targets_table", "elementwise_values", "verdict_table", "flush_verdict_table",
            "variant_summary", "variant_words", "ELEMENTWISE_SUITES", "elementwise_claims", "elementwise_table", "kernel_words"]
 
 #: What a measured cell shows when no GPU results are recorded yet.
@@ -265,7 +265,9 @@ _TARGET_NAME = {"frac_copy_bw": "拷贝带宽占比", "speedup_vs_byte_ratio": "
 def _target_label(key: str) -> str:
     if key.startswith("speedup:"):
         base = key.split(":", 1)[1]
-        return f"对 {_BASELINE_WORDS.get(base, base)} 的加速比"
+        words = _BASELINE_WORDS.get(base, base)
+        wide = lambda c: ord(c) >= 0x2E80  # noqa: E731 -- CJK and full-width punctuation: no blank beside them
+        return f"对{'' if wide(words[0]) else ' '}{words}{'' if wide(words[-1]) else ' '}的加速比"
     return _TARGET_NAME.get(key, key)
 
 
@@ -539,18 +541,61 @@ def elementwise_claims(results: dict | None = None) -> list:
 
 
 # ------------------------------------------------------------------ every suite's verdicts
+_VERDICT = {True: "达到", False: "未达到", None: "无法判断"}
+#: The suite that times the variants' products again under both L2 flushes (its records are named
+#: ``"<mode> flush: <product>"``; :func:`flush_verdict_table`).
+FLUSH_SUITE = "gemm.flush"
+#: The flush modes of :data:`FLUSH_SUITE` in the order its table shows them, with their headers.
+FLUSH_HEADS = {"write": "重写冲刷", "clean": "重写后再读"}
+
+
 def verdict_table(results: dict | None = None) -> str:
-    """Targets set by the suites and whether the record met them (read, never asserted)."""
+    """Targets set by the suites and whether the record met them (read, never asserted); the products timed
+    again under both L2 flushes are :func:`flush_verdict_table`'s."""
     results = load() if results is None else results
-    zh = {True: "达到", False: "未达到", None: "无法判断"}
     lines = ["| kernel | 指标 | 目标 | 实测 | 结论 |", "|---|---|---:|---:|---|"]
     for r in records(results, "gemm.", kind="bench"):
+        if r.get("suite") == FLUSH_SUITE:
+            continue
         for key, t in (r.get("targets") or {}).items():
             val = t.get("value")
             lines.append(f"| {_gemm_words(r['name'])} | {_target_label(key)} | ≥ {t.get('target')} | "
-                         f"{DASH if val is None else floor3(val)} | {zh[t.get('met')]} |")
+                         f"{DASH if val is None else floor3(val)} | {_VERDICT[t.get('met')]} |")
     if len(lines) == 2:
         return f"**{NO_RESULT}**"
+    return "\n".join(lines)
+
+
+def _flush_subject(name: str) -> str:
+    """A product of :data:`FLUSH_SUITE` in words (its split-K and stream-K are the hand-written ones)."""
+    for short, full in (("split-K ", "split-K ws "), ("stream-K ", "stream-K ws ")):
+        if name.startswith(short) and not name.startswith(full):
+            name = full + name[len(short):]
+    return _gemm_words(name)
+
+
+def flush_verdict_table(results: dict | None = None) -> str:
+    """The targets of the products :data:`FLUSH_SUITE` timed under both L2 flushes: one row per product and
+    target, the measured value and verdict under each flush side by side."""
+    results = load() if results is None else results
+    rows: dict = {}
+    for r in records(results, FLUSH_SUITE, kind="bench"):
+        mode, sep, subject = str(r.get("name", "")).partition(" flush: ")
+        if not sep or mode not in FLUSH_HEADS:
+            continue
+        for key, t in (r.get("targets") or {}).items():
+            rows.setdefault((subject, key), {"target": t.get("target")})[mode] = t
+    if not rows:
+        return f"**{NO_RESULT}**"
+    heads = " | ".join(f"{h}：实测（结论）" for h in FLUSH_HEADS.values())
+    lines = [f"| kernel | 指标 | 目标 | {heads} |", "|---|---|---:|" + "---:|" * len(FLUSH_HEADS)]
+    for (subject, key), row in rows.items():
+        cells = []
+        for mode in FLUSH_HEADS:
+            t = row.get(mode) or {}
+            val = t.get("value")
+            cells.append(DASH if val is None else f"{floor3(val)}（{_VERDICT[t.get('met')]}）")
+        lines.append(f"| {_flush_subject(subject)} | {_target_label(key)} | ≥ {row['target']} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -576,12 +621,13 @@ _VARIANT_WORDS = (("grouped concat", "grouped，拼接式"), ("grouped ptr", "gr
                   ("batched ws scores", "batched 手写流水，注意力分数 QKᵀ"),
                   ("batched ws context", "batched 手写流水，注意力输出 PV"),
                   ("split-K ws", "split-K 手写流水"), ("w4a16", "W4A16 反量化 GEMM"),
+                  ("stream-K ws", "stream-K 手写流水"), ("full-wave 128x144", "128×144 块的整波切法，手写流水"),
                   ("stream-K", "stream-K"))
 _BASELINE_WORDS = {"torch.matmul loop": "逐个专家调用 torch.matmul", "torch.bmm": "torch.bmm", "cuBLAS": "cuBLAS",
                    "torch.matmul loop (CUDA graph)": "CUDA graph 捕获的 torch.matmul 循环",
                    "cuBLAS fp16 weights": "cuBLAS（fp16 权重）", "cuBLAS bf16": "cuBLAS（bf16）",
                    "write C (zero_)": "只写输出（zero_）", "no-split": "同一 kernel 不切分",
-                   "one dense GEMM, same rows": "同样行数的一个稠密 GEMM"}
+                   "one dense GEMM, same rows": "同样行数的一个稠密 GEMM", "data-parallel": "数据并行切法"}
 
 
 def variant_words(name: str) -> str:

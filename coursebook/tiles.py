@@ -88,9 +88,10 @@ def splitk_values(results: dict | None) -> dict[str, str]:
         v[f"derived.gemm.splitk.s{s}.pred"] = f"{p:.2f}" if p else DASH
     l2 = _splitk_l2(results)
     full = [r["l2_tbps"] for r in l2 if (r["fill"] or 0) > 0.9]  # one nearly full wave: every SM pulling
-    part = [r["l2_tbps"] for r in l2 if r["split"] == 1]
+    # the default 128 x 128 blocks unsplit (the sentence is about them: half the SMs reading)
+    part = [r["l2_tbps"] for r in l2 if r["split"] == 1 and r["tile"] == f"{bm}×{bn}"]
     v["derived.gemm.splitk.l2_full_tbps"] = f"{min(full):.1f}–{max(full):.1f}" if full else DASH
-    v["derived.gemm.splitk.l2_nosplit_tbps"] = f"{min(part):.1f}–{max(part):.1f}" if part else DASH
+    v["derived.gemm.splitk.l2_nosplit_tbps"] = _range(part, ".1f") if part else DASH
     return v
 
 
@@ -178,13 +179,13 @@ def splitk_table(results: dict | None = None) -> str:
     if not rows["tile"]:
         return f"**{NO_RESULT}**"
     el = {r["split"]: r for r in rows["element"]}
-    lines = ["| split | 网格（块） | 波数 | 末波填充 | 预测加速比 | 实测：tile 原子加 | 实测：逐元素原子加 | "
+    lines = ["| 段数 | 网格：块数（波数，末波填充） | 预测加速比 | 实测：整块 / 逐元素原子加 | "
              "输出侧 fp32 字节 (MiB) | 对 cuBLAS |",
-             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "|---:|---:|---:|---:|---:|---:|"]
     for r in rows["tile"]:
         e = el.get(r["split"], {})
-        lines.append(f"| {r['split']} | {r['grid']} | {r['waves']} | {100 * (r['fill'] or 0):.0f}% | "
-                     f"{r['pred']:.2f}× | {r['meas']:.2f}× | {e.get('meas', 0):.2f}× | "
+        lines.append(f"| {r['split']} | {r['grid']}（{r['waves']} 波，{100 * (r['fill'] or 0):.0f}%） | "
+                     f"{r['pred']:.2f}× | {r['meas']:.2f}× / {e.get('meas', 0):.2f}× | "
                      f"{(r['part'] or 0) / 2**20:.0f} | {r['cub']:.2f}× |")
     return "\n".join(lines)
 
@@ -216,13 +217,12 @@ def splitk_l2_table(results: dict | None = None) -> str:
     rows = _splitk_l2(results)
     if not rows:
         return f"**{NO_RESULT}**"
-    lines = ["| 块 | split | 网格（块） | 末波填充 | 预测加速比 | 实测加速比 | 时间 (µs) | 从 L2 读的操作数 (MB) | 折合 L2→SM (TB/s) | 对 cuBLAS |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| 块 | 段数 | 块数（末波填充） | 实测 / 预测加速比 | 时间 (µs) | 折合 L2→SM (TB/s) | 对 cuBLAS |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
-        pred = "—" if r["split"] == 1 else f"{r['pred']:.2f}×"
-        meas = "—" if r["split"] == 1 or not r["meas"] else f"{r['meas']:.2f}×"
-        lines.append(f"| {r['tile']} | {r['split']} | {r['grid']} | {100 * (r['fill'] or 0):.0f}% | {pred} | {meas} | "
-                     f"{r['us']:.1f} | {r['l2_mb']:.0f} | {r['l2_tbps']:.2f} | {r['cub']:.2f}× |")
+        ratio = "—" if r["split"] == 1 or not r["meas"] else f"{r['meas']:.2f}× / {r['pred']:.2f}×"
+        lines.append(f"| {r['tile']} | {r['split']} | {r['grid']}（{100 * (r['fill'] or 0):.0f}%） | {ratio} | "
+                     f"{r['us']:.1f} | {r['l2_tbps']:.2f} | {r['cub']:.2f}× |")
     return "\n".join(lines)
 
 
@@ -329,10 +329,24 @@ def variant_claims(results: dict | None) -> list:
     out.append(C.choose("claim.gemm.grouped.vs_loop", None if None in xs else (
         "lost" if max(xs) < 1 else ("won" if min(xs) >= 1 else "split")), {
         "lost": "两种写法都没有赢过循环", "won": "两种写法都赢过了循环", "split": "两种写法一胜一负"}))
-    out.append(C.compare("claim.gemm.grouped.ptr", g["ptr"].get("ms"), g["concat"].get("ms"), tol=0.02,
-                         higher="指针式比拼接式再慢一点，正是那条“不能流水”的限制在起作用。",
-                         tie="指针式与拼接式差不多快：那条“不能流水”的限制在这个形状上没有显出代价。",
-                         lower="指针式反而比拼接式快一点：那条“不能流水”的限制在这个形状上没有显出代价。"))
+    # the pointer form against the concatenated one: in this table and in the hand-written section's (both group mixes)
+    pairs = [(g["ptr"].get("ms"), g["concat"].get("ms"))]
+    for mix in GROUP_MIXES:
+        ws = {form: bench(results, f"grouped {form} G=8 {mix} N=4096 K=2048", "gemm.grouped_ws") or {}
+              for form in ("ptr", "concat")}
+        if ws["ptr"].get("ms") and ws["concat"].get("ms"):
+            pairs.append((ws["ptr"]["ms"], ws["concat"]["ms"]))
+    rs = [a / b for a, b in pairs if a and b]
+    case = None if len(rs) < len(pairs) or not rs else (
+        "slower" if all(r > 1.02 for r in rs) else "faster" if all(r < 0.98 for r in rs) else
+        "tie" if all(abs(r - 1) <= 0.02 for r in rs) else
+        "mixed_" + ("slower" if rs[0] > 1.02 else "faster" if rs[0] < 0.98 else "tie"))  # how this page's own table reads
+    out.append(C.choose("claim.gemm.grouped.ptr", case, {
+        "slower": "指针式每一次都比拼接式慢一点，这可能与那条“不能流水”的限制有关。",
+        "tie": "指针式与拼接式差不多快：那条“不能流水”的限制在这个规模上没有显出代价。",
+        "faster": "指针式反而每一次都比拼接式快一点：那条“不能流水”的限制在这个规模上没有显出代价。",
+        **{f"mixed_{k}": f"指针式在这张表里{w}，下一节的两组对比却不全是这样：那条“不能流水”的限制在这个规模上看不出稳定的代价。"
+           for k, w in (("slower", "比拼接式慢一点"), ("faster", "比拼接式快一点"), ("tie", "与拼接式差不多快"))}}))
     b = {k: (bench(results, n, "gemm.batched") or {}).get("speedup", {}).get("torch.bmm") for k, n in
          (("scores", "batched scores Q@K^T 64x2048x2048x128"), ("context", "batched context P@V 64x2048x128x2048"))}
     out.append(C.choose("claim.gemm.batched.gap", None if None in b.values() else (
@@ -354,6 +368,9 @@ DENSE = "one dense GEMM, same rows"
 WRITE = "write C (zero_)"
 #: How close a measured speed-up must come to the wave model's prediction to count as "holds".
 WAVE_TOL = 0.15
+#: How far above 1 the wave model's prediction must be for it to say "faster" (a smaller predicted gain is
+#: read as "no faster": the direction column counts it right when the kernel does not speed up).
+WAVE_DIR_TOL = 0.05
 
 
 def _target(r: dict, base: str) -> tuple[float | None, bool | None]:
@@ -379,19 +396,26 @@ def w4a16_table(results: dict | None = None) -> str:
     recs = _w4a16(results)
     if not recs:
         return f"**{NO_RESULT}**"
-    lines = ["| M×N×K | W4A16 (µs) | cuBLAS，fp16 权重 (µs) | 加速比 | 事先定的目标 | 账本下界 (µs) | 下界由谁定 | "
-             "W4A16 达到自己下界的比例 | cuBLAS 达到 fp16 下界的比例 | 账本允许的最大加速比 |",
-             "|---|---:|---:|---:|---:|---:|---|---:|---:|---:|"]
+    # the decode shapes share N and K: the table names them once above it and keeps M in the rows
+    nk = {tuple(r["shape"][1:]) for r in recs if r["shape"][0] < r["shape"][1]}
+    head = (f"（前 {sum(r['shape'][0] < r['shape'][1] for r in recs)} 行是解码形状，N = K = {next(iter(nk))[0]}，"
+            "只写 M；下界、比例与上限都按账本算。）\n\n") if len(nk) == 1 and next(iter(nk))[0] == next(iter(nk))[1] else ""
+    lines = ["| 形状 | W4A16 (µs) | cuBLAS，fp16 权重 (µs) | 加速比（目标） | 账本下界 (µs)，由谁定 | "
+             "达到各自下界：W4A16 / cuBLAS | 账本允许的最大加速比 |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
     for r in recs:
         base = (r.get("baselines") or {}).get(W4_BASE)
         x = (r.get("speedup") or {}).get(W4_BASE)
         tgt, _ = _target(r, W4_BASE)
         bound = {"memory": "字节", "compute": "算力"}.get(r.get("floor_bound"), DASH)
-        lines.append(f"| {_w4_shape(r)} | {r['ms'] * 1e3:.1f} | {DASH if base is None else f'{base * 1e3:.1f}'} | "
-                     f"{DASH if x is None else f'{x:.2f}×'} | {DASH if tgt is None else f'≥ {tgt}×'} | "
-                     f"{r.get('floor_us', 0):.1f} | {bound} | {100 * (r.get('frac_floor') or 0):.0f}% | "
+        m = r["shape"][0]
+        shape = f"M = {m}" if head and tuple(r["shape"][1:]) in nk else (
+            f"{m}³" if len(set(r["shape"])) == 1 else _w4_shape(r))
+        lines.append(f"| {shape} | {r['ms'] * 1e3:.1f} | {DASH if base is None else f'{base * 1e3:.1f}'} | "
+                     f"{DASH if x is None else f'{x:.2f}×'}（{DASH if tgt is None else f'≥ {tgt}×'}） | "
+                     f"{r.get('floor_us', 0):.1f}，{bound} | {100 * (r.get('frac_floor') or 0):.0f}% / "
                      f"{100 * (r.get('cublas_frac_floor') or 0):.0f}% | {r.get('gain_bound', 0):.2f}× |")
-    return "\n".join(lines)
+    return head + "\n".join(lines)
 
 
 #: The flush modes of suite ``gemm.flush`` (:data:`ledger.protocol.FLUSH_MODES`), in the order the pages name them.
@@ -526,13 +550,17 @@ def flush_claims(results: dict | None) -> list:
     extra = _flush_extra(dec)
     k_lib = sum(c > k + FLUSH_PAYS_MORE_MS for c, k in extra)
     k_ker = sum(k > c + FLUSH_PAYS_MORE_MS for c, k in extra)
+    span = lambda xs: f"{min(xs) * 1e3:.1f}–{max(xs) * 1e3:.1f}" if xs else ""  # noqa: E731
     out.append(C.choose("claim.gemm.lib.w4.flush.cost", None if not extra else (
         "library" if k_lib == len(extra) else "kernel" if k_ker == len(extra) else "none" if k_lib == k_ker == 0
         else "mixed"), {
-        "library": "{n} 个解码形状上，cuBLAS 都比 W4A16 kernel 多付 {us} µs 以上",
-        "kernel": "{n} 个解码形状上，W4A16 kernel 都比 cuBLAS 多付 {us} µs 以上",
-        "none": "{n} 个解码形状上，两边多付的时间相差都不到 {us} µs",
-        "mixed": "{n} 个解码形状上，两边谁多付并不一致"}, n=len(extra), us=f"{FLUSH_PAYS_MORE_MS * 1e3:g}"))
+        "library": "{n} 个解码形状上，重写冲刷都让 cuBLAS 多付得更多：cuBLAS 多用 {lib} µs，W4A16 kernel 至多多用 {ker_hi} µs",
+        "kernel": "{n} 个解码形状上，重写冲刷都让 W4A16 kernel 多付得更多：它多用 {ker} µs，cuBLAS 至多多用 {lib_hi} µs",
+        "none": "{n} 个解码形状上，两边多付的时间相差都不到 {us} µs（cuBLAS 多用 {lib} µs，W4A16 kernel 多用 {ker} µs）",
+        "mixed": "{n} 个解码形状上，两边谁多付并不一致（cuBLAS 多用 {lib} µs，W4A16 kernel 多用 {ker} µs）"},
+        n=len(extra), us=f"{FLUSH_PAYS_MORE_MS * 1e3:g}", lib=span([c for c, _ in extra]), ker=span([k for _, k in extra]),
+        lib_hi=f"{max(c for c, _ in extra) * 1e3:.1f}" if extra else "",
+        ker_hi=f"{max(k for _, k in extra) * 1e3:.1f}" if extra else ""))
     clean = [_target(p["clean"], W4_BASE)[1] for p in dec]
     met = "、".join(f"M = {k[1:]}" for k, ok in zip([k for k in fl if k != "square"], clean) if ok)  # fl keys: m1, m16, …
     out.append(C.every("claim.gemm.lib.w4.flush.targets", clean if dec else [],
@@ -576,6 +604,54 @@ def _probes(results: dict | None) -> dict[str, float]:
         fulls = out["full"]
         out["full"] = sum(fulls) / len(fulls)  # type: ignore[arg-type]
     return out
+
+
+def _probe_label(results: dict | None) -> str | None:
+    """The configuration the per-element probes of :func:`_probes` measured (None when none ran)."""
+    for r in records(results, "gemm.w4a16", kind="search"):
+        m = re.match(r"w4a16 probe (nomma|noexpand) 16x8192x8192 (\S+)$", r.get("name", ""))
+        if m and "_x" not in m.group(2) and not m.group(2).endswith("_wd") and not m.group(2).startswith(("dec_", "tma_")):
+            return m.group(2)
+    return None
+
+
+def w4_kind_words(label: str) -> str:
+    """A W4A16 configuration label (:func:`kernels.gemm.w4a16.label`) in a few words a reader of the W4A16
+    pages knows: the instruction, the expansion, how the weights are stored, and the page's named options."""
+    inst = "mma.sync" if "_mma" in label else "wgmma"
+    expand = "按字展开" if "_wd" in label else "逐元素展开"
+    weights = ("交错重排" if "_il" in label else "按块连续重排" if "_tl" in label else "原样存放")
+    extras = [w for tok, w in (("_q4", "四个计算 warpgroup"), ("_po", "post"), ("_lg", "lag"), ("_kp", "kpair"),
+                               ("_fu", "fuse")) if tok in label]
+    if label.startswith("m8_"):
+        extras.insert(0, "8 行的激活块")
+    more = "" if not extras else "、带 " + (extras[0] if len(extras) == 1 else "、".join(extras[:-1]) + " 与 " + extras[-1])
+    # a blank between a Latin word and a Chinese character, none between two Chinese characters
+    return re.sub(r"(?<=[\u4e00-\u9fff]) (?=[\u4e00-\u9fff])", "", f"{expand}、权重{weights}{more} 的 {inst} 版本")
+
+
+def _probe_claims(results: dict | None, key: str, label: str | None, again: bool = False) -> list:
+    """Which kernel a set of M = 16 probes measured against the results table's M = 16 winner
+    (``claim.gemm.lib.w4.<key>.which``), and whether that winner met its target (``….table``); ``again``: an
+    earlier paragraph already described the winner, so the sentences only point back to it."""
+    from coursebook import claims as C
+
+    r16 = bench(results, "w4a16 16x8192x8192") or {}
+    win = r16.get("label")
+    _, met = _target(r16, W4_BASE)
+    same = None if not (label and win) else label == win
+    which = C.choose(f"claim.gemm.lib.w4.{key}.which", None if same is None else ("same" if same else "other"), {
+        "same": "这些探针测的正是结果表里 M = 16 的胜者：{p}",
+        "other": ("这些探针测的是{p}，也还不是结果表里 M = 16 的胜者" if again else
+                  "这些探针测的是{p}，不是结果表里 M = 16 的胜者；胜者是{w}，这些写法见下文与下一页")},
+        p=w4_kind_words(label) if label else "", w=w4_kind_words(win) if win else "")
+    table = C.choose(f"claim.gemm.lib.w4.{key}.table", None if same is None or met is None else
+                     f"{'same' if same else 'other'}_{'met' if met else 'missed'}", {
+        "same_met": "结果表里它到了目标", "same_missed": "结果表里它也还没有到目标",
+        "other_met": ("和上面一样，这笔账只属于探针测的版本，结果表里的胜者已经到了目标" if again else
+                      "这笔账只属于探针测的这个版本：结果表里 M = 16 的胜者已经到了目标"),
+        "other_missed": "结果表里 M = 16 的胜者也还没有到目标"})
+    return [which, table]
 
 
 def _decode_search(results: dict | None) -> dict:
@@ -763,6 +839,24 @@ def _fuse(results: dict | None) -> dict:
     return out
 
 
+def w4_forms_table(results: dict | None = None) -> str:
+    """The best time (µs) of each W4A16 form the repacking section compares, per shape of one search: the word-wide
+    expansion on weights as stored, tiled, interleaved, interleaved with ``post``, and the best with ``fuse`` and
+    without it (:func:`_repack`, :func:`_post`, :func:`_fuse`); ``—`` where a shape's search had no such form."""
+    results = load() if results is None else results
+    rp, po, fz = _repack(results), _post(results), _fuse(results)
+    if not any(r["plain"] for r in rp.values()):
+        return f"**{NO_RESULT}**"
+    f = lambda x: DASH if x is None else f"{x:.1f}"  # noqa: E731
+    lines = ["| 形状 | 原样存放 | 按块连续 | 交错 | 交错 + post | 带 fuse 的最快 | 不带 fuse 的最快 |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    for key, _ in W4_SHAPES:
+        r, best = rp[key], fz["best"].get(key) or (None, None)
+        lines.append(f"| {W4_SHAPE_WORDS[key]} | {f(r['plain'])} | {f(r['tl'])} | {f(r['il'])} | "
+                     f"{f((po.get(key) or {}).get('po'))} | {f(best[0])} | {f(best[1])} |")
+    return "\n".join(lines)
+
+
 def _faster_case(pairs: list) -> tuple[str | None, int]:
     """Over (new, old) time pairs: ``faster`` (the new one more than 2 % faster on every pair), ``slower``
     (more than 2 % slower on every pair), ``none`` (within 2 % on every pair) or ``some``; ``None`` without
@@ -773,18 +867,30 @@ def _faster_case(pairs: list) -> tuple[str | None, int]:
             else "none" if k_fast == 0 and k_slow == 0 else "some"), k_fast
 
 
-def _faster_claim(key: str, pairs: list) -> Any:
+#: The W4A16 shapes by page key, as a sentence names them.
+W4_SHAPE_WORDS = {"m1": "M = 1", "m16": "M = 16", "m64": "M = 64", "m128": "M = 128", "square": "4096³"}
+
+
+def _faster_claim(key: str, pairs: list, names: list[str] | None = None) -> Any:
     """Whether the first time of each (new, old) pair is more than 2 % faster, on every shape measured
-    (within 2 % both ways: no difference)."""
+    (within 2 % both ways: no difference).  With ``names`` (one per pair) a mixed result names the shapes
+    where it was not faster."""
     from coursebook import claims as C
 
     case, k_fast = _faster_case(pairs)
+    rest = "其余的相差不到 2% 或更慢"
+    if names and case == "some":
+        ties = [nm for nm, (a, b) in zip(names, pairs) if b * 0.98 <= a <= b * 1.02]
+        slow = [nm for nm, (a, b) in zip(names, pairs) if a > b * 1.02]
+        only = "只有 " if len(ties) + len(slow) == 1 else "在 "
+        rest = "，".join([f"{only}{'、'.join(ties)} 上两者相差不到 2%"] * bool(ties) +
+                        [f"{only}{'、'.join(slow)} 上它更慢"] * bool(slow))
     return C.choose(key, case, {
         "faster": "测到的 {n} 个形状上它都快出 2% 以上",
         "none": "测到的 {n} 个形状上两者相差都不到 2%",
         "slower": "测到的 {n} 个形状上它都更慢",
-        "some": "测到的 {n} 个形状里，它在 {k} 个上快出 2% 以上，其余的相差不到 2% 或更慢"},
-        n=len(pairs), k=k_fast)
+        "some": "测到的 {n} 个形状里，它在 {k} 个上快出 2% 以上，{rest}"},
+        n=len(pairs), k=k_fast, rest=rest)
 
 
 def _qk_store(results: dict | None) -> tuple[float | None, float | None]:
@@ -1026,6 +1132,7 @@ def library_values(results: dict | None) -> dict[str, str]:
     v["derived.gemm.lib.fp16_repeats"] = "、".join(floor3(x) for x in reps) if reps else d
     v["derived.gemm.lib.fp16_repeats_n"] = str(len(reps)) if reps else d
     v["derived.gemm.lib.wave_tol_pct"] = f"{100 * WAVE_TOL:.0f}"
+    v["derived.gemm.lib.wave_dir_pct"] = f"{100 * WAVE_DIR_TOL:.0f}"
     return v
 
 
@@ -1044,6 +1151,11 @@ def _fp16_repeats(results: dict | None) -> list[float]:
             if x is not None:
                 out.append(x)
     return out
+
+
+#: The group-size mixes of suite ``gemm.grouped_ws`` (record names), in the order the pages name them, and in words.
+GROUP_MIXES = ("uniform", "skewed")
+GROUP_MIXES_ZH = {"uniform": "相同", "skewed": "悬殊"}
 
 
 def _grouped(results: dict | None) -> dict:
@@ -1071,27 +1183,40 @@ def _grouped(results: dict | None) -> dict:
     return out
 
 
+#: The grouped forms of suite ``gemm.grouped_ws`` (record names) in short words, as the page introduces them.
+GROUP_FORMS_ZH = {"ws padded": "手写流水补齐式", "concat": "拼接式", "ptr": "指针式"}
+
+
 def grouped_ws_table(results: dict | None = None) -> str:
-    """The three grouped forms against the CUDA-graph loop, with one dense GEMM of the same rows."""
+    """The three grouped forms against the CUDA-graph loop, with one dense GEMM of the same rows.  What every row
+    shares (experts, N, K) is said once above the table; a row names its form and group mix."""
     results = load() if results is None else results
     recs = [r for r in records(results, "gemm.grouped_ws", kind="bench")]
     if not recs:
         return f"**{NO_RESULT}**"
     from coursebook.records import variant_words
 
-    lines = ["| kernel | 时间 (µs) | CUDA graph 里的 torch.matmul 循环 (µs) | 循环逐轮的离散 | 相对该循环 | "
+    pat = re.compile(r"grouped (ws padded|concat|ptr) G=(\d+) (\w+) N=(\d+) K=(\d+)$")
+    parsed = [pat.match(r.get("name", "")) for r in recs]
+    common = {m.group(2, 4, 5) for m in parsed if m}
+    head = ""
+    if all(parsed) and len(common) == 1 and all(m.group(3) in GROUP_MIXES_ZH for m in parsed):
+        g, n, k = next(iter(common))
+        head = f"（每一行都是 {g} 个专家，N = {n}，K = {k}。）\n\n"
+    lines = ["| 写法，组大小 | 时间 (µs) | CUDA graph 里的循环 (µs) | 循环逐轮的离散 | 相对该循环 | "
              "同样行数的一个稠密 GEMM (µs) | 稠密 GEMM 相对该循环 |",
              "|---|---:|---:|---:|---:|---:|---:|"]
-    for r in recs:
+    for r, m in zip(recs, parsed):
         b, sp = r.get("baselines") or {}, r.get("speedup") or {}
         loop, dense = b.get(GRAPH_LOOP), b.get(DENSE)
         spread = (r.get("baseline_spread") or {}).get(GRAPH_LOOP)
-        lines.append(f"| {variant_words(r['name'])} | {r['ms'] * 1e3:.1f} | {DASH if loop is None else f'{loop * 1e3:.1f}'} | "
+        name = f"{GROUP_FORMS_ZH[m.group(1)]}，{GROUP_MIXES_ZH[m.group(3)]}" if head else variant_words(r["name"])
+        lines.append(f"| {name} | {r['ms'] * 1e3:.1f} | {DASH if loop is None else f'{loop * 1e3:.1f}'} | "
                      f"{DASH if spread is None else f'{100 * spread:.1f}%'} | "
                      f"{DASH if sp.get(GRAPH_LOOP) is None else format(sp[GRAPH_LOOP], '.2f') + '×'} | "
                      f"{DASH if dense is None else f'{dense * 1e3:.1f}'} | "
                      f"{DASH if not (loop and dense) else f'{loop / dense:.2f}×'} |")
-    return "\n".join(lines)
+    return head + "\n".join(lines)
 
 
 def batched_ws_table(results: dict | None = None) -> str:
@@ -1145,10 +1270,18 @@ def library_claims(results: dict | None) -> list:
             if x is not None and t is not None and not met and round(x, 2) >= t]
     near_txt = "".join(f"（M = {m} 时是 {x:.4f}×，保留两位与目标 {t}× 相同，实际还差 {100 * (1 - x / t):.2f}%）"
                        for m, x, t in near)
-    out.append(C.every("claim.gemm.lib.w4.targets", mets if recs else [],
-                       all_="这 {n} 个形状都到了事先定的加速比", some="这 {n} 个形状里只有 {met} 到了事先定的加速比{near}",
-                       none="这 {n} 个形状没有一个到了事先定的加速比{near}", near=near_txt,
-                       met="、".join(f"M = {r['shape'][0]}" for r, ok in zip(recs, mets) if ok)))
+    missed = [(r, x, _target(r, W4_BASE)[0]) for r, x, ok in zip(recs, xs, mets) if ok is False]
+    every = C.every("claim.gemm.lib.w4.targets", mets if recs else [], all_="", some="", none="")
+    one = len(missed) == 1 and every.case == "some"
+    out.append(C.choose("claim.gemm.lib.w4.targets", every.case and ("one_missed" if one else every.case), {
+        "all": "{n} 个解码形状都达到了",
+        "one_missed": "{n} 个解码形状里，除 {miss}外都达到了",
+        "some": "{n} 个解码形状里只有 {met} 达到了{near}",
+        "none": "{n} 个解码形状一个也没有达到{near}"}, n=len(recs), near=near_txt,
+        met="、".join(f"M = {r['shape'][0]}" for r, ok in zip(recs, mets) if ok),
+        miss="" if not one else "M = {}（实测 {}×，目标 {}×）".format(
+            missed[0][0]["shape"][0], f"{missed[0][1]:.4f}" if round(missed[0][1], 2) >= missed[0][2] else
+            f"{missed[0][1]:.2f}", missed[0][2])))
     sq = bench(results, "w4a16 4096x4096x4096") or {}
     tgt, _ = _target(sq, W4_BASE)
     out.append(C.threshold("claim.gemm.lib.w4.square", (sq.get("speedup") or {}).get(W4_BASE), tgt or 0.0,
@@ -1164,17 +1297,19 @@ def library_claims(results: dict | None) -> list:
     longer = max(p["nomma"], p["noexpand"]) if p.get("nomma") and p.get("noexpand") else None
     need = base16 * 1e3 / tgt16 if base16 and tgt16 else None
     out.append(C.compare("claim.gemm.lib.w4.overlap", longer, need,
-                         lower="两者中较长的那个也短于目标要求的时间：只要把展开完全藏进张量核乘法的阴影里，这个结构就够得着目标",
-                         higher="两者中较长的那个已经长于目标要求的时间：即使完全重叠，这个结构也够不着目标"))
+                         lower="两者中较长的那个也短于目标要求的时间：只要把展开完全藏进张量核乘法的阴影里，这个版本就够得着目标",
+                         higher="两者中较长的那个已经长于目标要求的时间：即使完全重叠，这个版本也够不着目标"))
     ring = _ring(results)
     frac = ring["loadonly"] / need if ring and need else None
     out.append(C.choose("claim.gemm.lib.w4.ring", None if frac is None else (
         "all" if frac >= 1 else "most" if frac >= 0.8 else "room"), {
         "all": "只留环形缓冲就已经超过了目标允许的时间：这个结构光是搬运就够不着目标",
-        "most": "只留环形缓冲就用去了目标允许时间的 {pct}%：留给展开和乘法的余地已经不到两成，"
-                "要够着目标，先得让搬运本身更快",
+        "most": "只留环形缓冲就用去了目标允许时间的 {pct}%：留给这个版本的展开和乘法的余地已经不到两成，"
+                "要让它够着目标，先得让搬运本身更快",
         "room": "只留环形缓冲只用去目标允许时间的 {pct}%：差距主要出在展开与乘法没有藏到搬运后面"},
         pct=f"{100 * frac:.0f}" if frac else ""))
+    out += _probe_claims(results, "probe", _probe_label(results))
+    out += _probe_claims(results, "ring", ring.get("label"), again=True)  # after the per-element probes' paragraph
     q4 = [(a, b) for a, b in _q4(results).values() if a is not None and b is not None]
     k_q4 = sum(a < b * 0.98 for a, b in q4)
     k_tie = sum(abs(a / b - 1) <= 0.02 for a, b in q4)
@@ -1187,11 +1322,14 @@ def library_claims(results: dict | None) -> list:
         "mixed": "两个形状上结果不一：四个计算 warpgroup 没有稳定地更快"}))
     rp = _repack(results)
     for form in ("il", "tl"):
-        out.append(_faster_claim(f"claim.gemm.lib.w4.repack.{form}", [
-            (r[form], r["plain"]) for r in rp.values() if r[form] is not None and r["plain"] is not None]))
+        have = [(k, r) for k, r in rp.items() if r[form] is not None and r["plain"] is not None]
+        out.append(_faster_claim(f"claim.gemm.lib.w4.repack.{form}", [(r[form], r["plain"]) for _, r in have],
+                                 [W4_SHAPE_WORDS[k] for k, _ in have]))
     post = _post(results)
-    out.append(_faster_claim("claim.gemm.lib.w4.post.ctl", [r["pair"] for r in post.values() if r["pair"]]))
-    out.append(_faster_claim("claim.gemm.lib.w4.post.best", [(r["po"], r["il"]) for r in post.values()]))
+    have = [(k, r) for k, r in post.items() if r["pair"]]
+    out.append(_faster_claim("claim.gemm.lib.w4.post.ctl", [r["pair"] for _, r in have], [W4_SHAPE_WORDS[k] for k, _ in have]))
+    out.append(_faster_claim("claim.gemm.lib.w4.post.best", [(r["po"], r["il"]) for r in post.values()],
+                             [W4_SHAPE_WORDS[k] for k in post]))
     m8 = _m8(results)
     out.append(C.compare("claim.gemm.lib.w4.m8", m8.get("m8"), m8.get("m16"), tol=0.02,
                          lower="8 行的快了 {pct}%", higher="8 行的反而慢了 {pct}%", tie="两者相差不到 2%",
@@ -1275,18 +1413,28 @@ def library_claims(results: dict | None) -> list:
         tgt, _ = _target(r, "torch.bmm")
         out.append(C.threshold(f"claim.gemm.lib.bmm.{key}", (r.get("speedup") or {}).get("torch.bmm"), tgt or 0.0,
                                above="到了事先定的 {limit} 倍", below="离事先定的 {limit} 倍还差一点"))
-    out.append(C.compare("claim.gemm.lib.bmm.qk_store", *_qk_store(results), tol=0.01,
-                         lower="比只用一块暂存缓冲、每次写回都等它完成的结尾快",
-                         tie="与只用一块暂存缓冲、每次写回都等它完成的结尾相差不到 1%",
-                         higher="反而比只用一块暂存缓冲、每次写回都等它完成的结尾慢"))
+    new, old = _qk_store(results)
+    out.append(C.compare("claim.gemm.lib.bmm.qk_store", new, old, tol=0.01,
+                         lower="前者快约 {pct}%", tie="两者相差不到 1%", higher="前者反而慢约 {pct}%",
+                         pct=f"{100 * abs(1 - new / old):.0f}" if new and old else ""))
     # grouped
     g = _grouped(results)
     pad = [x for (form, _), x in g["x"].items() if form == "padded"]
     tab = [x for (form, _), x in g["x"].items() if form != "padded"]
-    out.append(C.choose("claim.gemm.lib.grp.padded", None if not pad else (
-        "won" if min(pad) >= 1 else ("lost" if max(pad) < 1 else "split")), {
-        "won": "两种组大小下都比 CUDA graph 里的循环快", "lost": "两种组大小下都比 CUDA graph 里的循环慢",
-        "split": "一种组大小下比 CUDA graph 里的循环快，另一种下慢"}))
+    # the padded form against the graph loop, per group mix, read against that loop's own spread over the rounds
+    cases, pcts = {}, {}
+    for mix in GROUP_MIXES:
+        x, sp = g["x"].get(("padded", mix)), g["spread"].get(mix)
+        cases[mix] = None if x is None or sp is None else (
+            "tie" if abs(x - 1) <= sp else "faster" if x > 1 else "slower")
+        pcts[mix] = "" if x is None else f"{100 * abs(x - 1):.0f}"
+    words = {"faster": "组大小{m}时快约 {p}%", "slower": "组大小{m}时慢约 {p}%",
+             "tie": "组大小{m}时与循环持平（差距在离散范围以内）"}
+    padded_case = None if None in cases.values() else "_".join(cases[m] for m in GROUP_MIXES)
+    out.append(C.choose("claim.gemm.lib.grp.padded", padded_case, {
+        f"{a}_{b}": (words[a].format(m=GROUP_MIXES_ZH[GROUP_MIXES[0]], p="{p0}") + "，"
+                     + words[b].format(m=GROUP_MIXES_ZH[GROUP_MIXES[1]], p="{p1}"))
+        for a in words for b in words}, p0=pcts[GROUP_MIXES[0]], p1=pcts[GROUP_MIXES[1]]))
     out.append(C.choose("claim.gemm.lib.grp.tables", None if not tab else (
         "lost" if max(tab) < 1 else ("won" if min(tab) >= 1 else "split")), {
         "lost": "都比循环慢", "won": "都比循环快", "split": "有快有慢"}))
@@ -1336,7 +1484,10 @@ def library_claims(results: dict | None) -> list:
 # ------------------------------------------------------------------ the wave model beside the records
 def wave_rows(results: dict | None) -> list[dict]:
     """Every split-K and stream-K record that carries a wave prediction: the prediction against its
-    own baseline (the same kernel unsplit, or the data-parallel tiling), the measurement, and cuBLAS."""
+    own baseline (the same kernel unsplit, or the data-parallel tiling), the measurement, and cuBLAS.
+    ``base_tile`` is the baseline's tile and ``waves`` its waves against the kernel's, both counted in
+    the baseline's tiles (stream-K on the hand-written pipeline: 128 x 256 data-parallel tiles, its own
+    tiles weighed by their area, :func:`measure.suites.gemm.streamk_ws.predicted_speedup`)."""
     rows = []
     for suite, base in (("gemm.splitk", "no-split"), ("gemm.splitk_ws", "no-split"), ("gemm.streamk", "data-parallel"),
                         ("gemm.streamk_ws", "data-parallel")):
@@ -1350,40 +1501,52 @@ def wave_rows(results: dict | None) -> list[dict]:
             cfg = r.get("config") or {}
             if suite == "gemm.streamk":
                 kind, tile, split = "stream-K", f"{cfg.get('block_M', 128)}×{cfg.get('block_N', 128)}", "—"
-                grid, waves = w.get("tiles"), f"{w.get('waves')} → 1"
+                ideal = w.get("ideal_waves")  # the tiles spread evenly over the SMs
+                base_tile, grid = tile, w.get("tiles")
+                waves = f"{w.get('waves')} → {DASH if ideal is None else f'{ideal:.2f}'}"
             elif suite == "gemm.streamk_ws":
+                from measure.suites.gemm.streamk_ws import NO_SPLIT
+
                 kind, tile, split = "stream-K，手写流水", f"128×{cfg.get('block_N', 256)}", "—"
+                base_tile = f"128×{NO_SPLIT['block_N']}"
                 grid, waves = w.get("tiles"), f"{w.get('waves_data_parallel')} → {w.get('ideal_waves', 0):.2f}"
             else:
                 ws = suite == "gemm.splitk_ws"
                 kind = "split-K，手写流水" if ws else ("split-K，整块原子加" if r.get("form") == "tile" else "split-K，逐元素原子加")
                 tile = f"{cfg.get('block_M', 128)}×{cfg.get('block_N', 128)}"
+                base_tile = tile
                 split = str(cfg.get("splits") if ws else r.get("split_k") or 1)
                 grid, waves = w.get("grid"), f"{w.get('waves_no_split', 1)} → {w.get('waves')}"
                 if split == "1":
                     continue
-            rows.append(dict(kind=kind, shape="×".join(m.groups()) if m else r["name"], tile=tile, split=split,
-                             grid=grid, waves=waves, fill=w.get("last_wave_fill", w.get("last_wave_fill_data_parallel")),
+            rows.append(dict(kind=kind, shape="×".join(m.groups()) if m else r["name"], tile=tile, base_tile=base_tile,
+                             split=split, grid=grid, waves=waves,
+                             fill=w.get("last_wave_fill", w.get("last_wave_fill_data_parallel")),
                              pred=pred, meas=meas,
                              cub=(r.get("speedup") or {}).get("cuBLAS"),
-                             holds_dir=(pred > 1.05) == (meas > 1.0), holds_size=abs(meas / pred - 1) <= WAVE_TOL))
+                             holds_dir=(pred > 1 + WAVE_DIR_TOL) == (meas > 1.0), holds_size=abs(meas / pred - 1) <= WAVE_TOL))
     return rows
 
 
 def wave_table(results: dict | None = None) -> str:
-    """The wave model's prediction beside each record: does it say the right direction, and how close."""
+    """The wave model's prediction beside each record: does it say the right direction, and how close.  Rows are
+    grouped by shape (named on the first row of each group); the blocks and waves go from the baseline's tiling to
+    the kernel's; cuBLAS and the grids are in the variants' own tables."""
     results = load() if results is None else results
     rows = wave_rows(results)
     if not rows:
         return f"**{NO_RESULT}**"
-    lines = ["| 写法 | 形状 | 块 | 段数 | 网格（块） | 波数（切分前 → 后） | 预测加速比 | 实测加速比 | 实测 ÷ 预测 | "
-             f"方向对吗 | 大小差在 {100 * WAVE_TOL:.0f}% 内吗 | 对 cuBLAS |",
-             "|---|---|---|---:|---:|---|---:|---:|---:|---|---|---:|"]
+    lines = ["| 形状 | 写法 | 块 | 波数：基线 → 切分后 | 预测加速比 | 实测加速比 | "
+             f"实测 ÷ 预测（差在 {100 * WAVE_TOL:.0f}% 内吗） | 方向对吗 |",
+             "|---|---|---|---|---:|---:|---:|---|"]
     yn = {True: "是", False: "否"}
-    for r in rows:
-        lines.append(f"| {r['kind']} | {r['shape']} | {r['tile']} | {r['split']} | {r['grid']} | {r['waves']} | "
-                     f"{r['pred']:.2f}× | {r['meas']:.2f}× | {r['meas'] / r['pred']:.2f} | {yn[r['holds_dir']]} | "
-                     f"{yn[r['holds_size']]} | {DASH if r['cub'] is None else format(r['cub'], '.2f') + '×'} |")
+    order = list(dict.fromkeys(r["shape"] for r in rows))
+    for shape in order:
+        for i, r in enumerate(x for x in rows if x["shape"] == shape):
+            kind = r["kind"] + ("" if r["split"] == "—" else f"，{r['split']} 段")
+            tile = r["tile"] if r["tile"] == r["base_tile"] else f"{r['base_tile']} → {r['tile']}"
+            lines.append(f"| {shape if i == 0 else ''} | {kind} | {tile} | {r['waves']} | {r['pred']:.2f}× | "
+                         f"{r['meas']:.2f}× | {r['meas'] / r['pred']:.2f}（{yn[r['holds_size']]}） | {yn[r['holds_dir']]} |")
     return "\n".join(lines)
 
 
@@ -1435,22 +1598,39 @@ def streamk_ws_values(results: dict | None) -> dict[str, str]:
             v[f"derived.gemm.skws.{key}.{tag}"] = f"{sp[base]:.2f}" if sp.get(base) else DASH
         v[f"derived.gemm.skws.{key}.tflops"] = f"{r['tflops']:.0f}" if r.get("tflops") else DASH
         cfg = r.get("config") or {}
-        v[f"derived.gemm.skws.{key}.form"] = (DASH if not cfg else
-                                              ("整网格流式切分" if cfg.get("dp_waves") == 0 else "整波之后只切尾部")
-                                              + f"，128×{cfg['block_N']} 的块"
-                                              + ("，切开的块按行排队" if cfg.get("panel") == 0 else "")
-                                              + ("，每个尾部块只分给它自己的几个 block（没有 block 跨两块）"
-                                                 if cfg.get("aligned") else "")
-                                              + (f"，整块和尾部段先后用同一块暂存区，省下的共享内存让流水有 "
-                                                 f"{cfg['stages']} 级" if cfg.get("share") else "")
-                                              + ("，拼合并进 kernel" if cfg.get("fixup") or cfg.get("spread") else "")
-                                              + (("，拼合 kernel 以 PDL 启动" if cfg.get("pdl_at", "start") == "start"
-                                                  else "，拼合 kernel 以 PDL 启动、各段写完即放行")
-                                                 if cfg.get("pdl") else ""))
+        v[f"derived.gemm.skws.{key}.form"] = "，".join(skws_form_parts(cfg)) if cfg else DASH
     v.update(_skws_order_values(results))
     v.update(_skws_full_wave_values(results))
     v.update(_skws_timeline_values(results))
     return v
+
+
+def skws_form_parts(cfg: dict) -> list[str]:
+    """A stream-K configuration of the hand-written pipeline (:func:`kernels.gemm.streamk.ws_config`) in words,
+    one setting per item."""
+    parts = ["整网格流式切分" if cfg.get("dp_waves") == 0 else "整波之后只切尾部", f"128×{cfg['block_N']} 的块"]
+    if cfg.get("panel") == 0:
+        parts.append("切开的块按行排队")
+    if cfg.get("aligned"):
+        parts.append("每个尾部块只分给它自己的几个 block（没有 block 跨两块）")
+    if cfg.get("share"):
+        parts.append(f"整块和尾部段先后用同一块暂存区，省下的共享内存让流水有 {cfg['stages']} 级")
+    if cfg.get("fixup") or cfg.get("spread"):
+        parts.append("拼合并进 kernel")
+    if cfg.get("pdl"):
+        parts.append("拼合 kernel 以 PDL 启动" if cfg.get("pdl_at", "start") == "start"
+                     else "拼合 kernel 以 PDL 启动、各段写完即放行")
+    return parts
+
+
+def skws_form_list(results: dict | None = None) -> str:
+    """The settings of the awkward shape's stream-K bench winner as a Markdown list (one per line)."""
+    results = load() if results is None else results
+    cfg = (bench(results, SKWS["awk"], "gemm.streamk_ws") or {}).get("config") or {}
+    if not cfg.get("block_N"):
+        return f"**{NO_RESULT}**"
+    return "\n".join(f"- {p}；" if i < len(parts) - 1 else f"- {p}。"
+                     for parts in [skws_form_parts(cfg)] for i, p in enumerate(parts))
 
 
 #: The streamed 128 x 256 tiles of the awkward shape in panels of eight rows and in row order (search labels).
@@ -1629,9 +1809,9 @@ SKWS_PARTS = ("再把 stream-K 的 kernel 本身拆开。让同一个 kernel 只
 
 def _skws_parts_claim(results: dict | None):
     """The stream-K kernel taken apart (its wave alone, what the tail adds against its steps at the wave's rate, the
-    tail alone), one paragraph; case ``"whole"`` when the record has the timeline but not the parts (a winner the
-    suite does not take apart, :func:`measure.suites.gemm.streamk_ws.wave_tail_rows`: the paragraph names the forms
-    it does)."""
+    tail alone), sentences that close the timeline paragraph; case ``"whole"`` (nothing) when the record has the
+    timeline but not the parts (a winner the suite does not take apart,
+    :func:`measure.suites.gemm.streamk_ws.wave_tail_rows`)."""
     from coursebook import claims as C
 
     t, tail = _skws_timeline(results), _skws_tail(results)
@@ -1642,10 +1822,8 @@ def _skws_parts_claim(results: dict | None):
         case = "whole"
     else:
         case = "parts"
-    return C.choose("claim.gemm.skws.tl.parts", case,
-                    {"parts": SKWS_PARTS,
-                     "whole": "这次运行里最快的形式没有再拆开计时：只有整块在前、尾部在后、块按行排队、整块正好凑成整行，"
-                              "而且拼合另起一个 kernel、等它结束才启动的形式，才能把整波和尾部分开来单独跑。"},
+    # "whole": the winner was not taken apart; the page says nothing about a breakdown it does not show
+    return C.choose("claim.gemm.skws.tl.parts", case, {"parts": SKWS_PARTS, "whole": ""},
                     wave=t["wave_us"], tail=tail["tail_us"], steps=tail["tail_steps"], rate=tail["rate_us"],
                     alone=t["tail_alone_us"], tail_clause=tc.text, alone_clause=ac.text)
 

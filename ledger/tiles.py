@@ -44,6 +44,7 @@ __all__ = [
     "instruction_check",
     "swizzle_row_bits",
     "can_swizzle",
+    "swizzle_bytes",
     "waves",
     "TileReport",
     "tile_decision",
@@ -167,15 +168,33 @@ def instruction_check(block_m: int, block_n: int, block_k: int, threads: int, in
 
 
 def swizzle_row_bits(cols: int, dtype_bits: int) -> int:
-    """Bits in one shared-memory row; ``make_mma_swizzle_layout`` swizzles only when this is a multiple of 512."""
+    """Bits in one shared-memory row of ``cols`` elements of ``dtype_bits`` bits."""
     check_size("cols", cols)
     check_size("dtype_bits", dtype_bits)
     return cols * dtype_bits
 
 
 def can_swizzle(cols: int, dtype_bits: int) -> bool:
-    """tilelang's criterion (cuda/intrinsics/layout/mma_layout.py): ``cols * bits % 512 == 0``."""
+    """The criterion of tilelang's ``make_mma_swizzle_layout`` (cuda/intrinsics/layout/mma_layout.py):
+    ``cols * bits % 512 == 0``.  No course kernel calls it; they use ``make_swizzled_layout``
+    (:func:`swizzle_bytes`)."""
     return swizzle_row_bits(cols, dtype_bits) % 512 == 0
+
+
+def swizzle_bytes(cols: int, dtype_bits: int) -> int:
+    """Width in bytes of the swizzle tilelang 0.1.15's ``make_swizzled_layout`` gives a K-major
+    shared-memory tile whose rows hold ``cols`` elements of ``dtype_bits`` bits (8 to 32), as
+    ``MakeGemmABLayout`` in src/layout/gemm_layouts.cc chooses it: the full-bank (128-byte)
+    swizzle when a row is a multiple of 128 bytes, the half-bank (64-byte) one for a multiple
+    of 64, the quarter-bank (32-byte) one for a multiple of 32; 0 otherwise (a padded layout)."""
+    check_size("cols", cols)
+    if dtype_bits not in (8, 16, 32):
+        raise ValueError(f"dtype_bits must be 8, 16 or 32, got {dtype_bits}")
+    row = cols * dtype_bits // 8
+    for width in (128, 64, 32):
+        if row % width == 0:
+            return width
+    return 0
 
 
 def waves(tiles: int, blocks_per_sm: int, sms: int) -> tuple[int, float]:
@@ -325,10 +344,20 @@ def figures() -> list[Figure]:
             source="ledger.tiles.VOLTA_BEST_PRACTICES", conditions=VOLTA_BEST_PRACTICES.source),
         fig("gemm.budget.full_occupancy_regs", full_occupancy_regs(), "regs", source="ledger.tiles.full_occupancy_regs",
             conditions=VOLTA_BEST_PRACTICES.source),
-        fig("gemm.swizzle.row_bits_fp16_bk32", swizzle_row_bits(32, 16), "bit", source="ledger.tiles.swizzle_row_bits",
-            conditions="A tile row of block_K=32 fp16 elements; swizzled when a multiple of 512 bits"),
-        fig("gemm.swizzle.row_bits_fp8_bk64", swizzle_row_bits(64, 8), "bit", source="ledger.tiles.swizzle_row_bits",
-            conditions="A tile row of block_K=64 fp8 elements: the same 512 bits as fp16 with block_K=32"),
+        fig("gemm.swizzle.row_bytes_fp16_bk64", swizzle_row_bits(64, 16) // 8, "B", source="ledger.tiles.swizzle_row_bits",
+            conditions="A tile row of block_K=64 fp16 elements (rungs 3 and 4)"),
+        fig("gemm.swizzle.bytes_fp16_bk64", swizzle_bytes(64, 16), "B", source="ledger.tiles.swizzle_bytes",
+            conditions="make_swizzled_layout (MakeGemmABLayout) on rows of block_K=64 fp16 elements"),
+        fig("gemm.swizzle.row_bytes_fp16_bk32", swizzle_row_bits(32, 16) // 8, "B", source="ledger.tiles.swizzle_row_bits",
+            conditions="A tile row of block_K=32 fp16 elements (rung 5)"),
+        fig("gemm.swizzle.bytes_fp16_bk32", swizzle_bytes(32, 16), "B", source="ledger.tiles.swizzle_bytes",
+            conditions="make_swizzled_layout (MakeGemmABLayout) on rows of block_K=32 fp16 elements"),
+        fig("gemm.swizzle.bytes_fp16_bk16", swizzle_bytes(16, 16), "B", source="ledger.tiles.swizzle_bytes",
+            conditions="make_swizzled_layout (MakeGemmABLayout) on rows of block_K=16 fp16 elements"),
+        fig("gemm.swizzle.row_bytes_fp8_bk128", swizzle_row_bits(128, 8) // 8, "B", source="ledger.tiles.swizzle_row_bits",
+            conditions="A tile row of block_K=128 fp8 elements (the fp8 GEMM)"),
+        fig("gemm.swizzle.bytes_fp8_bk128", swizzle_bytes(128, 8), "B", source="ledger.tiles.swizzle_bytes",
+            conditions="make_swizzled_layout (MakeGemmABLayout) on rows of block_K=128 fp8 elements"),
         fig("perfmodel.tile.wgmma_m", INSTRUCTIONS["wgmma"][0], "rows", source="ledger.tiles.INSTRUCTIONS",
             conditions="PTX ISA: wgmma dense f16 is m64nNk16"),
         fig("perfmodel.tile.wgmma_n_max", INSTRUCTIONS["wgmma"][4], "columns", source="ledger.tiles.INSTRUCTIONS",

@@ -149,7 +149,11 @@ _LAYOUT = {1: "128B", 2: "64B", 3: "32B"}  # tl_templates/cuda/common.h: GmmaDes
 @pytest.mark.parametrize("block_k,swizzle", [(64, "128B"), (32, "64B"), (16, "32B")])
 def test_wgmma_swizzle_is_the_fp16_row_width(block_k, swizzle):
     """An fp16 row of block_K elements is 2*block_K bytes; the inferred swizzle (rung 3) and the
-    annotated one (rung 4) both take that width, and every variant keeps TMA and wgmma."""
+    annotated one (rung 4) both take that width, and every variant keeps TMA and wgmma; the ledger's
+    ``swizzle_bytes`` (which the book quotes) says the same width."""
+    from ledger.tiles import swizzle_bytes
+
+    assert f"{swizzle_bytes(block_k, 16)}B" == swizzle
     for name in ("rung3_pipelined", "rung4_annotated"):
         fn, cfg = ladder.RUNGS[name]
         src = tilelang.compile(fn.get_tir(*SHAPE, **{**cfg, "block_K": block_k}), target=TARGET).get_kernel_source()

@@ -124,3 +124,13 @@ def test_registry_has_the_chapter_and_errata():
     assert "134.87" in ch28["perfmodel.erratum.m4_split_mb"].conditions
     for f in ch28.values():
         assert f.source and f.chapter == "perfmodel"
+
+
+def test_swizzle_width_follows_the_row_bytes():
+    """make_swizzled_layout (MakeGemmABLayout) picks the widest of 128/64/32-byte swizzles that divides a
+    row's bytes, else a padded layout; make_mma_swizzle_layout's 512-bit rule is a different function."""
+    assert [tiles.swizzle_bytes(k, 16) for k in (64, 32, 16, 8, 128)] == [128, 64, 32, 0, 128]
+    assert tiles.swizzle_bytes(128, 8) == 128 and tiles.swizzle_bytes(96, 16) == 64 and tiles.swizzle_bytes(48, 16) == 32
+    assert tiles.can_swizzle(32, 16) and not tiles.can_swizzle(16, 16)  # a 32-byte row: swizzled by one, not the other
+    with pytest.raises(ValueError):
+        tiles.swizzle_bytes(64, 4)
