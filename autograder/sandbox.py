@@ -244,7 +244,10 @@ class Sandbox:
         if isolation not in ISOLATIONS:
             raise IsolationError(f"unknown isolation {isolation!r}; choose from {', '.join(ISOLATIONS)}")
         self.policy = policy or SandboxPolicy()
-        self.python = python or sys.executable
+        python = python or sys.executable
+        # the directory with symbolic links resolved (a virtual environment reached through a link is
+        # bound at its real path), the interpreter's own link kept (it is what makes the venv a venv)
+        self.python = os.path.join(os.path.realpath(os.path.dirname(os.path.abspath(python))), os.path.basename(python))
         self.root = os.geteuid() == 0
         self.fixed_uid = uid  # every slot runs as this uid (the grader's trusted programs), else one per slot
         self.trusted = trusted  # runs only the grader's own programs: 'process' is allowed as root

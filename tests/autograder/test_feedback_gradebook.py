@@ -207,3 +207,24 @@ def test_a_bubblewrap_that_fails_is_reported_with_what_it_said(monkeypatch):
     assert "Can't find source path /root/.pyenv/versions/3.11.7: Permission denied" in msg
     if os.geteuid() == 0:
         assert "AUTOGRADER_SANDBOX_UID" in msg  # and what to do about it
+
+
+def test_an_interpreter_reached_through_a_linked_directory_runs_at_its_real_path():
+    """A virtual environment reached through a symbolic link (a worktree's .venv linked to the main
+    checkout's) is bound at its real path: the sandbox must start the interpreter there too."""
+    import shutil
+    import sys
+
+    from autograder.sandbox import Sandbox
+
+    d = Path(tempfile.mkdtemp(prefix="ag-linkedvenv-"))
+    try:
+        real_bin = os.path.realpath(os.path.dirname(os.path.abspath(sys.executable)))
+        (d / "bin").symlink_to(real_bin, target_is_directory=True)
+        python = str(d / "bin" / os.path.basename(sys.executable))
+        with Sandbox("auto", python=python) as sb:
+            assert sb.python == os.path.join(real_bin, os.path.basename(sys.executable))
+            r = sb.run([{"index": 0, "source": 'ANSWER["x"] = 41 + 1', "keys": ["x"]}], {})
+            assert r.finished and r.answers == {"x": 42}, (r.problems, r.stray_output)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
