@@ -124,10 +124,13 @@ def test_the_fixed_phrases_of_the_feedback_read_in_chinese():
 # ----------------------------------------------------------------------------- no GPU: pending, not zero
 @pytest.fixture()
 def kernel_cache(monkeypatch):
+    import shutil
+
     d = tempfile.mkdtemp(prefix="ag-kcache-")
     os.chmod(d, 0o755)
     monkeypatch.setenv("KERNELGRADE_CACHE", d)
     yield Path(d)
+    shutil.rmtree(d, ignore_errors=True)
 
 
 def test_parts_that_need_a_gpu_are_pending_not_zero_in_the_gradebook(tmp_path, monkeypatch, kernel_cache):
@@ -149,11 +152,17 @@ def test_parts_that_need_a_gpu_are_pending_not_zero_in_the_gradebook(tmp_path, m
     monkeypatch.setattr(KG, "grade_kernel_parts", fake_kernels)
     subs = Path(tempfile.mkdtemp(prefix="ag-subs-"))
     os.chmod(subs, 0o755)
+    import shutil
+
+    request_cleanup = lambda: shutil.rmtree(subs, ignore_errors=True)  # noqa: E731
     sub = subs / "2024001.ipynb"
     sub.write_bytes(source.read_bytes())
     os.chmod(sub, stat.S_IRUSR | stat.S_IWUSR | stat.S_IRGRP | stat.S_IROTH)
     out = tmp_path / "out"
-    grade_batch([sub], "primer", out, jobs=1, progress=False, variants="common")
+    try:
+        grade_batch([sub], "primer", out, jobs=1, progress=False, variants="common")
+    finally:
+        request_cleanup()
     merge([out], out)
     rec = json.loads((out / "records" / "2024001.json").read_text(encoding="utf-8"))
     pending = sum(p.points for p in spec.parts if p.kind == "kernel" and p.reference().aspect in ("correct", "speed"))
