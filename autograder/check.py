@@ -12,7 +12,10 @@ A released notebook binds ``check`` to its lab and student once, in its set-up c
 
 ``strict=True`` raises ``AssertionError`` unless the part is right: the hidden test cells
 nbgrader restores when it autogrades use it, so ``nbgrader autograde`` scores a wrong or
-missing answer 0 (``check`` itself never raises otherwise).
+missing answer 0 (``check`` itself never raises otherwise).  Under ``strict`` (without
+``points``) it returns ``None``: a grade cell's output is what nbgrader tries to read as a
+score, so a passing hidden test must output nothing.  Otherwise it returns a
+:class:`Verdicts` dict, which Jupyter does not echo after the printed lines.
 
 Kernel parts (:mod:`autograder.kernelgrade`) can earn part of their points (speed levels,
 structure checks).  Their hidden tests end with ``check(..., strict=True, points=True)``,
@@ -28,13 +31,22 @@ from __future__ import annotations
 from typing import Any
 
 from .labs import find_part, load_lab
+from .messages import zh
 from .parts import Part, Verdict, compare
 
-__all__ = ["check", "check_part", "checker"]
+__all__ = ["check", "check_part", "checker", "Verdicts"]
 
 _SYMBOL = {"right": "✔ 正确", "wrong": "✘ 错误", "malformed": "⚠ 格式不对", "missing": "… 尚未作答",
            "manual": "✎ 人工批改", "error": "✘ 出错",
            "partial": "◐ 部分得分", "skipped": "… 需要 GPU，本机未评", "flagged": "⚑ 已标记"}  # kernel labs
+
+
+class Verdicts(dict):
+    """``{grade_id: status}``, as returned by :func:`check`.  A plain dict for code, but shown
+    as nothing when it is the value of a notebook cell: ``check`` has already printed each line."""
+
+    def _ipython_display_(self) -> None:  # IPython: display nothing (no execute_result)
+        return None
 
 
 def _normalise(value: Any) -> Any:
@@ -82,13 +94,14 @@ def check_part(answers: dict, part: Part, variant: dict) -> Verdict:
 
 def check(answers: dict, grade_id: str | None = None, lab: str | None = None, *,
           student: str | None = None, strict: bool = False, quiet: bool = False,
-          points: bool = False) -> dict[str, str] | float:
+          points: bool = False) -> "Verdicts | float | None":
     """Print and return the verdict of one part (or of every part of the lab).
 
     ``student``: whose numbers (``None``: the book's).  ``strict``: raise ``AssertionError``
     unless every checked auto-graded part is right (kernel parts: unless they earned points).
     ``quiet``: print nothing.  ``points``: return the points earned instead of the verdicts
-    (nbgrader's partial credit).
+    (nbgrader's partial credit).  Returns ``None`` under ``strict`` without ``points`` (a
+    hidden test cell outputs nothing), else :class:`Verdicts` (not echoed by Jupyter).
     """
     from .variants import variant_for
 
@@ -108,7 +121,7 @@ def check(answers: dict, grade_id: str | None = None, lab: str | None = None, *,
         v = check_part(answers, p, variant)
         out[p.grade_id] = v.status
         earned += v.score if v.status in ("right", "partial") else 0.0
-        msg = "" if v.status in ("right", "manual") else f" — {v.message}"
+        msg = "" if v.status in ("right", "manual") else f" — {zh(v.message)}"  # the student reads Chinese
         if v.status == "wrong" and p.tolerance:
             msg += f"（容差：{p.tolerance}）"
         if not quiet:
@@ -117,7 +130,9 @@ def check(answers: dict, grade_id: str | None = None, lab: str | None = None, *,
             bad.append(f"{p.grade_id}: {v.status}{msg}")
     if strict and bad:
         raise AssertionError("; ".join(bad))
-    return round(earned, 6) if points else out
+    if points:
+        return round(earned, 6)
+    return None if strict else Verdicts(out)
 
 
 def checker(lab: str, student: str | None = None):
@@ -125,7 +140,7 @@ def checker(lab: str, student: str | None = None):
     spec, _ = load_lab(lab)
 
     def bound(answers: dict, grade_id: str | None = None, *, strict: bool = False,
-              quiet: bool = False, points: bool = False) -> dict[str, str] | float:
+              quiet: bool = False, points: bool = False) -> "Verdicts | float | None":
         return check(answers, grade_id, spec.name, student=student, strict=strict, quiet=quiet, points=points)
 
     bound.lab, bound.student = spec.name, student  # type: ignore[attr-defined]

@@ -33,7 +33,7 @@ from typing import Iterable
 
 from .extract import NotebookError, Submission, display_path, read_regular_file, read_submission
 from .labs import canonical_lab, lab_file_digest, load_lab
-from .parts import LabSpec, Verdict, compare
+from .parts import LabSpec, Verdict, compare, unserializable
 from .sandbox import IsolationError, Limits, RunResult, Sandbox
 from .variants import course_key, variant_digest, variant_for, verify_tag
 
@@ -254,6 +254,12 @@ class _Batch:
             return self._refs[d]
 
     def grade(self, item: _Item) -> dict:
+        t0 = time.monotonic()
+        rec = self._grade(item)
+        rec["grade_wall_s"] = round(time.monotonic() - t0, 3)  # the whole submission: notebook and kernels
+        return rec
+
+    def _grade(self, item: _Item) -> dict:
         spec = self.spec
         rec = {"student": item.student, "file": display_path(item.path), "lab": spec.name,
                "versions": self.versions, "graded_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
@@ -358,14 +364,22 @@ class _Batch:
                         "missing", f'no answer: ANSWER["{p.grade_id}"] was never assigned')
                     if run.notebook_timed_out and v.status == "missing":
                         v = Verdict("timeout", "not reached: the notebook ran out of time before this answer")
-                elif isinstance(ans, dict) and set(ans) == {"__unserializable__"}:
+                    elif run.gave_up and v.status == "missing":
+                        v = Verdict("timeout", "not reached: too many cells hung or crashed, so the notebook was "
+                                               "not run to this answer")
+                elif (unserializable(ans) is not None
+                      and not unserializable(ans).startswith("non-finite float")):  # NaN/inf: compare names it
                     v = Verdict("malformed", f"the answer is not plain data ({ans['__unserializable__']})")
                 else:
                     v = compare(p, ans, refs[p.grade_id])
                 score += v.score
             rec["parts"][p.grade_id] = v.to_json()
         rec["auto_score"] = round(score, 6)
-        rec["status"] = "flagged" if flagged else "graded"
+        pending = sum(p.points for p in spec.parts if p.auto and rec["parts"][p.grade_id]["status"] == "skipped")
+        rec["auto_max"] = round(spec.auto_points - pending, 6)  # what was graded: parts pending a GPU are not zeros
+        if pending:
+            rec["pending_gpu_points"] = pending
+        rec["status"] = "flagged" if flagged else "pending_gpu" if pending else "graded"
         hits: list = []
         rec = _clean(rec, hits)
         if hits:

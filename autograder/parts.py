@@ -36,7 +36,7 @@ from typing import Any, Callable, Sequence
 
 from .units import DIMENSION_NAMES, UnitError, parse_unit
 
-__all__ = ["Part", "LabSpec", "Verdict", "compare", "KINDS", "SpecError"]
+__all__ = ["Part", "LabSpec", "Verdict", "compare", "KINDS", "SpecError", "unserializable"]
 
 KINDS = ("quantity", "number", "choice", "set", "table", "mapping", "function", "manual",
          "kernel")  # kernel: autograder.kernelgrade
@@ -90,6 +90,8 @@ class Part:
     @property
     def tolerance(self) -> str:
         """How close an answer must be, in the words shown to the student (Chinese)."""
+        if self.kind == "kernel":  # the task's own tolerance for correctness; none for speed and structure
+            return str(getattr(self.reference, "tolerance_text", "") or "")
         if self.kind in ("choice", "set", "mapping", "manual"):
             return "精确匹配" if self.kind != "manual" else ""
         rel = f"相对误差 ≤ {_pct(self.rel_tol)}" if self.rel_tol > 0 else ""
@@ -253,7 +255,19 @@ class _Bad(Exception):
         self.message = message
 
 
+def unserializable(x: Any) -> str | None:
+    """What the sandbox's marker says (``{"__unserializable__": "..."}``), else None."""
+    if isinstance(x, dict) and set(x) == {"__unserializable__"}:
+        return str(x["__unserializable__"])
+    return None
+
+
 def _as_number(x: Any, what: str) -> float:
+    marker = unserializable(x)
+    if marker is not None:  # NaN/inf and objects are sent back as a marker, never as a dict answer
+        if marker.startswith("non-finite float"):
+            raise _Bad(MALFORMED, f"{what}: expected a finite number, got NaN/inf ({marker.split()[-1]})")
+        raise _Bad(MALFORMED, f"{what}: expected a finite number, got {marker}")
     if isinstance(x, str):
         try:
             x = float(x.replace(",", ""))

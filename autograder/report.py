@@ -1,7 +1,12 @@
 """Turn grading records into the outputs: grades.csv, feedback, log, plot.
 
 ``out/records/*.json``  one instructor record per student (written by :mod:`grade`)
-``out/grades.csv``      a row per student, a column per part, auto total, manual parts blank
+``out/grades.csv``      a row per student: ``assignment`` (the lab), ``student``, ``status``,
+                        ``auto_score``, ``auto_max`` (the points actually graded), ``graded_at``,
+                        then a column per part (its points; blank when not graded: manual
+                        parts, and kernel parts that need a GPU the grading machine lacks)
+``out/parts.csv``       a row per part: ``assignment``, ``grade_id``, ``exercise``, ``kind``
+                        (``auto``/``manual``), ``max_points`` -- the maxima of the columns above
 ``out/feedback/<id>.md|.html``   the student's copy: what passed, what failed and why
 ``out/instructor/<id>.md``       the same with expected values, raw answers, cell errors
 ``out/log.json``        run summary (shards, timings, peak memory) and per-student status
@@ -18,6 +23,7 @@ import tempfile
 from pathlib import Path
 
 from .labs import load_lab
+from .messages import zh
 from .parts import LabSpec
 
 __all__ = ["merge", "student_markdown", "load_records"]
@@ -29,6 +35,20 @@ _WORD = {"right": "正确", "wrong": "错误", "malformed": "格式不对", "mis
 # kernel labs (autograder.kernelgrade): partial speed/structure points, parts that need a GPU, impossible times
 _ICON.update({"partial": "◐", "skipped": "⏭️", "flagged": "🚩"})
 _WORD.update({"partial": "部分得分", "skipped": "需要 GPU，未评", "flagged": "已标记，待教师复核"})
+# record statuses: graded, flagged, unreadable, pending_gpu (graded except the parts that need a GPU
+# this machine lacks: they count in neither auto_score nor auto_max), grader-error
+STATUSES = ("graded", "flagged", "pending_gpu", "unreadable", "grader-error")
+
+
+def pending_points(rec: dict, spec: LabSpec) -> float:
+    """Points of the parts not graded for lack of a GPU (status ``skipped``)."""
+    return sum(p.points for p in spec.parts
+               if p.auto and (rec.get("parts", {}).get(p.grade_id) or {}).get("status") == "skipped")
+
+
+def auto_max(rec: dict, spec: LabSpec) -> float:
+    """The auto-graded points this record was actually graded on (the lab's, less pending GPU parts)."""
+    return spec.auto_points - pending_points(rec, spec)
 
 
 def _umask_mode() -> int:
@@ -63,30 +83,34 @@ def load_records(dirs: list[Path]) -> list[dict]:
 
 
 def student_markdown(rec: dict, spec: LabSpec, instructor: bool = False) -> str:
-    total, amax = rec.get("auto_score", 0.0), spec.auto_points
+    say = (lambda t: t) if instructor else zh  # the student reads Chinese; the instructor the grader's English
+    total, amax, pending = rec.get("auto_score", 0.0), auto_max(rec, spec), pending_points(rec, spec)
     variant = (rec.get("variant") or {}).get("params") or spec.default_variant()
-    lines = [f"# {spec.title} · {rec['student']}", "",
-             f"自动判分：**{total:g} / {amax:g}**（另有 {sum(p.points for p in spec.parts if not p.auto):g} "
-             f"分由助教人工批改）", ""]
+    head = (f"自动判分：**{total:g} / {amax:g}**（另有 {sum(p.points for p in spec.parts if not p.auto):g} "
+            f"分由助教人工批改")
+    if pending:
+        head += f"；{pending:g} 分需要 GPU，这台机器上未评，不计入上面的满分"
+    lines = [f"# {spec.title} · {rec['student']}", "", head + "）", ""]
     if rec.get("status") == "flagged":
         lines += ["**这份作业已标记待教师核对**（见下面的注意事项）。", ""]
     if rec.get("problems"):
-        lines += ["**注意**", ""] + [f"- {p}" for p in rec["problems"]] + [""]
+        lines += ["**注意**", ""] + [f"- {say(str(p))}" for p in rec["problems"]] + [""]
     for ex in spec.exercises:
         lines += [f"## {ex}", "", "| 小问 | 分数 | 结果 | 说明 | 容差 |", "|---|---|---|---|---|"]
         for p in (q for q in spec.parts if q.exercise == ex):
             v = rec.get("parts", {}).get(p.grade_id, {"status": "missing", "message": "not graded", "score": 0})
             st = v.get("status", "missing")
-            msg = str(v.get("message", "")).replace("|", "\\|").replace("\n", " ")
+            msg = say(str(v.get("message", ""))).replace("|", "\\|").replace("\n", " ")
             if instructor and v.get("detail"):
                 msg += " — *" + str(v["detail"]).replace("|", "\\|").replace("\n", " ")[:400] + "*"
-            pts = "—" if st == "manual" else f"{v.get('score', 0):g}/{p.points:g}"
+            pts = "—" if st in ("manual", "skipped") else f"{v.get('score', 0):g}/{p.points:g}"
             try:
                 prompt = p.prompt_for(variant)
             except Exception:  # noqa: BLE001 - a record from another version of the lab
                 prompt = p.prompt
+            tol = (p.tolerance or "—").replace("|", "\\|")
             lines.append(f"| `{p.grade_id}` {prompt} | {pts} | {_ICON.get(st, '')} {_WORD.get(st, st)} | {msg} "
-                         f"| {p.tolerance or '—'} |")
+                         f"| {tol} |")
         lines.append("")
     if instructor:
         lines += ["## 评分过程（仅教师可见）", "", "```json",
@@ -160,8 +184,10 @@ def _plot(recs: list[dict], spec: LabSpec, path: Path) -> None:
         mx = sum(p.points for p in parts)
         vals = []
         for r in recs:
-            if mx and r.get("parts"):
-                vals.append(100 * sum(r["parts"].get(p.grade_id, {}).get("score", 0) for p in parts) / mx)
+            graded = [p for p in parts if (r.get("parts") or {}).get(p.grade_id, {}).get("status") != "skipped"]
+            mx_r = sum(p.points for p in graded)  # parts pending a GPU are not zeros
+            if mx and mx_r and r.get("parts"):
+                vals.append(100 * sum(r["parts"].get(p.grade_id, {}).get("score", 0) for p in graded) / mx_r)
         data.append(vals)
     fig, ax = plt.subplots(figsize=(10, 4), dpi=110)
     shown = [(ex, d) for ex, d in zip(exs, data) if d]
@@ -181,6 +207,26 @@ def _plot(recs: list[dict], spec: LabSpec, path: Path) -> None:
     _atomic_write(path, buf.getvalue())
 
 
+def _kernel_times(rec: dict) -> dict | None:
+    """The kernel phase's times of a record (kernel labs): elaborate, evaluate, GPU lock, total."""
+    k = rec.get("kernels")
+    if not isinstance(k, dict):
+        return None
+    return {key: k.get(key) for key in ("elaborate_s", "evaluate_s", "lock_wait_s", "gpu_s", "wall_s") if key in k}
+
+
+def _wall(rec: dict) -> float | None:
+    """Wall-clock seconds of the whole submission: the record's own total where it has one
+    (``grade_wall_s``), else the notebook sandbox's plus the kernel phase's."""
+    if isinstance(rec.get("grade_wall_s"), (int, float)):
+        return rec["grade_wall_s"]
+    t = (rec.get("sandbox") or {}).get("wall_s")
+    kt = (rec.get("kernels") or {}).get("wall_s") if isinstance(rec.get("kernels"), dict) else None
+    if t is None and kt is None:
+        return None
+    return round((t or 0) + (kt or 0), 3)
+
+
 def merge(dirs: list[Path], out: Path, lab: str | None = None, plot: bool = True) -> dict:
     """Join records (of one or more shard folders) into the outputs under ``out``."""
     recs = load_records(dirs)
@@ -195,14 +241,23 @@ def merge(dirs: list[Path], out: Path, lab: str | None = None, plot: bool = True
             write_json_atomic(out / "records" / f"{r['student']}.json", r)
     buf = io.StringIO()
     w = csv.writer(buf)
-    w.writerow(["student", "status", "auto_score", "auto_max"] + [p.grade_id for p in spec.parts])
+    w.writerow(["assignment", "student", "status", "auto_score", "auto_max", "graded_at"]
+               + [p.grade_id for p in spec.parts])
     for r in recs:
-        row = [r["student"], r.get("status", ""), f"{r.get('auto_score', 0):g}", f"{spec.auto_points:g}"]
+        row = [spec.name, r["student"], r.get("status", ""), f"{r.get('auto_score', 0):g}",
+               f"{auto_max(r, spec):g}", r.get("graded_at", "")]
         for p in spec.parts:
             v = r.get("parts", {}).get(p.grade_id)
-            row.append("" if (not p.auto or v is None) else f"{v.get('score', 0):g}")
+            blank = not p.auto or v is None or v.get("status") == "skipped"  # not graded: no number
+            row.append("" if blank else f"{v.get('score', 0):g}")
         w.writerow(row)
     _atomic_write(out / "grades.csv", buf.getvalue())
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(["assignment", "grade_id", "exercise", "kind", "max_points"])
+    for p in spec.parts:
+        w.writerow([spec.name, p.grade_id, p.exercise, "auto" if p.auto else "manual", f"{p.points:g}"])
+    _atomic_write(out / "parts.csv", buf.getvalue())
     for r in recs:
         md = student_markdown(r, spec)
         _atomic_write(out / "feedback" / f"{r['student']}.md", md)
@@ -220,6 +275,8 @@ def merge(dirs: list[Path], out: Path, lab: str | None = None, plot: bool = True
     log = {"lab": spec.name, "students": len(recs), "auto_max": spec.auto_points, "shards": shards,
            "submissions": [{"student": r["student"], "status": r.get("status"),
                             "auto_score": r.get("auto_score"), "problems": r.get("problems", []),
+                            "auto_max": auto_max(r, spec), "wall_s": _wall(r),
+                            "kernel_s": _kernel_times(r),
                             "isolation": (r.get("sandbox") or {}).get("isolation", ""),
                             "variant": {k: v for k, v in (r.get("variant") or {}).items() if k != "params"},
                             "sandbox": r.get("sandbox", {})} for r in recs]}

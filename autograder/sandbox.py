@@ -72,6 +72,7 @@ Programmatic use (what ``grade`` does)::
 from __future__ import annotations
 
 import glob
+import hashlib
 import json
 import os
 import queue
@@ -147,6 +148,7 @@ class RunResult:
     ledger: str = ""
     restarts: int = 0
     notebook_timed_out: bool = False
+    gave_up: bool = False  # stopped after Limits.max_restarts hung or crashed cells: later cells never ran
     finished: bool = False
     wall_s: float = 0.0
     cpu_s: float = 0.0
@@ -242,7 +244,10 @@ class Sandbox:
         if isolation not in ISOLATIONS:
             raise IsolationError(f"unknown isolation {isolation!r}; choose from {', '.join(ISOLATIONS)}")
         self.policy = policy or SandboxPolicy()
-        self.python = python or sys.executable
+        python = python or sys.executable
+        # the directory with symbolic links resolved (a virtual environment reached through a link is
+        # bound at its real path), the interpreter's own link kept (it is what makes the venv a venv)
+        self.python = os.path.join(os.path.realpath(os.path.dirname(os.path.abspath(python))), os.path.basename(python))
         self.root = os.geteuid() == 0
         self.fixed_uid = uid  # every slot runs as this uid (the grader's trusted programs), else one per slot
         self.trusted = trusted  # runs only the grader's own programs: 'process' is allowed as root
@@ -256,6 +261,7 @@ class Sandbox:
         self._seq = 0
         self.runner_cpu = 0.0  # CPU seconds the bubblewrapped runners reported (not in our rusage)
         self._cpu_lock = threading.Lock()
+        self._stage_lock = threading.Lock()
         self.devices = sorted({os.path.realpath(d) if not os.path.islink(d) else d
                                for pat in self.policy.devices for d in glob.glob(pat)})
         self.extra_read = _outermost(self.policy.read_paths)
@@ -416,7 +422,14 @@ class Sandbox:
         r = self.run([{"index": 0, "source": "import ledger"}], {},
                      Limits(cell_timeout=30, notebook_timeout=60, memory_mb=1024), probe=True)
         if not r.finished or r.cells.get(0, {}).get("status") != "ok":
-            why = "; ".join(r.problems) or r.cells.get(0, {}).get("error") or r.stray_output[-300:] or "no result"
+            why = "; ".join(r.problems) or r.cells.get(0, {}).get("error") or "no result"
+            said = r.stray_output.strip()[-600:]  # what the launcher (bwrap, the runner) wrote on stderr
+            if said and said not in why:
+                why += f"; it said: {said}"
+            if self._launch == "bwrap" and "Permission denied" in said and self.root:
+                why += (f" (the sandbox runs as uid {self._slot_uid(0)} and up: the Python installation, the "
+                        "virtual environment and the course checkout must be reachable (every directory above "
+                        "them searchable, o+x) by that uid; set AUTOGRADER_SANDBOX_UID or move them)")
             raise IsolationError(why.strip())
         if os.path.realpath(r.ledger) != os.path.realpath(self._expected_ledger):
             raise IsolationError(f"the sandbox would import ledger from {r.ledger!r}, the grader's is "
@@ -482,6 +495,7 @@ class Sandbox:
                 result.cells[current] = {"status": st, "error": err, "output": "", "output_chars": 0}
                 skip.add(current)
                 if result.restarts >= limits.max_restarts:
+                    result.gave_up = True
                     result.problems.append("too many cells hung or crashed; stopped re-running")
                     break
                 result.restarts += 1
@@ -495,7 +509,8 @@ class Sandbox:
     # ------------------------------------------------------------------ grader programs
     def run_program(self, program: str, args: list[str], job: dict, limits: Limits, *,
                     packages: tuple[str, ...] = ("autograder", "ledger"), write_dirs: tuple[str, ...] = (),
-                    env: dict | None = None, on_event=None) -> ProgramResult:
+                    env: dict | None = None, on_event=None,
+                    files: dict[str, tuple[str, ...]] | None = None) -> ProgramResult:
         """Run one of the grader's own programs inside this sandbox's isolation.
 
         ``program`` is a file of the checkout (``autograder/kernelgrade/worker.py``) started as
@@ -506,6 +521,10 @@ class Sandbox:
         course directory to put first on ``sys.path`` (the ``packages`` it may import, read-only),
         the site directories, the paths it may read and the device nodes it may open (for its own
         Landlock layer).  ``write_dirs`` are bound writable at the same path (a kernel cache).
+        ``files`` narrows a package to some of its files (``{"autograder": ("runner.py", ...)}``,
+        paths inside the package): the program sees a copy holding only those, with empty
+        ``__init__.py`` files, instead of the whole package (the elaboration of student code
+        needs three modules of the grader, not its sources).
 
         The program writes JSON lines on RESULT_FD and ends with ``{"event": "done"}``.
         ``on_event(ev)`` sees every event as it arrives and may return ``{"reply": bytes}``
@@ -517,24 +536,67 @@ class Sandbox:
                 raise IsolationError(f"package {pkg!r} is not one a grader program may import")
         if program.split("/", 1)[0] not in packages or not (REPO / program).is_file():
             raise IsolationError(f"program {program!r} is not a file of the packages {packages}")
+        files = {k: tuple(v) for k, v in (files or {}).items()}
+        for pkg, names in files.items():
+            if pkg not in packages or pkg == "ledger":
+                raise IsolationError(f"files: {pkg!r} is not one of the packages {packages} (or is ledger)")
+            for rel in names:
+                if rel.startswith("/") or ".." in rel.split("/") or not (REPO / pkg / rel).is_file():
+                    raise IsolationError(f"files: {pkg}/{rel} is not a file of the package")
+        top, _, rest = program.partition("/")
+        if top in files and rest not in files[top]:
+            raise IsolationError(f"program {program!r} is not among the files of {top!r} it may see")
         slot = self.slots.get()
         try:
             return self._run_program(program, list(args), job, limits, packages, write_dirs, env or {},
-                                     on_event, slot)
+                                     on_event, slot, files)
         finally:
             self.slots.put(slot)
 
-    def _program_course(self, packages) -> tuple[str, list[str]]:
-        """(course directory, host paths behind it) for the direct modes."""
-        d = os.path.join(self.tmp, "course-" + "-".join(sorted(packages)))
-        if not os.path.isdir(d):
-            os.makedirs(d, exist_ok=True)
-            for pkg in packages:
-                os.symlink(self.ledger_dir if pkg == "ledger" else str(REPO / pkg), os.path.join(d, pkg))
-            os.chmod(d, 0o755)
-        return d, [self.ledger_dir if pkg == "ledger" else str(REPO / pkg) for pkg in packages]
+    def _package_host(self, pkg: str, files: dict) -> str:
+        """The host directory a program sees as package ``pkg`` (a narrowed copy, see ``files``)."""
+        if pkg == "ledger":
+            return self.ledger_dir
+        if not files.get(pkg):
+            return str(REPO / pkg)
+        names = tuple(sorted(set(files[pkg])))
+        key = hashlib.sha256(repr((pkg, names)).encode()).hexdigest()[:12]
+        top = os.path.join(self.tmp, f"stage-{key}")
+        d = os.path.join(top, pkg)
+        with self._stage_lock:
+            if not os.path.isdir(d):
+                part = os.path.join(top, pkg + ".part")
+                shutil.rmtree(part, ignore_errors=True)
+                for rel in names:
+                    dst = os.path.join(part, rel)
+                    os.makedirs(os.path.dirname(dst), exist_ok=True)
+                    shutil.copyfile(REPO / pkg / rel, dst)
+                for here, _dirs, fnames in os.walk(part):  # packages, with nothing run on import
+                    if "__init__.py" not in fnames:
+                        open(os.path.join(here, "__init__.py"), "w").close()
+                    os.chmod(here, 0o755)
+                    for f in os.listdir(here):
+                        if os.path.isfile(os.path.join(here, f)):
+                            os.chmod(os.path.join(here, f), 0o644)
+                os.chmod(top, 0o755)
+                os.rename(part, d)
+        return d
 
-    def _run_program(self, program, args, job, limits, packages, write_dirs, env, on_event, slot) -> ProgramResult:
+    def _program_course(self, packages, hosts) -> str:
+        """The course directory for the direct modes: a link per package to its host directory."""
+        key = hashlib.sha256(repr(list(zip(packages, hosts))).encode()).hexdigest()[:12]
+        d = os.path.join(self.tmp, "course-" + "-".join(sorted(packages)) + "-" + key)
+        with self._stage_lock:
+            if not os.path.isdir(d):
+                os.makedirs(d + ".part", exist_ok=True)
+                for pkg, host in zip(packages, hosts):
+                    os.symlink(host, os.path.join(d + ".part", pkg))
+                os.chmod(d + ".part", 0o755)
+                os.rename(d + ".part", d)
+        return d
+
+    def _run_program(self, program, args, job, limits, packages, write_dirs, env, on_event, slot,
+                     files=None) -> ProgramResult:
         res = ProgramResult(isolation=self._launch)
         t0 = time.monotonic()
         self._seq += 1
@@ -547,14 +609,16 @@ class Sandbox:
         lim = {"memory_bytes": (limits.memory_mb << 20) if limits.memory_mb else None,
                "cpu_s": int(limits.cpu_budget + 0.999), "fsize_bytes": limits.fsize_mb << 20,
                "nproc": nproc, "nofile": limits.nofile, "scratch_bytes": limits.scratch_mb << 20}
+        hosts = [self._package_host(p, files or {}) for p in packages]
         if bw:
-            course, hosts = "/course", []
+            course = "/course"
             read = self._inside_read + [f"/course/{p}" for p in packages] + write_dirs
             py = "/course/" + program
         else:
-            course, hosts = self._program_course(packages)
+            course = self._program_course(packages, hosts)
             read = self._inside_read + [os.path.realpath(h) for h in hosts] + [course]
-            py = str(REPO / program)
+            top, _, rest = program.partition("/")
+            py = os.path.join(hosts[list(packages).index(top)], rest)
         box = {"mode": self._launch, "scratch": "/tmp" if bw else scratch, "course_dir": course,
                "site_dirs": self._site_dirs, "read_paths": sorted(set(read)), "devices": self.devices,
                "write_dirs": write_dirs, "env": {**dict(self.policy.env), **env}, "limits": lim}
@@ -582,7 +646,7 @@ class Sandbox:
                     prefix = ["nsenter", f"--mount=/proc/{self.stager.pid}/ns/mnt", "--"]
                 prefix += ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all", "--"]
             binds = []
-            for pkg, host in zip(packages, [self.ledger_dir if p == "ledger" else str(REPO / p) for p in packages]):
+            for pkg, host in zip(packages, hosts):
                 if pkg != "ledger":
                     binds += ["--ro-bind", host, f"/course/{pkg}"]
             rw = []

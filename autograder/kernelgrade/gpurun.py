@@ -249,7 +249,7 @@ def preflight_elaborate(log) -> dict:
     """Does a factory elaborate in the notebook sandbox (tilelang imports there, TIR comes back)?
     No fallback: this worker runs student code."""
     from ..sandbox import IsolationError, Sandbox
-    from .pipeline import ELAB_PACKAGES, WORKER, elab_limits
+    from .pipeline import ELAB_FILES, ELAB_PACKAGES, WORKER, elab_limits
 
     cell = ("from kernels import primer\n\n\n@tilelang.jit(target=TARGET)\ndef f(N, dtype):\n"
             "    return primer.copy_kernel.get_tir(N, dtype, 256)\n\n\nANSWER['k'] = f\n")
@@ -260,7 +260,8 @@ def preflight_elaborate(log) -> dict:
     try:
         with Sandbox("auto") as sb:
             t0 = time.monotonic()
-            res = sb.run_program(WORKER, ["elaborate"], job, elab_limits(), packages=ELAB_PACKAGES)
+            res = sb.run_program(WORKER, ["elaborate"], job, elab_limits(), packages=ELAB_PACKAGES,
+                                     files=ELAB_FILES)
             mode = sb.describe()
     except IsolationError as exc:
         return {"ok": False, "error": str(exc)[:500]}

@@ -28,7 +28,11 @@ wrote the same way compiles once; written only by the evaluate worker, from TIR 
 evaluate worker's isolation, default the grade's), ``KERNELGRADE_LANDLOCK=0`` (evaluate
 without its Landlock layer), ``KERNELGRADE_ELAB_TIMEOUT`` / ``KERNELGRADE_BUILD_TIMEOUT`` /
 ``KERNELGRADE_GPU_TIMEOUT`` / ``KERNELGRADE_CALL_TIMEOUT`` (seconds: the whole elaboration,
-the build of one part, the GPU work of one part, one call of a factory),
+default 300; the build of one part, default 120 -- the reference solutions build in a few
+seconds on a CPU; the GPU work of one part, default 180; one call of a factory, default 30),
+``KERNELGRADE_SUBMISSION_TIMEOUT`` (seconds, default 300: one submission's whole kernel phase,
+elaboration and evaluation together, not counting the wait for the GPU lock; parts not finished
+by then are ``timeout``),
 ``KERNELGRADE_COMPILE_WORKERS`` (parallel compiles per submission), ``KERNELGRADE_COMPILE_ALL=1``
 (without a GPU, compile every shape anyway: a dry run that costs what a GPU run compiles), ``KERNELGRADE_ROUNDS``
 (timing rounds, kernel and library alternating; default 3).
@@ -40,7 +44,7 @@ import os
 import re
 import secrets
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -53,8 +57,14 @@ __all__ = ["KernelRef", "kernel_refs", "has_kernel_parts", "analytic_cells", "gr
 
 WORKER = "autograder/kernelgrade/worker.py"
 ELAB_PACKAGES = ("autograder", "kernels", "ledger")
+# of the grader, the elaboration (student code) sees only the worker and what it imports: not the
+# grader's other sources (tasks, rubric, the lab specs stay out of reach as in the notebook sandbox)
+ELAB_FILES = {"autograder": ("kernelgrade/worker.py", "kernelgrade/confine.py", "runner.py")}
 EVAL_PACKAGES = ("autograder", "kernels", "measure", "ledger")
 MAX_RESTARTS = 4
+# default limits in seconds (environment variables of the same names override them); see the module docstring
+ELAB_TIMEOUT, BUILD_TIMEOUT, GPU_TIMEOUT, CALL_TIMEOUT, SUBMISSION_TIMEOUT = 300, 120, 180, 30, 300
+TOTAL_LIMIT_MSG = "the submission's kernel phase ran past its total time limit"
 
 
 @dataclass(frozen=True)
@@ -69,6 +79,15 @@ class KernelRef:
 
     def __call__(self, variant: dict | None = None) -> "KernelRef":
         return self
+
+    @property
+    def tolerance_text(self) -> str:
+        """The tolerance shown beside this part: the task's for correctness, none for speed,
+        structure and the Ascend lowering (they are not compared with a reference)."""
+        if self.aspect != "correct":
+            return ""
+        task = get_task(self.task)
+        return getattr(task, "tolerance_words", "")
 
 
 def kernel_refs(spec) -> dict[str, KernelRef]:
@@ -168,7 +187,7 @@ def _env_f(name: str, default: float) -> float:
 def elab_limits():
     from ..sandbox import Limits
 
-    t = _env_f("KERNELGRADE_ELAB_TIMEOUT", 300)
+    t = min(_env_f("KERNELGRADE_ELAB_TIMEOUT", ELAB_TIMEOUT), _env_f("KERNELGRADE_SUBMISSION_TIMEOUT", SUBMISSION_TIMEOUT))
     return Limits(cell_timeout=t, notebook_timeout=t, cpu_s=t, memory_mb=int(_env_f("KERNELGRADE_ELAB_MEMORY_MB", 16384)),
                   scratch_mb=256, nproc=256, nofile=1024, fsize_mb=64)
 
@@ -186,34 +205,48 @@ class GpuGrant:
     """One submission on a GPU at a time: the evaluate worker asks (``gpu_wait``), the parent
     takes an exclusive lock on a file under the cache root and answers ``go``; the worker
     says ``gpu_release`` (or dies) and the lock goes.  It also sets the watchdog's deadline:
-    a build phase gets ``build_s`` per part, a GPU phase ``gpu_s`` per part."""
+    a build phase gets ``build_s`` per part, a GPU phase ``gpu_s`` per part, and no deadline
+    passes ``total_s`` from now plus the time spent waiting for the lock (the submission's whole
+    evaluation, :meth:`over`)."""
 
-    def __init__(self, root: Path, build_s: float, gpu_s: float):
+    def __init__(self, root: Path, build_s: float, gpu_s: float, total_s: float = float("inf")):
         dev = re.sub(r"[^\w,-]", "_", os.environ.get("CUDA_VISIBLE_DEVICES", "all"))
         self.path = root / f"gpu-{dev}.lock"
         self.build_s, self.gpu_s = build_s, gpu_s
+        self.total_s, self.t_start = total_s, time.monotonic()
         self.f = None
         self.wait_s = 0.0
         self.held_s = 0.0
         self._t = 0.0
         self.current: tuple[str, str] | None = None  # (gid, phase) in progress
 
+    @property
+    def end(self) -> float:
+        """The ``time.monotonic()`` by which the submission's evaluation must be over."""
+        return self.t_start + self.total_s + self.wait_s
+
+    def over(self) -> bool:
+        return time.monotonic() >= self.end
+
+    def _cap(self, deadline: float) -> float:
+        return min(deadline, self.end)
+
     def __call__(self, ev: dict) -> dict | None:
         kind = ev.get("event")
         now = time.monotonic()
         if kind == "start":
             self.current = (str(ev.get("gid")), str(ev.get("phase", "build")))
-            return {"deadline": now + (self.gpu_s if ev.get("phase") == "gpu" else self.build_s)}
+            return {"deadline": self._cap(now + (self.gpu_s if ev.get("phase") == "gpu" else self.build_s))}
         if kind == "gpu_wait":
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.f = open(self.path, "a+")
             fcntl.flock(self.f, fcntl.LOCK_EX)
             self._t = time.monotonic()
             self.wait_s += self._t - now
-            return {"reply": b"go\n", "deadline": self._t + self.gpu_s}
+            return {"reply": b"go\n", "deadline": self._cap(self._t + self.gpu_s)}
         if kind == "gpu_release":
             self.release()
-            return {"deadline": now + 60}
+            return {"deadline": self._cap(now + 60)}
         if kind == "part_done":
             self.current = None
         return None
@@ -333,11 +366,17 @@ def _evaluate(parts: list, base: dict, sandbox, R: dict, detail: dict, grant: Gp
     to itself and a fresh worker continues with the others."""
     done: set = set()
     restarts = 0
-    lim = eval_limits()
+    base_lim = eval_limits()
     while True:
         todo = [p for p in parts if p["gid"] not in done]
         if not todo:
             break
+        if grant.over():  # a fresh worker would start past the submission's total limit
+            for p in todo:
+                R[p["gid"]]["timeout"] = f"{TOTAL_LIMIT_MSG} ({grant.total_s:g} s)"
+            break
+        # the first deadline (before any part starts) also stays within the submission's total
+        lim = replace(base_lim, notebook_timeout=max(1.0, min(base_lim.notebook_timeout, grant.end - time.monotonic())))
         try:
             res = sandbox.run_program(WORKER, ["evaluate"], {**base, "parts": todo}, lim, packages=EVAL_PACKAGES,
                                       write_dirs=(str(cache),), on_event=grant)
@@ -353,14 +392,16 @@ def _evaluate(parts: list, base: dict, sandbox, R: dict, detail: dict, grant: Gp
         phase = R[current].get("phase") if current else None
         why = ("timed out" if res.state == "timeout" else f"{res.exit or 'died'}: "
                + res.output_tail.strip().replace("\n", " ")[-200:])
-        if current is None or restarts >= MAX_RESTARTS:
+        total = res.state == "timeout" and grant.over()  # the submission's whole budget is spent
+        if current is None or restarts >= MAX_RESTARTS or total:
             for p in todo:
                 if p["gid"] not in done:
-                    R[p["gid"]]["timeout" if res.state == "timeout" else "crash"] = f"the evaluation {why}"
+                    R[p["gid"]]["timeout" if res.state == "timeout" else "crash"] = (
+                        f"{TOTAL_LIMIT_MSG} ({grant.total_s:g} s)" if total else f"the evaluation {why}")
             break
         if res.state == "timeout":
             R[current]["timeout"] = ("the kernel did not finish on the GPU (a hang?): the evaluation was stopped"
-                                     if phase == "gpu" else "building the kernel ran past its time limit")
+                                     if phase == "gpu" else f"building the kernel ran past its time limit ({grant.build_s:g} s)")
         elif not R[current].get("crash"):
             R[current]["crash"] = f"the evaluation process {why}"
         done.add(current)
@@ -410,9 +451,9 @@ def _grade(spec, sub, variant, instructor_source, sandbox, eval_sandbox, read_su
                                                              for a, i in info.items()}}
     if elab["parts"]:
         job = {**elab, "setup": setup, "preset": dict(variant or {}),
-               "call_timeout": _env_f("KERNELGRADE_CALL_TIMEOUT", 30)}
+               "call_timeout": _env_f("KERNELGRADE_CALL_TIMEOUT", CALL_TIMEOUT)}
         ta = time.monotonic()
-        res = sandbox.run_program(WORKER, ["elaborate"], job, elab_limits(), packages=ELAB_PACKAGES)
+        res = sandbox.run_program(WORKER, ["elaborate"], job, elab_limits(), packages=ELAB_PACKAGES, files=ELAB_FILES)
         folded = _fold_elaborate(res.events, info, R, res)
         detail.update(elaborate_s=round(time.monotonic() - ta, 2), elaborate_isolation=res.isolation,
                       elaborate_confinement=folded["confinement"], course_modules=folded["course_modules"])
@@ -427,7 +468,9 @@ def _grade(spec, sub, variant, instructor_source, sandbox, eval_sandbox, read_su
                 "compile_workers": int(_env_f("KERNELGRADE_COMPILE_WORKERS", 0)) or None,
                 "compile_all": os.environ.get("KERNELGRADE_COMPILE_ALL") == "1",
                 "rounds": int(_env_f("KERNELGRADE_ROUNDS", 3))}
-        grant = GpuGrant(root, _env_f("KERNELGRADE_BUILD_TIMEOUT", 900), _env_f("KERNELGRADE_GPU_TIMEOUT", 180))
+        left = _env_f("KERNELGRADE_SUBMISSION_TIMEOUT", SUBMISSION_TIMEOUT) - (time.monotonic() - t0)
+        grant = GpuGrant(root, _env_f("KERNELGRADE_BUILD_TIMEOUT", BUILD_TIMEOUT),
+                         _env_f("KERNELGRADE_GPU_TIMEOUT", GPU_TIMEOUT), max(left, 1.0))
         te = time.monotonic()
         if parts:
             _evaluate(parts, base, eval_sandbox, R, detail, grant, cache)

@@ -158,8 +158,8 @@ def score_correct(points: float, task: CudaTask, R: dict) -> Verdict:
 
 def score_speed(points: float, task: CudaTask, R: dict) -> Verdict:
     c = score_correct(1.0, task, R)
-    if c.status in ("missing", "timeout", "error", "malformed"):
-        return Verdict(c.status if c.status in ("missing", "timeout") else "error", "no speed points: " + c.message)
+    if c.status in ("missing", "timeout", "error", "malformed"):  # the same cause, the same status on every row
+        return Verdict(c.status, "no speed points: " + c.message)
     if not R.get("gpu"):
         return Verdict("skipped", NEEDS_GPU)
     if c.status != "right":

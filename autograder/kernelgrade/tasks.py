@@ -31,7 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-__all__ = ["Param", "CudaTask", "AscendTask", "TASKS", "get_task", "variant_params", "variant_values",
+__all__ = ["Param", "CudaTask", "AscendTask", "DTYPE_TOLERANCE_TEXT", "TASKS", "get_task", "variant_params", "variant_values",
            "shape_label"]
 
 TARGET = {"kind": "cuda", "arch": "sm_90a"}
@@ -49,6 +49,11 @@ class Param:
     dtype: str
     output: bool = False
     scalar: bool = False
+
+
+# the course's per-dtype tolerances (measure.check.TOLERANCES; a test keeps the two in step)
+DTYPE_TOLERANCE_TEXT = ("每个元素的误差绝对值 ≤ atol + rtol × 参考值的绝对值，一个都不能超；按输出的数据类型："
+                        "fp32 atol = rtol = 1e-5，fp16 2e-3，bf16 1.6e-2")
 
 
 @dataclass(frozen=True)
@@ -70,9 +75,15 @@ class CudaTask:
     structure: tuple[str, ...]  # expectation keys of structure.EXPECTATIONS
     tolerance: Callable[[dict, str, dict], dict] | None = None  # (shape, output name, want) -> atol/rtol
     interface_doc: str = ""
+    tolerance_text: str = ""  # the tolerance in the words shown to the student (Chinese); default: DTYPE_TOLERANCE_TEXT
     to_shape: Callable[[dict], dict] | None = None  # drawn values -> shape (derived sizes), default: as drawn
 
     kind = "cuda"
+
+    @property
+    def tolerance_words(self) -> str:
+        """The correctness tolerance as the feedback shows it (Chinese)."""
+        return self.tolerance_text or DTYPE_TOLERANCE_TEXT
 
     def variant_shape(self, values: dict | None) -> dict:
         """The variant shape of the drawn ``values`` (``{name: value}``; missing names: the default)."""
@@ -385,6 +396,7 @@ FUSED = CudaTask(
     variant_pools=(("M", 100, (1, 9, 17, 63, 150, 200, 255, 299)), ("N", 2048, (1024, 4096)),
                    ("rope_dim", 128, (64, 128)), ("dtype", "bfloat16", _HALF)),
     make_inputs=_fused_inputs, reference=_fused_ref, cost=_fused_cost, tolerance=_fused_tol,
+    tolerance_text=DTYPE_TOLERANCE_TEXT + "；atol 至少是结果最大幅值处的一个 ulp（中间结果舍入可差一个 ulp）",
     baseline=_fused_baseline, baseline_label="PyTorch eager (F.rms_norm + RoPE)",
     metric="frac_copy", levels=((0.60, 0.5), (0.80, 1.0)),
     structure=("row_reduction", "reads_tables", "vector_load_8B", "vector_store_8B"),
@@ -443,6 +455,7 @@ GEMM_SHARED = CudaTask(
     time_shape={"M": 4096, "N": 4096, "K": 4096},
     variant_pools=(("M", 384, _X128), ("N", 768, _X128), ("K", 640, _X128)),
     make_inputs=_gemm_inputs, reference=_gemm_ref, cost=_gemm_cost, tolerance=_gemm_tol,
+    tolerance_text="每个元素的误差绝对值 ≤ atol + rtol × 参考值的绝对值，一个都不能超；atol = 2⁻¹¹·√K，rtol = 2e-3",
     baseline=_gemm_baseline, baseline_label="cuBLAS (torch.matmul)",
     metric="x_library", levels=((0.10, 0.5), (0.25, 1.0)),
     structure=("shared_staging", "tensor_core"),
@@ -460,6 +473,7 @@ GEMM_PIPELINED = CudaTask(
                    ("N", 904, (136, 392, 520, 808, 1096, 1288, 1432, 1560)),
                    ("K", 1000, (384, 440, 648, 792, 1032, 1224, 1400, 1576))),
     make_inputs=_gemm_inputs, reference=_gemm_ref, cost=_gemm_cost, tolerance=_gemm_tol,
+    tolerance_text="每个元素的误差绝对值 ≤ atol + rtol × 参考值的绝对值，一个都不能超；atol = 2⁻¹¹·√K，rtol = 2e-3",
     baseline=_gemm_baseline, baseline_label="cuBLAS (torch.matmul)",
     metric="x_library", levels=((0.40, 0.5), (0.60, 1.0)),
     structure=("pipelined", "async_copy", "tensor_core"),
@@ -602,6 +616,7 @@ P_ROWSUM = CudaTask(
     variant_pools=(("M", 250, (1, 17, 63, 129, 300, 511, 777, 1025)), ("N", 2000, (64, 136, 1000, 2056, 4104, 5000)),
                    ("dtype", "bfloat16", _FLOAT)),
     make_inputs=_rowsum_inputs, reference=_rowsum_ref, cost=_rowsum_cost, tolerance=_rowsum_tol,
+    tolerance_text="每个元素的误差绝对值 ≤ atol + rtol × 参考值的绝对值，一个都不能超；atol = 1e-4·√N，rtol = 1e-4（fp32 累加）",
     baseline=_rowsum_baseline, baseline_label="torch.sum",
     # At 16384 x 4096 fp16 the lesson's kernel (64-row blocks, 128-column tiles, two stages)
     # reaches 63-64 % of the copy bandwidth on the H200 and torch.sum itself 68-69 % (the primer

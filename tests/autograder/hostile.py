@@ -137,6 +137,18 @@ def build(spec, source: Path, subs: Path, repo: Path) -> dict[str, Case]:
         _prepend(nb, gid, "import time\ntime.sleep(12)")
     write("wall_kill.ipynb", nb)
 
+    # five cells that kill their process: after Limits.max_restarts re-runs the grader stops, and the
+    # answers it never reached are "timeout / not reached", not "never assigned"
+    crashers = ("e02_a", "e03_a", "e04_a", "e05_g", "e06_a")
+    after = _auto_after(spec, "e06_a")
+    nb = new("restart_cap.ipynb", Case(lost={**{g: "error" for g in crashers}, **{g: "timeout" for g in after}},
+                                       needles={"e06_a": "exited with status 7", after[0]: "too many cells",
+                                                after[-1]: "not reached"},
+                                       problem="too many cells hung or crashed"))
+    for gid in crashers:
+        _prepend(nb, gid, "import os\nos._exit(7)")
+    write("restart_cap.ipynb", nb)
+
     # closes every descriptor it can find, the result pipe included
     nb = new("closes_pipe.ipynb", Case(lost={"e11_c": "error"}, needles={"e11_c": "exited with status 3"}))
     _prepend(nb, "e11_c", "import os\nfor fd in range(3, 256):\n    try:\n        os.close(fd)\n"

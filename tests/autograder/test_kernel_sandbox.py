@@ -39,7 +39,7 @@ def _elaborate(sandbox, cell: str, timeout: float, call_timeout: float = 30):
            "call_timeout": call_timeout}
     lim = Limits(cell_timeout=timeout, notebook_timeout=timeout, cpu_s=timeout, memory_mb=16384, scratch_mb=64,
                  nproc=256, nofile=1024)
-    return sandbox.run_program(KP.WORKER, ["elaborate"], job, lim, packages=KP.ELAB_PACKAGES)
+    return sandbox.run_program(KP.WORKER, ["elaborate"], job, lim, packages=KP.ELAB_PACKAGES, files=KP.ELAB_FILES)
 
 
 def test_the_elaboration_runs_confined_and_sends_tir_back_as_data(sandbox):
@@ -48,7 +48,14 @@ def test_the_elaboration_runs_confined_and_sends_tir_back_as_data(sandbox):
             "@tilelang.jit(target=TARGET)\n"
             "def f(N, dtype):\n"
             "    leaks = []\n"
-            "    for path in ('/etc/hostname', " + repr(str(ROOT / 'labs')) + "):\n"
+            "    for path in ('/etc/hostname', " + repr(str(ROOT / 'labs')) + ", "
+            + repr(str(ROOT / 'autograder' / 'kernelgrade' / 'tasks.py')) + ", "
+            + repr(str(ROOT / 'autograder' / 'parts.py')) + "):\n"
+            "        try:\n"
+            "            import autograder.kernelgrade.tasks as _t\n"  # not importable: a narrowed copy
+            "            leaks.append(_t.__file__)\n"
+            "        except ImportError:\n"
+            "            pass\n"
             "        try:\n"
             "            leaks.append(os.listdir(path) if os.path.isdir(path) else open(path).read())\n"
             "        except OSError:\n"
@@ -226,3 +233,59 @@ def test_the_recorded_batch_is_one_signed_student_per_submission():
         assert verify_tag(spec, tag, s["name"], key) == ("ok", "")
         setup = next(c for c in s["nb"]["cells"] if c["metadata"]["nbgrader"]["grade_id"] == "setup")
         assert repr(tag["params"]["K1.N"]) in "".join(setup["source"])  # the student's own P
+
+
+def test_the_submissions_total_limit_caps_every_deadline_and_ends_the_kernel_phase(tmp_path):
+    grant = KP.GpuGrant(tmp_path, build_s=100, gpu_s=100, total_s=5)
+    t = time.monotonic()
+    assert grant({"event": "start", "gid": "a", "phase": "build"})["deadline"] <= t + 5.5
+    assert grant({"event": "gpu_wait"})["deadline"] <= time.monotonic() + 5.5
+    grant.release()
+    # a build that ran into the total: the part in progress and every part not started are timeouts
+    grant = KP.GpuGrant(tmp_path, build_s=100, gpu_s=100, total_s=5)
+    hello = {"event": "hello", "gpu": False, "device": None}
+
+    class Spending(_FakeSandbox):  # the worker's build of part a runs into the submission's total
+        def run_program(self, *a, **kw):
+            grant.t_start -= 10
+            return super().run_program(*a, **kw)
+
+    sb = Spending([([hello, {"event": "start", "gid": "a", "phase": "build"}], "timeout")] * 3)
+    R = {g: {"elaborate": {"errors": {}, "tirs": ["x"]}, "interface": {}, "build": {}, "structure": None,
+             "correct": None, "speed": None, "crash": None, "timeout": None, "ascend": None, "gpu": False}
+         for g in ("a", "b")}
+    KP._evaluate([{"gid": "a", "task": "ew_add", "tirs": []}, {"gid": "b", "task": "ew_add", "tirs": []}],
+                 {}, sb, R, {}, grant, tmp_path)
+    assert sb.jobs == [["a", "b"]]  # no fresh worker for b past the total
+    for g in ("a", "b"):
+        assert KP.TOTAL_LIMIT_MSG in (R[g]["timeout"] or ""), R[g]
+    from autograder.kernelgrade import rubric
+    from autograder.kernelgrade.tasks import get_task
+
+    assert rubric.score("correct", 3, get_task("ew_add"), R["b"]).status == "timeout"
+
+
+def test_the_default_kernel_limits_are_tight_enough_to_bound_a_compile_bomb(monkeypatch):
+    for k in ("KERNELGRADE_BUILD_TIMEOUT", "KERNELGRADE_SUBMISSION_TIMEOUT", "KERNELGRADE_ELAB_TIMEOUT"):
+        monkeypatch.delenv(k, raising=False)
+    # the reference solutions build a part in under 20 s on the H200 run's CPUs (labs/results) and in
+    # about 6 s on a 2-core CPU machine: 120 s per part, 300 s for the whole kernel phase of a submission
+    assert KP.BUILD_TIMEOUT <= 120 and KP.SUBMISSION_TIMEOUT <= 300
+    assert KP.elab_limits().notebook_timeout <= KP.SUBMISSION_TIMEOUT
+    monkeypatch.setenv("KERNELGRADE_SUBMISSION_TIMEOUT", "40")
+    assert KP.elab_limits().notebook_timeout == 40
+
+
+def test_the_elaboration_sees_a_narrowed_copy_of_the_grader(sandbox, tmp_path):
+    """Only the modules the worker imports, copied; the grader's other sources stay out of reach."""
+    host = sandbox._package_host("autograder", KP.ELAB_FILES)
+    found = sorted(str(p.relative_to(host)) for p in Path(host).rglob("*.py"))
+    assert found == ["__init__.py", "kernelgrade/__init__.py", "kernelgrade/confine.py", "kernelgrade/worker.py",
+                     "runner.py"]
+    assert Path(host, "__init__.py").read_text() == "" and not Path(host).is_relative_to(ROOT)
+    with pytest.raises(IsolationError, match="not a file of the package"):
+        sandbox.run_program(KP.WORKER, ["elaborate"], {}, Limits(), packages=KP.ELAB_PACKAGES,
+                            files={"autograder": ("../labs/pytorch/spec.py",)})
+    with pytest.raises(IsolationError, match="not among the files"):
+        sandbox.run_program(KP.WORKER, ["elaborate"], {}, Limits(), packages=KP.ELAB_PACKAGES,
+                            files={"autograder": ("runner.py",)})

@@ -114,6 +114,12 @@ def test_nbgrader_autograde_totals_equal_ours(tmp_path, monkeypatch, lab, limits
                                                    if theirs[g] != pytest.approx(mine[g])}
             assert nbg.code_score == pytest.approx(ours[student]["auto_score"])
             assert nbg.max_code_score == pytest.approx(spec.auto_points)
+    # a passing hidden test outputs nothing: nbgrader reads a grade cell's output as its score
+    # (and warns that a dict "cannot be converted to a float")
+    graded = nbformat.read(str(course / "autograded" / "instructor" / LAB / f"{LAB}.ipynb"), as_version=4)
+    for c in graded.cells:
+        if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade"):
+            assert not [o for o in c.get("outputs", []) if o.get("output_type") == "execute_result"], c.source
     assert ours["unanswered"]["auto_score"] == 0
     assert ours["instructor"]["auto_score"] == spec.auto_points
     lost = sum(spec.part(g).points for g in wrong)
