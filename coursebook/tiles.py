@@ -857,6 +857,23 @@ def w4_forms_table(results: dict | None = None) -> str:
     return "\n".join(lines)
 
 
+def w4_wide_table(results: dict | None = None) -> str:
+    """The best time (µs) of the element-wise and the word-wide expansion per shape of one search
+    (:func:`_wide_search`), with how many times faster the word-wide one is; ``—`` where a shape's search had
+    no such form."""
+    results = load() if results is None else results
+    ws = _wide_search(results)
+    if not any(w is not None or e is not None for w, e in ws.values()):
+        return f"**{NO_RESULT}**"
+    f = lambda x: DASH if x is None else f"{x:.1f}"  # noqa: E731
+    lines = ["| 形状 | 逐元素展开 (µs) | 按字展开 (µs) | 按字展开快几倍 |", "|---|---:|---:|---:|"]
+    for key, _ in W4_SHAPES:
+        wide, elem = ws[key]
+        lines.append(f"| {W4_SHAPE_WORDS[key]} | {f(elem)} | {f(wide)} | "
+                     f"{DASH if not (wide and elem) else f'{elem / wide:.2f}'} |")
+    return "\n".join(lines)
+
+
 def _faster_case(pairs: list) -> tuple[str | None, int]:
     """Over (new, old) time pairs: ``faster`` (the new one more than 2 % faster on every pair), ``slower``
     (more than 2 % slower on every pair), ``none`` (within 2 % on every pair) or ``some``; ``None`` without

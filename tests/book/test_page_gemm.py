@@ -760,6 +760,13 @@ def test_word_wide_expansion_sentences_follow_the_search_records():
     v = tiles.library_values(fast)
     assert v["derived.gemm.lib.w4.elem.m1_us"] == "22.8" and v["derived.gemm.lib.w4.wide.m16_us"] == "15.5"
     assert pick({"suites": {}}, "claim.gemm.lib.w4.wide.result").case is None
+    # the page's table of the two forms: one row per shape, the word-wide form's speed-up, a dash where missing
+    rows = tiles.w4_wide_table(fast).splitlines()[2:]
+    assert len(rows) == 5 and rows[0].split("|")[2:5] == [" 22.8 ", " 15.0 ", " 1.52 "]
+    gap = res((15.0, 15.5, 21.0, 33.0, 210.0))
+    gap["suites"]["gemm.w4a16"]["records"][1]["ms"].pop("m16_k512_s4_k_wd")
+    assert tiles.w4_wide_table(gap).splitlines()[3].split("|")[3:5] == [" — ", " — "]
+    assert "**" in tiles.w4_wide_table({"suites": {}})
 
 
 def test_scores_store_sentence_follows_the_search():
