@@ -221,21 +221,39 @@ _MEM_ZH = {"hbm": "显存（最好的访问模式）", "hbm.copy": "显存（拷
 def machines_table() -> str:
     """Markdown: every machine profile the ledger knows -- one row per roof (effective rate, the
     theoretical rate and the calibration factor behind it), with the default roofs' balance."""
-    from ledger.machines import machines
+    from ledger.machines import DEFAULT_MACHINE, machines
 
     lines = ["| 机器 | 天花板 | 可达值 | 规格值 × 标定系数 |", "|---|---|---:|---|"]
     for name, m in machines().items():
         first = True
         for unit, r in m.compute.items():
-            lines.append(f"| {f'**{name}**' if first else ''} | {_UNIT_ZH.get(unit, unit)} | "
+            head = f"**{name}**" + ("（正文默认）" if name == DEFAULT_MACHINE else "")
+            lines.append(f"| {head if first else ''} | {_UNIT_ZH.get(unit, unit)} | "
                          f"{r.effective / 1e12:,.1f} TFLOP/s | {r.theoretical / 1e12:,.1f} × {r.calibration:g} |")
             first = False
         for path, r in m.memory.items():
             lines.append(f"|  | {_MEM_ZH.get(path, path)} | {r.effective / 1e9:,.0f} GB/s | "
                          f"{r.theoretical / 1e9:,.0f} × {r.calibration:g} |")
-        lines.append(f"|  | 平衡点（{_UNIT_ZH.get(m.default_compute, m.default_compute)} 对 "
+        lines.append(f"|  | 平衡点（{_UNIT_ZH.get(m.default_compute, m.default_compute)} ÷ "
                      f"{_MEM_ZH.get(m.default_memory, m.default_memory)}） | {m.balance:,.1f} FLOP/B | |")
+        res = _resources_text(m.resources)
+        if res:
+            lines.append(f"|  | 片上资源 |  | {res} |")
     return "\n".join(lines)
+
+
+#: On-chip resources of a profile (``ledger.machines.Machine.resources``), in Chinese: ``{}`` takes the number.
+_RES_ZH = (("sms", "{} 个 SM"), ("smem_per_sm_kb", "每 SM 共享内存 {} KiB"), ("smem_per_block_kb", "每块共享内存上限 {} KiB"),
+           ("regs_per_sm", "每 SM {} 个 32 位寄存器"), ("max_regs_per_thread", "每线程至多 {} 个寄存器"),
+           ("max_threads_per_sm", "每 SM 至多 {} 个线程"), ("max_threads_per_block", "每块至多 {} 个线程"))
+
+
+def _resources_text(res) -> str:
+    """The on-chip resources a profile declares (the tile ledgers read them), in one cell; unknown keys as they are."""
+    known = {k for k, _ in _RES_ZH}
+    parts = [text.format(f"{res[k]:g}") for k, text in _RES_ZH if k in res]
+    parts += [f"{k} {v:g}" for k, v in res.items() if k not in known]
+    return "，".join(parts)
 
 
 def machines_sources() -> str:

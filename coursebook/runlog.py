@@ -105,14 +105,30 @@ TOKENS: tuple[tuple[str, str], ...] = (
 )
 _COMPILED = tuple((re.compile("(?:" + p + r")\Z"), text) for p, text in TOKENS)
 
-#: Keys of a recorded ``config`` dict, in Chinese.
+#: Keys of a recorded ``config`` dict, in Chinese (every key the recorded benches use: tests/book/test_runlog.py).
 CONFIG_KEYS = {
     "block_M": "block_M", "block_N": "block_N", "block_K": "block_K", "stages": "流水级数", "threads": "线程数",
-    "panel": "光栅化分组", "ws": "warp 专门化", "inflight": "inflight", "epi_cols": "结尾列数", "persistent": "persistent",
-    "cluster": "簇大小", "schedule": "写法", "blk_m": "每块行数", "blk_k": "每段长度", "blk_s": "每块位置数",
-    "rows": "每块行数", "tpr": "每行线程数", "seg": "每线程通道数", "min_blocks": "每 SM 最少块数",
-    "max_regs": "寄存器上限", "npt": "每线程元素数", "group": "量化分组", "rope_dim": "RoPE 维数",
-    "prefetch": "预取", "order": "分块顺序", "policy": "warp 划分", "level": "层级", "promote": "提升间隔",
+    "panel": "光栅化分组", "ws": "warp 专门化", "inflight": "在途 wgmma 批数", "epi_cols": "结尾列数",
+    "persistent": "持久化（每个 SM 一个线程块）", "cluster": "簇大小", "schedule": "写法", "blk_m": "每块行数",
+    "blk_n": "每步列数", "blk_k": "每段长度", "blk_s": "每块位置数", "rows": "每块行数", "tpr": "每行线程数",
+    "seg": "每线程通道数", "min_blocks": "每 SM 最少块数", "max_regs": "寄存器上限", "npt": "每线程元素数",
+    "group": "量化分组", "rope_dim": "RoPE 维数", "prefetch": "预取", "order": "分块顺序", "policy": "warp 划分",
+    "level": "层级", "promote": "提升间隔", "split": "切分", "splits": "沿 K 段数", "via": "输入分块",
+    "aligned": "尾部按分块对齐切分", "block_col_warps": "列方向 warp 数", "block_row_warps": "行方向 warp 数",
+    "warp_col_tiles": "每 warp 列数", "warp_row_tiles": "每 warp 行数", "chunk": "展开分段长度",
+    "consumers": "消费者 warpgroup 数", "dp_waves": "数据并行整波数", "evict_first": "写回加 evict-first 提示",
+    "fix_rows": "修正 kernel 每块行数", "fix_vec": "修正求和手写", "fuse": "掩码与指数位合成一条 lop3",
+    "inst": "张量核指令", "kpair": "簇内两块沿 K 分摊", "lag": "wgmma 在后台多跑一级", "pdl": "程序化依赖启动",
+    "pdl_at": "放行时机", "perm": "权重半字节交错", "post": "缩放放到乘法之后", "reduce_rows": "归并 kernel 每块行数",
+    "share": "整块与尾部共用暂存", "stages_w": "权重环形缓冲级数", "store_bufs": "结尾暂存缓冲数",
+    "tail_cols": "尾部暂存列数", "tiled": "权重按块连续重排", "wide": "int4 按 32 位字展开",
+}
+#: Values of a few keys, in Chinese (a value not listed prints as it is).
+CONFIG_VALUES = {
+    ("split", "k"): "沿 K（消费者分工）", ("split", "n"): "沿 N（消费者分工）",
+    ("via", "shared"): "经共享内存", ("via", "registers"): "直接进寄存器",
+    ("dp_waves", -1): "全部整波", ("dp_waves", 0): "无（全部 stream-K）",
+    ("order", "column"): "先沿列", ("pdl_at", "end"): "尾部各段写完之后",
 }
 
 
@@ -155,6 +171,7 @@ def legend_markdown() -> str:
         r"(\d+)x(\d+)": "128x256", r"st(\d+)": "st4", r"s=(\d+)": "s=4", r"m(\d+)": "m16", r"n(\d+)": "n256",
         r"k(\d+)": "k512", r"w(\d+)": "w8", r"x(\d+)": "x128", r"r(\d+)": "r128", r"kw(\d+)": "kw1",
         r"sk(\d+)": "sk4", r"d(\d+)": "d4", r"nt(\d+)": "nt2", r"lg(\d+)": "lg2",
+        r"b(\d+)": "b2", r"fr(\d+)": "fr4", r"te(\d+)": "te32", r"dp\+sk": "dp+sk", r"q(\d+)": "q4", r"g(\d+)": "g2",
     }
     lines = ["| 标签片段 | 含义 |", "|---|---|"]
     for pat, text in TOKENS:
@@ -212,8 +229,115 @@ def _config(cfg) -> str:
     for k, v in cfg.items():
         if v is None or v is False:
             continue
-        items.append(f"{CONFIG_KEYS.get(k, k)} {('是' if v is True else v)}")
+        if v is True:
+            items.append(CONFIG_KEYS.get(k, k))
+        elif k == "split" and isinstance(v, int):  # the row sum's split: the blocks sharing a row block's columns
+            items.append(f"每组行的列分给 {v} 个线程块")
+        else:
+            try:
+                shown = CONFIG_VALUES.get((k, v), v)
+            except TypeError:  # an unhashable value (a list) prints as it is
+                shown = v
+            items.append(f"{CONFIG_KEYS.get(k, k)} {shown}")
     return "，".join(items) or "—"
+
+
+#: Every suite of the runner, in Chinese: what it measures (the appendix's legend of suite names; a test
+#: checks that every suite of ``measure.runner`` and every suite of the recorded results has one).
+SUITES_ZH: dict[str, str] = {
+    "pytorch": "同一个算子的 eager、torch.compile 与 TileLang 三种写法（sin/cos、LayerNorm）",
+    "primer": "入门一章的拷贝、向量化缩放、按行求和与 T.gemm 操作数放法的核对",
+    "elementwise": "逐元素加法的四种写法与 fp32→fp16 的缩放加转换",
+    "quant": "按 token 分组取 amax 的 FP8 量化",
+    "norm": "RMSNorm 的几种调度（按行、共享内存、split-K 与搜索出的写法）与 LayerNorm",
+    "rope": "RoPE 的两种配对约定，朴素与分块两种调度",
+    "fused": "RMSNorm + RoPE（+ FP8）的融合 kernel，与三个 kernel 串联、eager、torch.compile 对比",
+    "gemm.ladder": "GEMM 的五级阶梯与调优后的第四级，对比 cuBLAS",
+    "gemm.bf16": "调优后的 GEMM 换成 bf16，对比 cuBLAS bf16；fp16 在 8192³ 上的重复对比",
+    "gemm.lowp": "低精度 GEMM：fp8 对比 torch._scaled_mm，W4A16 对比 fp16 权重的 cuBLAS",
+    "gemm.w4a16": "W4A16（int4 权重、fp16 激活）GEMM 在解码与其他形状上的搜索与计时探针",
+    "gemm.splitk": "细长 GEMM 上的 split-K（各种段数与两种原子写法）",
+    "gemm.splitk_ws": "手写持久化流水上的 split-K，对比 cuBLAS 与不切分",
+    "gemm.streamk": "最后一波几乎空着的网格上的 stream-K",
+    "gemm.streamk_ws": "手写持久化流水上的 stream-K，对比 cuBLAS 与数据并行分块",
+    "gemm.batched": "注意力形状上的 batched GEMM，对比 torch.bmm",
+    "gemm.batched_ws": "把 batch 并进 M、用手写持久化流水的 batched GEMM，对比 torch.bmm",
+    "gemm.grouped": "MoE 的 grouped GEMM（偏移表与指针表两种写法），对比逐个专家的 torch.matmul",
+    "gemm.grouped_ws": "grouped GEMM 的补齐写法与两种表写法，对比逐个专家的 torch.matmul（含 CUDA Graph 版）",
+    "gemm.support": "sm_90a 指令路径的核查，以及 int8 GEMM 与 block_N = 24 两个真正运行的探针",
+    "gemm.flush": "两种 L2 冲刷方式下，GEMM 各变体的胜者与库的对比",
+    "case_study": "性能模型一章的设计案例（QK-norm + RoPE + FP8）的设计 A、B、C",
+    "carver": "tilelang 的 carver 与 Analyzer 在真实设备模型上的推荐，前几名编译后计时",
+}
+
+#: The declared repeated experiments (the manifest's ``repeats``), titled in Chinese.
+REPEAT_TITLES: dict[str, str] = {
+    "gemm.ladder tuned search": "调优后的第四级 GEMM：候选搜索",
+    "gemm.w4a16 search": "W4A16：候选搜索",
+    "gemm.batched_ws search": "batched GEMM（手写流水）：候选搜索",
+    "gemm.w4a16 search, interleaved weights": "W4A16：权重半字节交错以后的搜索",
+    "gemm.w4a16 search, scale after the MMA": "W4A16：缩放因子移到张量核乘法之后的搜索",
+    "gemm.w4a16 search, kpair on interleaved weights": "W4A16：交错权重上、簇里两块沿 K 分摊的搜索",
+    "gemm.splitk_ws search, measured again": "split-K（手写流水）：同一搜索再测一次",
+    "gemm.streamk_ws search, measured again": "stream-K（手写流水）：同一搜索再测一次",
+    "gemm.flush under two flushes, measured twice": "两种 L2 冲刷下的对比，测两次",
+    "gemm.flush with the 8-row tile at M = 1, measured twice": "两种冲刷：M = 1 改用 8 行的分块，测两次",
+    "gemm.streamk_ws with the row order and the full-wave tiling, measured twice":
+        "stream-K：按行的分块顺序，加上整波的分块，测两次",
+    "gemm.streamk_ws with the spread fix-up, measured twice": "stream-K：修正分摊到 kernel 里（spread），测两次",
+    "gemm.flush with lag at M = 64, measured twice": "两种冲刷：M = 64 让 wgmma 在后台多跑一级（lg），测两次",
+    "gemm.flush with fuse, measured twice": "两种冲刷：掩码与指数位合成一条 lop3（fu），测两次",
+    "gemm.flush with the hand-written stream-K fix-up, measured twice":
+        "两种冲刷：stream-K 的修正求和手写（fv），测两次",
+    "gemm.streamk_ws with the kernel timeline, measured twice": "stream-K：加上每次调用的 kernel 时间线，测两次",
+    "gemm.streamk_ws with the wave and the tail run alone, measured twice": "stream-K：整波与尾部各自单独运行，测两次",
+    "gemm.streamk_ws with the aligned tail split, measured twice": "stream-K：尾部按分块对齐切分（al），测两次",
+    "gemm.flush with the aligned stream-K form, measured twice": "两种冲刷：对齐切分的 stream-K 写法，测两次",
+    "gemm.flush with the six-stage stream-K form, measured twice": "两种冲刷：六级流水的 stream-K 写法，测两次",
+    "gemm.streamk_ws with the six-stage shared-staging form, measured twice":
+        "stream-K：六级流水、整块与尾部共用暂存（sh），测两次",
+}
+
+
+#: A check that the records show failing, and where the book discusses it (printed under the checks table
+#: only while the record says it failed; a test wants a note for every failing check).
+CHECK_NOTES: dict[str, str] = {
+    "gemm_tile a_in=fragment b_in=shared": ("`T.gemm` 的 A 放在寄存器、B 放在共享内存、开着 warp 专门化的那种放法在 GPU 上"
+                                            "没有算对；{ref}`primer-gemm` 一节讨论它，并把放法与它周围的流水线分开核对"),
+}
+
+
+def suite_zh(suite: str) -> str:
+    """What ``suite`` measures, in Chinese (the suite's own name where none is written)."""
+    return SUITES_ZH.get(suite, suite)
+
+
+def suites_markdown() -> str:
+    """The legend of suite names: each suite of the runner, the chapter it belongs to, what it measures."""
+    from measure.runner import TOPICS
+
+    chapter = {"pytorch": "从 PyTorch 到 kernel", "primer": "TileLang 入门", "elementwise": "逐元素、归一化与 RoPE",
+               "gemm": "GEMM", "perfmodel": "性能模型"}
+    lines = ["| 套件 | 所属章节 | 测的是什么 |", "|---|---|---|"]
+    for topic, prefixes in TOPICS.items():
+        for suite in [n for n in SUITES_ZH if _in_topic(n, prefixes)]:
+            lines.append(f"| `{suite}` | {chapter.get(topic, topic)} | {SUITES_ZH[suite]} |")
+    return "\n".join(lines)
+
+
+def runs_note(device: str = "nvidia-h200") -> str:
+    """Why the run numbers have gaps and why a few runs have names instead of numbers (from the manifest)."""
+    from measure.results import device_slug, manifest
+
+    m = manifest().get(device_slug(device)) or {}
+    archived = sorted({run_number(f) for f in m.get("archive") or []}, key=lambda x: (not x.isdigit(), int(x) if x.isdigit() else 0, x))
+    named = [run_number(f) for f in m.get("inputs") or [] if not run_number(f).isdigit()]
+    out = []
+    if archived:
+        out.append(f"编号跳过的 {'、'.join(archived)} 是只存档、不参与合并的运行。")
+    if named:
+        out.append(f"以名字而不是编号出现的 {'、'.join(named)} 是在另一条开发分支上录制的运行，沿用录制时的名字。")
+    return "".join(out)
 
 
 # ------------------------------------------------------------------ tables
@@ -275,15 +399,17 @@ def bench_markdown(topic: str, device: str = "nvidia-h200") -> str:
 def checks_markdown(topic: str, device: str = "nvidia-h200") -> str:
     """Per suite of ``topic``: how many correctness checks were recorded and how many passed."""
     res = _load(device)
-    lines = ["| 套件 | 正确性检查 | 通过 | 未通过的检查 | 运行 |", "|---|---:|---:|---|---:|"]
+    lines = ["| 套件 | 测的是什么 | 正确性检查 | 通过 | 未通过的检查 | 运行 |", "|---|---|---:|---:|---|---:|"]
+    notes: list[str] = []
     if not _suites(res, topic):
         return "本主题尚无检查记录。"
     for sname, s in _suites(res, topic):
         checks = [r for r in s.get("records", []) if r.get("kind") == "check"]
         bad = [r.get("name", "?") for r in checks if not r.get("ok")]
-        lines.append(f"| {sname} | {len(checks)} | {len(checks) - len(bad)} | {_cell('、'.join(bad)) or '无'} | "
-                     f"{run_number(s.get('run'))} |")
-    return "\n".join(lines)
+        lines.append(f"| `{sname}` | {suite_zh(sname)} | {len(checks)} | {len(checks) - len(bad)} | "
+                     f"{_cell('、'.join(bad)) or '无'} | {run_number(s.get('run'))} |")
+        notes += [f"未通过的“{b}”：{CHECK_NOTES[b]}。" for b in bad if b in CHECK_NOTES]
+    return "\n".join(lines) + ("\n\n" + "\n\n".join(notes) if notes else "")
 
 
 def _search_block(r: dict, run: str, top: int | None = None) -> str:
@@ -351,7 +477,7 @@ def repeats_markdown(device: str = "nvidia-h200", part: str | None = None) -> st
     for exp in exps:
         suite = exp.split(" ")[0]
         runs = repeat_runs(device, exp)
-        lines = [f"**{_cell(exp)}**：同一实验独立运行 {len(runs)} 次。", "",
+        lines = [f"**{_cell(REPEAT_TITLES.get(exp, exp))}**：同一实验独立运行 {len(runs)} 次。", "",
                  "| 运行 | 日期（UTC） | 搜索 | 胜出配置 | 胜者时间 (µs) | 复测时间 (µs) | 加速比（基线时间 ÷ 复测时间） |",
                  "|---:|---|---|---|---:|---:|---|"]
         for fname, data in runs:
@@ -364,9 +490,9 @@ def repeats_markdown(device: str = "nvidia-h200", part: str | None = None) -> st
                 best = r.get("best")
                 bms = (r.get("ms") or {}).get(best)
                 sp = "；".join(f"{k} {v:.3f}×" for k, v in (b.get("speedup") or {}).items() if v is not None) or "—"
-                lines.append(f"| {run_number(fname)} | {str(s.get('date', '?'))[:16].replace('T', ' ')} | "
-                             f"{_cell(r.get('name'))} | `{best}` | {bms * 1e3:.1f} | " if bms else
-                             f"| {run_number(fname)} | {str(s.get('date', '?'))[:16]} | {_cell(r.get('name'))} | `{best}` | — | ")
+                date = str(s.get('date', '?'))[:16].replace('T', ' ')
+                lines.append(f"| {run_number(fname)} | {date} | {_cell(r.get('name'))} | `{best}` | "
+                             + (f"{bms * 1e3:.1f} | " if bms else "— | "))
                 lines[-1] += (f"{b['ms'] * 1e3:.1f} | " if b.get("ms") else "— | ") + f"{sp} |"
             searched = {r.get("name") for r in s.get("records", []) if r.get("kind") == "search"}
             alone = [b for n, b in benches.items() if n not in searched and b.get("ms")]

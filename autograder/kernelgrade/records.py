@@ -122,7 +122,7 @@ def book_values(results: Path = RESULTS) -> dict[str, str]:
     return {
         "labs.grading.header": (f"记录结果（recorded）：{ew['device']}，{_zh_date(ew['date'])}，驱动 {v.get('driver')}，"
                                 f"CUDA {v.get('cuda')}，torch {v.get('torch')}，tilelang {v.get('tilelang')}；"
-                                f"命令：{_OUT.sub('', ew['command'])}。"),  # plain text: {glue:text} shows no markup
+                                f"命令：`{_OUT.sub('', ew['command'])}`。"),  # Markdown: the page pastes it with {glue:md}
         "labs.grading.ew_graded": str(ew["graded"]),
         "labs.grading.ew_batch_s": f"{ew['batch_wall_s']:.0f}",
         "labs.grading.alongside": (f"（同一批里还同时在评{'与'.join(f'「{n}」' for n in alongside)}"

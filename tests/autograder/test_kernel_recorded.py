@@ -203,7 +203,7 @@ def test_the_lab_appendix_glues_only_what_the_records_give():
     from autograder.kernelgrade.records import book_values
 
     page = (ROOT / "book" / "appendix" / "labs.md").read_text(encoding="utf-8")
-    used = set(re.findall(r"\{glue:text\}`(labs\.grading\.[^`]+)`", page))
+    used = set(re.findall(r"\{glue:(?:text|md)\}`(labs\.grading\.[^`]+)`", page))
     values = book_values()
     assert used == set(values), (used ^ set(values))
     assert "glue_values(book_values())" in page

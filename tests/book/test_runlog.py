@@ -40,6 +40,8 @@ def test_legend_explains_each_token_once():
     rows = [ln for ln in legend.splitlines()[2:]]
     assert len(rows) == len(runlog.TOKENS)
     assert all(re.search(r"[\u4e00-\u9fff]", ln) for ln in rows)
+    # every row shows an example token, never the pattern behind it or an unfilled placeholder
+    assert not [ln for ln in rows if "\\" in ln or "{0}" in ln], [ln for ln in rows if "\\" in ln or "{0}" in ln]
 
 
 @pytest.mark.parametrize("topic", ["pytorch", "elementwise", "gemm", "perfmodel"])
@@ -80,7 +82,7 @@ def test_repeats_list_every_declared_run():
     text = runlog.repeats_markdown()
     declared = manifest()["nvidia-h200"]["repeats"]
     for exp, files in declared.items():
-        assert exp in text
+        assert f"**{runlog.REPEAT_TITLES[exp]}**" in text, exp
         for f in files:
             assert f"| {runlog.run_number(f)} |" in text
     assert " probe " not in text  # timing probes are not repeats of a winner
@@ -91,7 +93,8 @@ def test_the_two_pages_of_repeats_split_the_declared_experiments():
     main, variants = runlog.repeats_markdown(part="main"), runlog.repeats_markdown(part="variants")
     for exp in declared:
         on_variants = exp.split(" ")[0] in runlog.VARIANT_REPEAT_SUITES
-        assert (f"**{exp}**" in variants) == on_variants and (f"**{exp}**" in main) != on_variants, exp
+        title = f"**{runlog.REPEAT_TITLES[exp]}**"
+        assert (title in variants) == on_variants and (title in main) != on_variants, exp
     assert any(e.split(" ")[0] in runlog.VARIANT_REPEAT_SUITES for e in declared)
     with pytest.raises(ValueError, match="part must be"):
         runlog.repeats_markdown(part="other")
@@ -156,3 +159,61 @@ def test_explain_reads_two_stages_left_running():
     one = runlog.explain("m64_k128_s8_w8_k_il_lg_fu_wd").split("；")
     assert two[6].startswith("每个消费者让 2 级的 wgmma 在后台跑着") and "晚 2 级才放回" in two[6]
     assert one[6].startswith("每个消费者让一级的 wgmma") and len(one) == len(two)
+
+
+def test_every_declared_repeat_has_a_chinese_title_and_no_title_is_left_over():
+    """The repeats pages title each experiment in Chinese, never with the manifest's English key."""
+    declared = manifest()["nvidia-h200"]["repeats"]
+    assert set(runlog.REPEAT_TITLES) == set(declared), set(runlog.REPEAT_TITLES) ^ set(declared)
+    assert len(set(runlog.REPEAT_TITLES.values())) == len(declared), "two experiments share a title"
+    text = runlog.repeats_markdown()
+    for exp, title in runlog.REPEAT_TITLES.items():
+        assert re.search(r"[\u4e00-\u9fff]", title), title
+        assert f"**{exp}**" not in text, exp
+    assert not re.search(r"\| \d{4}-\d\d-\d\dT", text), "a date printed with its T"
+
+
+def test_every_suite_is_described_in_chinese():
+    from measure.runner import suite_names
+
+    every = set(suite_names()) | set(RES["suites"])
+    assert every <= set(runlog.SUITES_ZH), every - set(runlog.SUITES_ZH)
+    legend = runlog.suites_markdown()
+    for suite in every:
+        assert f"| `{suite}` |" in legend, suite
+    assert all(re.search(r"[\u4e00-\u9fff]", d) for d in runlog.SUITES_ZH.values())
+
+
+def test_every_recorded_config_key_reads_in_chinese():
+    """The timing tables print a recorded config in words: no key of any recorded bench is left raw."""
+    keys = {k for r in records(RES, "bench") if isinstance(r.get("config"), dict) for k in r["config"]}
+    assert keys <= set(runlog.CONFIG_KEYS), keys - set(runlog.CONFIG_KEYS)
+    text = runlog._config({"blk_m": 64, "blk_n": 128, "split": 32, "via": "registers", "prefetch": True,
+                           "kpair": False, "dp_waves": -1})
+    assert text == "每块行数 64，每步列数 128，每组行的列分给 32 个线程块，输入分块 直接进寄存器，预取，数据并行整波数 全部整波"
+
+
+def test_the_runs_note_explains_the_gaps_and_the_named_runs():
+    from measure.results import manifest as read_manifest
+
+    m = read_manifest()["nvidia-h200"]
+    note = runlog.runs_note()
+    for f in m.get("archive") or []:
+        assert runlog.run_number(f) in note, f
+    shown = [runlog.run_number(f) for f in m["inputs"]]
+    for name in shown:
+        if not name.isdigit():
+            assert name in note, name
+
+
+def test_every_failing_check_is_explained_under_its_table():
+    """A recorded check that failed is not hidden: the checks table names it and a note says where the book
+    discusses it."""
+    failing = [r["name"] for r in records(RES, "check") if not r.get("ok")]
+    assert set(failing) <= set(runlog.CHECK_NOTES), set(failing) - set(runlog.CHECK_NOTES)
+    for topic in ("pytorch", "primer", "elementwise", "gemm", "perfmodel"):
+        text = runlog.checks_markdown(topic)
+        names = {r["name"] for r in records(RES, "check") if not r.get("ok")
+                 and any(r["suite"] == p or r["suite"].startswith(p + ".") for p in runlog.topic_suites(topic))}
+        for n in names:
+            assert f"未通过的“{n}”：{runlog.CHECK_NOTES[n]}。" in text, n
