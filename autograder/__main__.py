@@ -64,6 +64,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="compare every submission with the book's numbers (no per-student variants: "
                         "nbgrader courses, self-study)")
     p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--no-plot", action="store_true", help="write no score plot (it needs matplotlib)")
     _add_limits(p)
 
     p = sub.add_parser("merge", help="join graded folders (shards) into grades.csv, feedback, log, plot")
@@ -112,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
                                   limits=_limits(spec, args), isolation=args.isolation,
                                   variants="common" if args.common else "auto")
             if not args.shard:
-                merge([args.out], args.out, args.lab)
+                merge([args.out], args.out, args.lab, plot=not args.no_plot)
             print(json.dumps(summary, ensure_ascii=False))
             return 0
         if args.cmd == "merge":

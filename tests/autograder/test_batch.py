@@ -151,3 +151,22 @@ def test_rerun_skips_already_graded(batch, limits):
     subs = sorted(batch["subs"].glob("*.ipynb"))
     again = grade_batch(subs, "lab02", batch["out"], jobs=2, limits=limits, progress=False, variants="common")
     assert again["graded"] == 0 and len(again["skipped"]) == len(subs)
+
+
+def test_merge_without_matplotlib_writes_everything_but_the_plot(batch, tmp_path, monkeypatch, capsys):
+    """A GPU node's offline bundle may lack matplotlib: grades, feedback and log are still written, the
+    plot is skipped with a note that says so (``grade`` used to end in a traceback after grading)."""
+    import sys
+
+    from autograder.report import PLOT_SKIPPED, merge
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
+    out = tmp_path / "merged"
+    log = merge([batch["out"]], out)
+    assert log["plot"] == PLOT_SKIPPED and "matplotlib" in PLOT_SKIPPED
+    assert json.loads((out / "log.json").read_text(encoding="utf-8"))["plot"] == PLOT_SKIPPED
+    assert not (out / "scores_by_exercise.png").exists()
+    rows = list(csv.DictReader((out / "grades.csv").open(encoding="utf-8")))
+    assert {r["student"] for r in rows} == set(batch["cases"])
+    assert all((out / "feedback" / f"{name}.md").exists() for name in batch["cases"])
+    assert PLOT_SKIPPED in capsys.readouterr().err
