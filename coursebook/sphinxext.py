@@ -11,7 +11,8 @@
 * Reader experience: the sidebar toggles work at every width (``coursebook.js``),
   glued values keep the text's weight, nothing slides sideways on a phone
   (``coursebook.css``); every figure image gets a meaningful alt text and a link to
-  its full-size file; every notebook page offers its ``.ipynb`` and ``.md``.
+  its full-size file; every page offers its ``.md`` and an ``.ipynb`` in plain Jupyter
+  markdown (:mod:`coursebook.notebook`).
 """
 from __future__ import annotations
 
@@ -46,8 +47,12 @@ EXTRA_TERMS = (
 #: pieces jieba's statistics would cut it into.
 _TERM_FREQ = 200000
 
-# What tex-chtml.js loads at run time: fonts, autoloaded TeX extensions, menu, a11y.
-_KEEP = ("tex-chtml.js", "output/chtml", "input/tex/extensions", "ui", "a11y", "adaptors")
+# What tex-chtml.js loads at run time: fonts, autoloaded TeX extensions, the menu, and what
+# the menu's accessibility items load on demand -- the explorer and speech need the MathML
+# input (a11y/semantic-enrich) and the speech rule engine's locale files (``[mathjax]/sre``),
+# which would otherwise be fetched from nowhere offline (a 404, or a CDN).
+_KEEP = ("tex-chtml.js", "output/chtml", "input/tex/extensions", "input/mml.js", "input/mml", "ui", "a11y",
+         "adaptors", "sre/mathmaps")
 
 
 def mathjax_source_dir() -> Path:
@@ -66,7 +71,9 @@ def _stage_mathjax(app) -> None:
     stage = Path(app.outdir).parent / ".coursebook_static"
     dest = stage / "mathjax"
     stamp = dest / ".source"
-    if not (stamp.is_file() and stamp.read_text() == str(src)):
+    # the copy is redone when the source or the list of what is kept changes
+    key = f"{src}\n{' '.join(_KEEP)}"
+    if not (stamp.is_file() and stamp.read_text() == key):
         if dest.exists():
             shutil.rmtree(dest)
         for rel in _KEEP:
@@ -77,7 +84,7 @@ def _stage_mathjax(app) -> None:
                 shutil.copytree(s, d)
             else:
                 shutil.copy2(s, d)
-        stamp.write_text(str(src))
+        stamp.write_text(key)
     if str(stage) not in app.config.html_static_path:
         app.config.html_static_path.append(str(stage))
     app.config.mathjax_path = "mathjax/tex-chtml.js"
@@ -258,17 +265,57 @@ def _on_doctree_resolved(app, doctree, docname) -> None:
 
 # ------------------------------------------------------------------ page context
 
+def _glue_of(app, docname: str) -> dict:
+    """The glued outputs of a page ({key: mime bundle}), as myst-nb saved them."""
+    path = Path(app.outdir).parent / "jupyter_execute" / f"{docname}.glue.json"
+    if not path.is_file():
+        return {}
+    return {k: v.get("data", {}) for k, v in json.loads(path.read_text(encoding="utf-8")).items()}
+
+
+def _reader_refs(app, pagename):
+    """What the book resolved for ``pagename``, for its reader notebook (coursebook.notebook)."""
+    from coursebook.notebook import Refs
+
+    env = app.env
+    std = env.get_domain("std")
+    labels = {name: sect for name, (_doc, _lid, sect) in std.labels.items() if sect}
+    numbers = {}
+    for name, (doc, lid) in std.anonlabels.items():
+        for figtype, ids in env.toc_fignumbers.get(doc, {}).items():
+            if lid in ids:
+                numbers[name] = (figtype, ".".join(map(str, ids[lid])))
+    fmt = {k: str(v) for k, v in (app.config.numfig_format or {}).items()}
+    return Refs(docname=pagename, glue=_glue_of(app, pagename), labels=labels, numbers=numbers,
+                numfig_format=fmt or Refs().numfig_format,
+                titles={d: t.astext() for d, t in env.titles.items()},
+                children=list(env.toctree_includes.get(pagename, [])),
+                glue_of=lambda doc: _glue_of(app, doc))
+
+
 def _notebook_download(app, pagename, context) -> None:
-    """Offer the executed notebook of a MyST notebook page as ``.ipynb`` (the theme
-    does this only when a launch service is configured; this book is offline)."""
+    """Offer every page as a notebook to download (``.ipynb``; the theme does this only when
+    a launch service is configured, and this book is offline).  The reader gets plain
+    Jupyter (coursebook.notebook): glued values, references and directives as the page shows
+    them, not MyST that Jupyter would print raw.  A page with code is its executed notebook,
+    a page without code a notebook of its text."""
+    from coursebook.notebook import notebook_from_markdown, reader_notebook, run_note
+
     if context.get("ipynb_source") or not str(context.get("sourcename", "")).endswith((".md", ".md.txt")):
         return
     executed = Path(app.outdir).parent / "jupyter_execute" / f"{pagename}.ipynb"
-    if not executed.is_file():
+    source = Path(app.srcdir) / f"{pagename}.md"
+    refs = _reader_refs(app, pagename)
+    if executed.is_file():
+        nb = reader_notebook(json.loads(executed.read_text(encoding="utf-8")), refs,
+                             note=run_note(str(app.config.html_title or app.config.project or "")))
+    elif source.is_file():
+        nb = notebook_from_markdown(source.read_text(encoding="utf-8"), refs)
+    else:
         return
     dest = Path(app.outdir) / "_sources" / f"{pagename}.ipynb"
     dest.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copy2(executed, dest)
+    dest.write_text(json.dumps(nb, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
     context["ipynb_source"] = f"{pagename}.ipynb"
 
 
