@@ -6,10 +6,14 @@
 For each lab the batch is: the instructor's notebook (``reference``), the released starters
 (``starter``), and every submission of ``tests/autograder/kernel_bad/manifest.json`` for
 that lab (known-bad, slow, partly wrong), each made by replacing one answer cell of the
-instructor's notebook.  Every submission is a student of its own (its file name is its id):
-its variant shapes are drawn for that id and its notebook carries a tag signed with a course
-key made for this run, so the batch goes through the grader's per-student path -- the one
-``python -m autograder grade`` takes -- with the tags verified.
+instructor's notebook.  A manifest entry's expectation may be overridden for one device
+(``expect_by_device``: a part pinned to one status, with the measured reason); the run applies
+the override of the device it grades on and names it in its output and its files (the row's
+``expect_override``, the summary's ``device_overrides``).  Every submission is a student of
+its own (its file name is its id): its variant shapes are drawn for that id and its notebook
+carries a tag signed with a course key made for this run, so the batch goes through the
+grader's per-student path -- the one ``python -m autograder grade`` takes -- with the tags
+verified.
 
 Phase 1 grades the three labs' batches at once from a cold kernel cache (``-j`` submissions
 in flight per lab; compiles run in parallel, the GPU work of one submission at a time under
@@ -47,8 +51,8 @@ import threading
 import time
 from pathlib import Path
 
-__all__ = ["BAD_DIR", "LABS", "manifest", "make_submission", "starter_submission", "batch_for", "summarize",
-           "main"]
+__all__ = ["BAD_DIR", "LABS", "manifest", "expect_for", "make_submission", "starter_submission", "batch_for",
+           "summarize", "main"]
 
 REPO = Path(__file__).resolve().parents[2]
 BAD_DIR = REPO / "tests" / "autograder" / "kernel_bad"
@@ -58,6 +62,22 @@ OK_STATUSES = ["right", "partial", "wrong", "skipped"]  # a starter runs: never 
 
 def manifest() -> list[dict]:
     return json.loads((BAD_DIR / "manifest.json").read_text(encoding="utf-8"))["submissions"]
+
+
+def expect_for(entry: dict, device: str | None) -> tuple[dict, dict | None]:
+    """``(expect, override)``: a manifest entry's expectation on ``device`` -- its general
+    ``expect``, with the parts that ``expect_by_device[device]`` names replaced -- and that
+    override (``{"device", "expect", "why"}``), or None where the device has none (any device
+    the entry does not name, and a run without a GPU).  An override must name parts the
+    general expectation states, pin each to one status and say why."""
+    over = (entry.get("expect_by_device") or {}).get(device) if device else None
+    if not over:
+        return dict(entry["expect"]), None
+    bad = {g: a for g, a in over.get("expect", {}).items() if g not in entry["expect"] or len(a) != 1}
+    if bad or not over.get("expect") or not str(over.get("why", "")).strip():
+        raise ValueError(f"{entry['name']}: the override for {device} must pin stated parts to one status "
+                         f"each and say why ({bad or over})")
+    return {**entry["expect"], **over["expect"]}, {"device": device, "expect": over["expect"], "why": over["why"]}
 
 
 def _instructor(lab: str) -> dict:
@@ -104,10 +124,12 @@ def starter_submission(lab: str, tag: dict | None = None) -> dict:
     return make_submission(_instructor(lab), starters, tag)
 
 
-def batch_for(lab: str, key: bytes | None = None, side: str | None = None, only: set | None = None) -> list[dict]:
+def batch_for(lab: str, key: bytes | None = None, side: str | None = None, only: set | None = None,
+              device: str | None = None) -> list[dict]:
     """[{"name", "kind", "expect", "side", "nb"}] of the recorded batch of ``lab`` (manifest
     entries filtered by ``side`` when given); with ``key`` every notebook carries the tag of
-    its name, signed with it."""
+    its name, signed with it.  ``expect`` is the expectation on ``device`` (:func:`expect_for`);
+    an entry whose expectation a device override changed also carries it as ``"override"``."""
     from ..labs import load_lab
     from ..variants import make_tag
 
@@ -128,7 +150,9 @@ def batch_for(lab: str, key: bytes | None = None, side: str | None = None, only:
         if entry["lab"] != lab or (side and entry["side"] != side) or (only and entry["name"] not in only):
             continue
         src = (BAD_DIR / f"{entry['name']}.py").read_text(encoding="utf-8")
-        out.append({"name": entry["name"], "kind": entry["kind"], "expect": entry["expect"], "side": entry["side"],
+        expect, override = expect_for(entry, device)
+        out.append({"name": entry["name"], "kind": entry["kind"], "expect": expect, "side": entry["side"],
+                    **({"override": override} if override else {}),
                     "nb": make_submission(nb, {entry["answer"]: src}, tag(entry["name"]))})
     return out
 
@@ -285,7 +309,8 @@ def _rows(lab: str, subs: list[dict], rec_dir: Path, gpu: bool) -> list[dict]:
         f = rec_dir / f"{s['name']}.json"
         if not f.exists():
             rows.append({"name": s["name"], "kind": s["kind"], "side": s["side"], "status": "not graded (out of time)",
-                         "expect": s["expect"], "meets": {g: False for g in s["expect"]}})
+                         "expect": s["expect"], "meets": {g: False for g in s["expect"]},
+                         **({"expect_override": s["override"]} if s.get("override") else {})})
             continue
         rec = json.loads(f.read_text(encoding="utf-8"))
         k = rec.get("kernels", {})
@@ -303,6 +328,7 @@ def _rows(lab: str, subs: list[dict], rec_dir: Path, gpu: bool) -> list[dict]:
             "variant": rec.get("variant", {}).get("params"), "tag": rec.get("variant", {}).get("tag"),
             "problems": rec.get("problems", [])[:10],
             "expect": expect, "meets": _meets(rec, expect),
+            **({"expect_override": s["override"]} if s.get("override") else {}),
             "times": {x: k.get(x) for x in ("wall_s", "elaborate_s", "evaluate_s", "lock_wait_s", "gpu_s")},
             "sandbox_wall_s": (rec.get("sandbox") or {}).get("wall_s"),
             "device": k.get("device"), "isolation": {"elaborate": k.get("elaborate_isolation"),
@@ -335,6 +361,12 @@ def summarize(lab: str, rows: list[dict], versions: dict, timing: dict, meta: di
     }
 
 
+def _override_note(over: dict) -> str:
+    """How the log names a device override that the row's expectation went by."""
+    pinned = ", ".join(f"{g}={'/'.join(a)}" for g, a in over["expect"].items())
+    return f" (expected on {over['device']} by the manifest's expect_by_device: {pinned})"
+
+
 WARM_SLACK_S = 15.0
 
 
@@ -349,10 +381,10 @@ def _warm_need(ref_record: Path) -> float:
 
 
 class _Lab(threading.Thread):
-    def __init__(self, lab: str, work: Path, jobs: int, only: set | None, key: bytes, log):
+    def __init__(self, lab: str, work: Path, jobs: int, only: set | None, key: bytes, log, device: str | None = None):
         super().__init__(daemon=True, name=f"gpurun-{lab}")
         self.lab, self.work, self.jobs, self.only, self.key, self.log = lab, work, jobs, only, key, log
-        self.subs = batch_for(lab, key, only=only)
+        self.subs = batch_for(lab, key, only=only, device=device)
         self.sub_dir = work / lab / "submissions"
         self.sub_dir.mkdir(parents=True, exist_ok=True)
         for s in self.subs:
@@ -407,7 +439,7 @@ def run(labs: list[str], out: Path, jobs: int, *, gpu: bool, deadline: float | N
         (out / f"gpu-grading-{_slug(device or 'cpu')}.json").write_text(json.dumps(result, indent=1) + "\n")
         log("[gpurun] preflight failed: see " + str(out))
         return result
-    threads = [_Lab(lab, work, jobs, only, key.encode(), log) for lab in labs]
+    threads = [_Lab(lab, work, jobs, only, key.encode(), log, device) for lab in labs]
     log(f"[gpurun] phase 1: {sum(len(t.subs) for t in threads)} submissions of {', '.join(labs)}, cold kernel cache, "
         f"-j {jobs} per lab, {os.environ['KERNELGRADE_COMPILE_WORKERS']} compile threads per submission")
     t1 = time.monotonic()
@@ -459,13 +491,15 @@ def run(labs: list[str], out: Path, jobs: int, *, gpu: bool, deadline: float | N
         summary[t.lab] = {"met": res["all_expectations_met"], "timing": res["timing"],
                           "not_met": {r["name"]: {g: r.get("parts", {}).get(g, {}).get("status", r.get("status"))
                                                   for g, ok in r["meets"].items() if not ok}
-                                      for r in rows if not all(r["meets"].values())}}
+                                      for r in rows if not all(r["meets"].values())},
+                          "device_overrides": {r["name"]: r["expect_override"] for r in rows if r.get("expect_override")}}
         log(f"{'submission':<26s} {'kind':<13s} {'kernels':>9s}  expectations ({t.lab})")
         for r in rows:
             bad = [g for g, ok in r["meets"].items() if not ok]
             log(f"{r['name']:<26s} {r['kind']:<13s} {r.get('kernel_score', 0):>4g}/{r.get('kernel_max', 0):<4g}  "
                 + ("met" if not bad else "NOT MET: " + ", ".join(
-                    f"{g}={r.get('parts', {}).get(g, {}).get('status', r.get('status'))}" for g in bad)))
+                    f"{g}={r.get('parts', {}).get(g, {}).get('status', r.get('status'))}" for g in bad))
+                + (_override_note(r["expect_override"]) if r.get("expect_override") else ""))
     all_rows = [r for t in threads for r in _rows(t.lab, t.subs, t.out / "records", gpu)]
     gpu_all = [r["times"]["gpu_s"] for r in all_rows if r.get("times", {}).get("gpu_s")]
     n_graded = sum(1 for r in all_rows if "times" in r)  # a deadline leaves some ungraded: not counted
