@@ -12,7 +12,6 @@ English words and no lone English word outside a short list of loanwords (``kern
 message templates themselves and renders each with placeholder values: a new or reworded
 English message without its Chinese fails here, named by file and line.
 """
-from __future__ import annotations
 
 import importlib.util
 import json
