@@ -810,17 +810,12 @@ def test_what_the_structure_checks_find_is_said_in_chinese():
         _assert_kernel_verdicts(R, what, keep=["nvcc: not found", "ptxas fatal", "no source"])
 
 
-def _tir(body: str, params: str = "A: T.Tensor((16,), 'float16'), B: T.Tensor((16,), 'float16'), "
-                                   "C: T.Tensor((16,), 'float16')"):
-    import tilelang.language as T  # noqa: F401
-
-    from autograder.kernelgrade.worker import _compiled
-
-    ns = {"T": T}
-    src = (f"@T.prim_func\ndef main({params}):\n    with T.Kernel(1, threads=32) as bx:\n" +
-           "\n".join("        " + ln for ln in body.splitlines()))
-    exec(_compiled(src, f"zh test cell {abs(hash(src))}"), ns)
-    return ns["main"]
+def _tir(body: str, *params: str):
+    """Real TIR from a kernel body: the helper of the build-refusal tests in ``test_kernelgrade_units``."""
+    spec = importlib.util.spec_from_file_location("_kg_units", Path(__file__).with_name("test_kernelgrade_units.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod._tir(body, *params)
 
 
 def test_what_the_build_refuses_is_said_in_chinese():
