@@ -1,0 +1,96 @@
+"""readbound: how fast can any kernel read the bytes of the int4 weights and scales (8192 x 8192, group 128:
+34.6 MB) under each flush, beside the M = 16 W4A16 kernel of gemm.flush, its load path alone (``loadonly``), cuBLAS
+on the fp16 weights and the torch copy and one-element add the suite already times.
+
+The readers are plain TileLang kernels: ``blocks`` persistent blocks, each streaming its contiguous share of the
+buffer through a ``T.Pipelined`` ring of ``stages`` slots of ``rows`` x 128 bytes (tilelang 0.1.15 makes it a
+producer warpgroup issuing one-dimensional bulk copies and a consumer warpgroup), the consumer adding every 32-bit
+word into registers; each block writes ``rows`` partial sums, and the sum of every word modulo 2^32 is checked
+against torch's before any timing, so a reader that skipped bytes would fail.  Variants: 128 blocks (the W4A16
+kernel's grid at N = 8192) or 132 (one per SM), slots of 8-32 KB, 6-16 slots.  Three searches (write, clean, write
+flush), 7 alternating rounds."""
+import json, sys
+import torch
+import tilelang
+import tilelang.language as T
+from kernels.common import TARGET
+from kernels.gemm.w4a16 import build, label
+from measure.suites.gemm.flush import W4A16_WINNERS
+import probekit
+
+N = K = 8192
+WORDS = 32  # int32 words a row: 128 bytes
+ROWS = (N * K // 2 + N * (K // 128) * 2) // (4 * WORDS)  # 270336 rows of 128 B: the weights' and scales' bytes
+READERS = [(132, 64, 8), (132, 64, 16), (132, 128, 8), (132, 128, 12), (132, 256, 6),
+           (128, 64, 8), (128, 64, 16), (128, 192, 8)]  # (blocks, rows a slot, slots)
+WIN16 = W4A16_WINNERS[(16, N, K)]
+FORMS = [(WIN16, ""), (WIN16, "loadonly")]
+MODES = ("write", "clean", "write")
+
+
+def reader(blocks: int, rows: int, stages: int):
+    per = ROWS // blocks
+    assert per * blocks == ROWS and per % rows == 0, (blocks, rows)
+    iters = per // rows
+
+    @tilelang.jit(target=TARGET)
+    def make():
+        @T.prim_func
+        def main(X: T.Tensor((ROWS, WORDS), "int32"), O: T.Tensor((blocks, rows), "int32")):
+            with T.Kernel(blocks, threads=128) as bx:
+                xs = T.alloc_shared((rows, WORDS), "int32")
+                acc = T.alloc_fragment((rows, WORDS), "int32")
+                red = T.alloc_fragment((rows,), "int32")
+                T.clear(acc)
+                for it in T.Pipelined(iters, num_stages=stages):
+                    T.copy(X[bx * per + it * rows, 0], xs)
+                    for i, j in T.Parallel(rows, WORDS):
+                        acc[i, j] = acc[i, j] + xs[i, j]
+                T.reduce_sum(acc, red, dim=1)
+                T.copy(red, O[bx, 0])
+
+        return main
+
+    return make()
+
+
+def name(b, r, s):
+    return f"read {b} blocks, {r * 128 // 1024} KB x {s} slots"
+
+
+def main(out):
+    built = {(16, label(c), p): build(16, N, K, 128, c, probe=p) for c, p in FORMS}
+    readers = {name(*x): (reader(*x), x) for x in READERS}
+    if out == "--prebuild":
+        return
+    from measure.harness import Harness
+    h = Harness(log=print)
+    res = probekit.header(errors={}, searches={}, checks={}, bytes=ROWS * WORDS * 4,
+                          readers={n: dict(zip(("blocks", "rows", "slots"), x)) for n, (_, x) in readers.items()})
+    X = torch.randint(-2**31, 2**31 - 1, (ROWS, WORDS), dtype=torch.int32, device="cuda")
+    want = int(X.to(torch.int64).sum().item()) % 2**32
+    ok = {}
+    for n, (k, (b, r, s)) in readers.items():
+        o = torch.full((b, r), 12345, dtype=torch.int32, device="cuda")
+        k(X, o)
+        torch.cuda.synchronize()
+        got = int(o.to(torch.int64).sum().item()) % 2**32
+        res["checks"][n] = got == want
+        if got == want:
+            ok[n] = (k, o)
+    print("checks", json.dumps(res["checks"]), flush=True)
+    half = X.view(torch.float16).flatten()[: ROWS * WORDS]
+    dst = torch.empty_like(half)
+    one = torch.zeros(1, device="cuda")
+    for rep, mode in enumerate(MODES):
+        cc = probekit.shape_candidates(h, res, 16, N, K, FORMS, built, rep)
+        cc["torch copy, same bytes moved"] = lambda s=half, d=dst: d.copy_(s)
+        cc["one-element add"] = lambda o=one: o.add_(1)
+        for n, (k, o) in ok.items():
+            cc[n] = lambda k=k, o=o: k(X, o)
+        probekit.flush_search(h, res, f"{mode} #{rep}", f"{mode} flush: readbound #{rep}", cc, mode, out)
+    json.dump(res, open(out, "w"), indent=1)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
