@@ -39,6 +39,7 @@ from ledger.machines import DEFAULT_MACHINE, Machine, get_machine
 __all__ = [
     "Roofline",
     "w4a16_cost",
+    "weight_bytes",
     "fp16_cost",
     "roofline",
     "gain_bound",
@@ -86,6 +87,12 @@ class Roofline:
 def w4a16_cost(m: int, n: int, k: int, group: int = 128) -> Cost:
     """int4 weights (two per byte), fp16 per-group scales, fp16 activations and output."""
     return dequant_gemm_cost(m, n, k, weight_dtype="int4", group=group)
+
+
+def weight_bytes(n: int, k: int, group: int = 128) -> int:
+    """The int4 weights and fp16 scales alone: the bytes every W4A16 kernel of an ``n x k`` weight reads once,
+    whatever M.  :func:`w4a16_cost` is linear in M, so this is its value at M = 0: ``2 cost(1) - cost(2)``."""
+    return int(2 * w4a16_cost(1, n, k, group).bytes - w4a16_cost(2, n, k, group).bytes)
 
 
 def fp16_cost(m: int, n: int, k: int) -> Cost:

@@ -12,6 +12,7 @@ Modules (each: reference, kernel factories, ``check_inputs``; the suites are in
 * :mod:`kernels.gemm.batched` -- batched GEMM for attention-like shapes;
 * :mod:`kernels.gemm.lowp`    -- fp8 e4m3 GEMM and the W4A16 dequantize GEMM;
 * :mod:`kernels.gemm.w4a16`   -- W4A16 with the weights expanded into wgmma's register operand (swap AB);
+* :mod:`kernels.gemm.plainread` -- a plain read of a buffer (what any kernel that reads those bytes once pays);
 * :mod:`kernels.gemm.support` -- what tilelang 0.1.15 lowers for sm_90a (int4, MX, ...);
 * :mod:`kernels.gemm.common`  -- targets and the one operand check of every variant;
 * :mod:`kernels.gemm.lowered` -- reading a compiled kernel on the CPU (launch, instruction path).

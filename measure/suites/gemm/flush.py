@@ -11,17 +11,19 @@ Each product of the GEMM variants' targets is timed under both modes, in alterna
 against its library baseline, with a winner of the recorded searches (suites ``gemm.w4a16``,
 ``gemm.splitk_ws``, ``gemm.streamk_ws``; for W4A16 see :data:`W4A16_WINNERS`, which says which search and
 probes picked each kernel).  At M = 16 the rounds also time what
-bounds any kernel that reads the int4 weights once: the winner's load path alone, cuBLAS on fp16
-weights of the same byte count, a torch copy that moves that many bytes, and a one-element add
-(the fixed cost of a timed launch).
+bounds any kernel that reads the int4 weights once: the winner's load path alone, a plain read of
+the same bytes (:mod:`kernels.gemm.plainread`, checked by the sum of every word before it is timed),
+cuBLAS on fp16 weights of the same byte count, a torch copy that moves that many bytes, and a
+one-element add (the fixed cost of a timed launch).
 """
 from typing import Any
 
 from kernels.gemm import splitk, streamk
+from kernels.gemm.plainread import SLOT_ROWS, WORDS, plain_read, read_checksum, read_rows
 from kernels.gemm.ladder import build_tuned
 from kernels.gemm.w4a16 import build, config as _c, kernel_weights, label
 from ledger.protocol import FLUSH_MODES
-from ledger.w4a16 import roofline, w4a16_cost
+from ledger.w4a16 import roofline, w4a16_cost, weight_bytes
 from measure.cost import source_of
 from measure.search import par_build
 from measure.suites.common import sm_count
@@ -69,6 +71,7 @@ def build_thunks(sms: int) -> dict[str, Any]:
     th: dict[str, Any] = {f"w4a16 {M}x{N}x{K}": (lambda s=(M, N, K), c=c: build(*s, 128, c))
                           for (M, N, K), c in W4A16_WINNERS.items()}
     th["w4a16 load path"] = lambda: build(*BOUND_SHAPE, 128, W4A16_WINNERS[BOUND_SHAPE], probe="loadonly")
+    th["plain read"] = lambda: plain_read(read_rows(weight_bytes(*BOUND_SHAPE[1:])), sms)
     th["split-K"] = lambda: splitk.build_ws(*SPLITK_SHAPE, SPLITK_BEST, sms)
     th["stream-K"] = lambda: streamk.build_ws(*STREAMK_SHAPE, STREAMK_BEST, sms)
     th["data-parallel"] = lambda: build_tuned(*STREAMK_SHAPE, NO_SPLIT, sms)
@@ -111,6 +114,16 @@ def gpu_suite(h: Any) -> None:
                 cp = torch.empty_like(c)
                 base["load path alone"] = (lambda k=probe, a=a, w=wq, s=scales, c=cp: k(a, w, s, c))
             nbytes = wq.numel() * wq.element_size() + scales.numel() * scales.element_size()
+            reader = built["plain read"]["kernel"]
+            if reader is not None and nbytes == weight_bytes(N, K):
+                words = h.rand((nbytes // 2,), torch.float16).view(torch.int32).reshape(read_rows(nbytes), WORDS)
+                sums = torch.zeros((sms, SLOT_ROWS), dtype=torch.int32, device=a.device)
+                reader(words, sums)
+                torch.cuda.synchronize()
+                if read_checksum(sums) == read_checksum(words):
+                    base["plain read, same bytes"] = (lambda k=reader, x=words, o=sums: k(x, o))
+                else:
+                    h.note("plain read", "the reader's sums missed torch's: left out of the rounds")
             rows = same_bytes_rows(nbytes, K)
             ws = h.rand((rows, K), torch.float16)
             base[f"cuBLAS fp16, same bytes ({M}x{rows}x{K})"] = (lambda a=a, w=ws: torch.matmul(a, w.t()))

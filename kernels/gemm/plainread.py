@@ -1,0 +1,96 @@
+"""A plain read of a buffer: what any kernel that must read those bytes once pays, at least.
+
+A W4A16 kernel reads its int4 weights and scales once; no kernel of that shape can take less time than the fastest
+kernel that only reads the same bytes, under the same L2 flush.  :func:`plain_read` is such a reader, written the
+plain TileLang way: ``blocks`` persistent blocks (one an SM), each streaming its contiguous share of the buffer,
+viewed as rows of 128 bytes (32 int32 words), through a ``T.Pipelined`` ring of ``stages`` slots of ``rows``
+rows.  On sm_90a tilelang 0.1.15 makes it a producer warpgroup issuing one-dimensional bulk copies (one a slot) and a
+consumer warpgroup that adds every word of a slot into registers, then frees it; each block writes ``rows`` partial
+sums.  The sum of all words modulo 2^32 (:func:`read_checksum`) proves every byte was read.
+
+The configuration is the fastest of the timing probe ``readbound`` on the H200 and the H100 (132 blocks, 8 KB x 8
+slots, 2026-12-06); suite ``gemm.flush`` times it beside its other references at M = 16.
+"""
+from typing import Any
+
+import tilelang
+import tilelang.language as T
+
+from kernels.gemm.common import TARGET, check_cuda, check_matrix, require
+
+#: Bytes a row of the read buffer holds (32 int32 words).
+ROW_BYTES = 128
+WORDS = ROW_BYTES // 4
+#: The probe's fastest reader: rows a slot (8 KB) and slots.
+SLOT_ROWS, STAGES = 64, 8
+
+
+def read_rows(nbytes: int) -> int:
+    """Rows of 128 bytes that hold ``nbytes`` (which must be a whole number of rows)."""
+    require(nbytes > 0 and nbytes % ROW_BYTES == 0, f"the read buffer must be a positive multiple of {ROW_BYTES} "
+            f"bytes, got {nbytes}")
+    return nbytes // ROW_BYTES
+
+
+def check_read_config(rows_total: int, blocks: int, rows: int = SLOT_ROWS, stages: int = STAGES) -> int:
+    """The slots a block streams; ``ValueError`` naming the constraint when the buffer does not split evenly or the
+    ring does not fit a block's shared memory."""
+    require(blocks > 0 and rows > 0 and stages >= 2, f"blocks, rows and stages must be positive (stages >= 2), got "
+            f"{blocks}, {rows}, {stages}")
+    require(rows_total % blocks == 0, f"{rows_total} rows do not split evenly over {blocks} blocks")
+    per = rows_total // blocks
+    require(per % rows == 0, f"a block's {per} rows are not a whole number of {rows}-row slots")
+    require(rows * ROW_BYTES * stages <= 200 * 1024, f"{stages} slots of {rows * ROW_BYTES} B exceed 200 KB of "
+            "shared memory")
+    return per // rows
+
+
+@tilelang.jit(target=TARGET)
+def plain_read(rows_total: int, blocks: int, rows: int = SLOT_ROWS, stages: int = STAGES):
+    """Kernel ``(X[rows_total, 32] int32, O[blocks, rows] int32)``: every word of ``X`` added into ``O``'s partial
+    sums (see the module docstring)."""
+    iters = check_read_config(rows_total, blocks, rows, stages)
+    per = rows_total // blocks
+
+    @T.prim_func
+    def main(X: T.Tensor((rows_total, WORDS), "int32"), O: T.Tensor((blocks, rows), "int32")):
+        with T.Kernel(blocks, threads=128) as bx:
+            xs = T.alloc_shared((rows, WORDS), "int32")
+            acc = T.alloc_fragment((rows, WORDS), "int32")
+            red = T.alloc_fragment((rows,), "int32")
+            T.clear(acc)
+            for it in T.Pipelined(iters, num_stages=stages):
+                T.copy(X[bx * per + it * rows, 0], xs)
+                for i, j in T.Parallel(rows, WORDS):
+                    acc[i, j] = acc[i, j] + xs[i, j]
+            T.reduce_sum(acc, red, dim=1)
+            T.copy(red, O[bx, 0])
+
+    return main
+
+
+def read_checksum(x: Any) -> int:
+    """The sum of all int32 words of ``x`` modulo 2^32 (the reference a reader's partial sums must give)."""
+    import torch
+
+    return int(x.reshape(-1).view(torch.int32).to(torch.int64).sum().item()) % 2**32
+
+
+def check_read_inputs(x: Any, out: Any, blocks: int, rows: int = SLOT_ROWS) -> None:
+    """``x``: int32 ``[rows_total, 32]``, ``out``: int32 ``[blocks, rows]``, both contiguous on one CUDA device."""
+    import torch
+
+    require(isinstance(x, torch.Tensor) and x.dim() == 2, "x must be a 2-D torch.Tensor")
+    check_matrix(x, "x", (x.shape[0], WORDS), torch.int32)
+    check_matrix(out, "out", (blocks, rows), torch.int32)
+    check_cuda(x=x, out=out)
+
+
+def make_reader(x: Any, blocks: int, rows: int = SLOT_ROWS, stages: int = STAGES) -> tuple[Any, Any]:
+    """``(run, out)``: a zero-argument launch of the reader over ``x`` and the partial sums it writes."""
+    import torch
+
+    out = torch.zeros((blocks, rows), dtype=torch.int32, device=x.device)
+    check_read_inputs(x, out, blocks, rows)
+    kern = plain_read(x.shape[0], blocks, rows, stages)
+    return (lambda: kern(x, out)), out

@@ -1,0 +1,74 @@
+"""kernels.gemm.plainread: the plain reader suite ``gemm.flush`` times beside the M = 16 W4A16 kernel (what any
+kernel that reads the int4 weights and scales once pays).  CPU: the configuration and input checks name their
+constraint, the checksum reference, the ledger's byte count, the suite's thunk; compiled for sm_90a (slow): a ring
+of one-dimensional bulk copies of one slot each, used in turn, whose consumer adds every word."""
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from kernels.gemm import plainread  # noqa: E402
+from ledger.w4a16 import w4a16_cost, weight_bytes  # noqa: E402
+
+
+def test_weight_bytes_are_the_ledgers_cost_without_activations_and_output():
+    for m in (1, 16, 64):
+        assert weight_bytes(8192, 8192) == w4a16_cost(m, 8192, 8192).bytes - 2 * (m * 8192 + m * 8192)
+    assert weight_bytes(8192, 8192) == 8192 * 8192 // 2 + 8192 * (8192 // 128) * 2
+    assert weight_bytes(4096, 1024, 64) == 4096 * 1024 // 2 + 4096 * (1024 // 64) * 2
+
+
+def test_h200_shape_splits_over_its_sms():
+    rows = plainread.read_rows(weight_bytes(8192, 8192))
+    assert rows == 270336
+    assert plainread.check_read_config(rows, 132) == 32  # 2048 rows a block, 64-row slots
+
+
+@pytest.mark.parametrize("args,msg", [
+    ((270336, 128, 256, 4), "not a whole number of 256-row slots"),
+    ((270336, 100), "do not split evenly over 100 blocks"),
+    ((270336, 132, 256, 8), "exceed 200 KB"),
+    ((270336, 132, 64, 1), "stages >= 2"),
+])
+def test_config_errors_name_the_constraint(args, msg):
+    with pytest.raises(ValueError, match=msg):
+        plainread.check_read_config(*args)
+
+
+def test_read_rows_refuses_a_partial_row():
+    with pytest.raises(ValueError, match="multiple of 128 bytes"):
+        plainread.read_rows(130)
+
+
+def test_checksum_wraps_modulo_2_32():
+    x = torch.tensor([[2**31 - 1] * 32, [5] * 32], dtype=torch.int32)
+    want = (32 * (2**31 - 1) + 32 * 5) % 2**32
+    assert plainread.read_checksum(x) == want
+    parts = torch.tensor([[2**31 - 1, 2**31 - 1], [2, 0]], dtype=torch.int32)
+    assert plainread.read_checksum(parts) == (2 * (2**31 - 1) + 2) % 2**32
+
+
+def test_input_checks_name_dtype_shape_and_device():
+    x, out = torch.zeros((64, 32), dtype=torch.int32), torch.zeros((1, 64), dtype=torch.int32)
+    with pytest.raises(ValueError, match="x must be torch.int32"):
+        plainread.check_read_inputs(x.float(), out, 1)
+    with pytest.raises(ValueError, match=r"out must have shape \(2, 64\)"):
+        plainread.check_read_inputs(x, out, 2)
+    with pytest.raises(ValueError, match="must live on a CUDA device"):
+        plainread.check_read_inputs(x, out, 1)
+
+
+def test_flush_suite_builds_the_reader_at_the_bound_shape():
+    from measure.suites.gemm import flush
+
+    th = flush.build_thunks(132)
+    assert "plain read" in th and "w4a16 load path" in th
+
+
+@pytest.mark.slow
+def test_reader_is_a_bulk_copy_ring_whose_consumer_adds_every_word():
+    src = plainread.plain_read(270336, 132).get_kernel_source()
+    assert "tl::tma_load" in src and "arrive_and_expect_tx(8192)" in src  # one 8 KB slot a copy
+    assert "(it & 7)" in src  # eight slots in turn
+    assert "< 32; ++it" in src  # 32 slots a block
+    assert src.count("v__1.") >= 4  # the consumer's vector adds of the slot's words
