@@ -124,6 +124,8 @@ def gpu_suite(h: Any) -> None:
                     base["plain read, same bytes"] = (lambda k=reader, x=words, o=sums: k(x, o))
                 else:
                     h.note("plain read", "the reader's sums missed torch's: left out of the rounds")
+            elif reader is not None:
+                h.note("plain read", f"the tensors hold {nbytes} bytes, the ledger {weight_bytes(N, K)}: left out")
             rows = same_bytes_rows(nbytes, K)
             ws = h.rand((rows, K), torch.float16)
             base[f"cuBLAS fp16, same bytes ({M}x{rows}x{K})"] = (lambda a=a, w=ws: torch.matmul(a, w.t()))
