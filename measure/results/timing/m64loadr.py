@@ -5,7 +5,7 @@ sum of every word first), for the device where the M = 64 load path was found 4.
 write-flush searches and one clean, 7 alternating rounds, cuBLAS beside them."""
 import sys
 import torch
-from kernels.gemm.plainread import make_reader, read_checksum, read_rows
+from kernels.gemm.plainread import WORDS, make_reader, read_checksum, read_rows
 from kernels.gemm.w4a16 import build, label
 from ledger.w4a16 import weight_bytes
 import m64load
@@ -27,7 +27,7 @@ def main(out):
     h = Harness(log=print)
     res = probekit.header(probe="loadonly", searches={}, checks={})
     nbytes = weight_bytes(N, K)
-    words = h.rand((nbytes // 2,), torch.float16).view(torch.int32).reshape(read_rows(nbytes), 32)
+    words = h.rand((nbytes // 2,), torch.float16).view(torch.int32).reshape(read_rows(nbytes), WORDS)
     run, sums = make_reader(words, BLOCKS)
     run()
     torch.cuda.synchronize()
