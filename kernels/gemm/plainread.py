@@ -10,6 +10,11 @@ sums.  The sum of all words modulo 2^32 (:func:`read_checksum`) proves every byt
 
 The configuration is the fastest of the timing probe ``readbound`` on the H200 and the H100 (132 blocks, 8 KB x 8
 slots, 2026-12-06); suite ``gemm.flush`` times it beside its other references at M = 16.
+
+:func:`plain_read_hot` is the same read with a second stream beside it, for the question what the activations' trip
+through L2 costs a W4A16 kernel: with each slot of the buffer it also copies ``ratio`` slots of a small "hot"
+buffer that every block reads whole once (as every block of the M = 64 kernel reads all 1 MB of the activations,
+four bytes of them for every byte of weights), so the hot bytes come from L2 after the first block's miss.
 """
 from typing import Any
 
@@ -94,3 +99,52 @@ def make_reader(x: Any, blocks: int, rows: int = SLOT_ROWS, stages: int = STAGES
     check_read_inputs(x, out, blocks, rows)
     kern = plain_read(x.shape[0], blocks, rows, stages)
     return (lambda: kern(x, out)), out
+
+
+def check_hot_config(rows_total: int, blocks: int, ratio: int, rows: int = SLOT_ROWS, stages: int = STAGES) -> int:
+    """Rows of the hot buffer of :func:`plain_read_hot` (each block reads it whole once: ``ratio`` times a block's
+    share of the buffer); ``ValueError`` naming the constraint when the ring does not fit."""
+    require(isinstance(ratio, int) and ratio >= 1, f"ratio must be a positive int, got {ratio!r}")
+    check_read_config(rows_total, blocks, rows, stages)
+    require(rows * (1 + ratio) * ROW_BYTES * stages <= 200 * 1024, f"{stages} slots of {rows * ROW_BYTES} B and "
+            f"{ratio} x {rows * ROW_BYTES} B of hot rows exceed 200 KB of shared memory")
+    return ratio * (rows_total // blocks)
+
+
+@tilelang.jit(target=TARGET)
+def plain_read_hot(rows_total: int, blocks: int, ratio: int, rows: int = SLOT_ROWS, stages: int = STAGES):
+    """Kernel ``(X[rows_total, 32] int32, H[hot, 32] int32, O[blocks, rows] int32)``: every word of ``X`` and, in
+    every block, every word of ``H`` (``hot`` = :func:`check_hot_config`) added into ``O``'s partial sums; the
+    slots of ``H`` ride in the same ring as those of ``X``."""
+    iters = check_read_config(rows_total, blocks, rows, stages)
+    hot = check_hot_config(rows_total, blocks, ratio, rows, stages)
+    per = rows_total // blocks
+    hrows = rows * ratio
+
+    @T.prim_func
+    def main(X: T.Tensor((rows_total, WORDS), "int32"), H: T.Tensor((hot, WORDS), "int32"),
+             O: T.Tensor((blocks, rows), "int32")):
+        with T.Kernel(blocks, threads=128) as bx:
+            xs = T.alloc_shared((rows, WORDS), "int32")
+            hs = T.alloc_shared((hrows, WORDS), "int32")
+            acc = T.alloc_fragment((rows, WORDS), "int32")
+            red = T.alloc_fragment((rows,), "int32")
+            T.clear(acc)
+            for it in T.Pipelined(iters, num_stages=stages):
+                T.copy(X[bx * per + it * rows, 0], xs)
+                T.copy(H[it * hrows, 0], hs)
+                for i, j in T.Parallel(rows, WORDS):
+                    acc[i, j] = acc[i, j] + xs[i, j]
+                for q in T.serial(ratio):
+                    for i, j in T.Parallel(rows, WORDS):
+                        acc[i, j] = acc[i, j] + hs[q * rows + i, j]
+            T.reduce_sum(acc, red, dim=1)
+            T.copy(red, O[bx, 0])
+
+    return main
+
+
+def hot_checksum(x: Any, hot: Any, blocks: int) -> int:
+    """What :func:`plain_read_hot`'s partial sums must add up to: every word of ``x`` once and of ``hot`` once a
+    block, modulo 2^32."""
+    return (read_checksum(x) + blocks * read_checksum(hot)) % 2**32

@@ -72,3 +72,26 @@ def test_reader_is_a_bulk_copy_ring_whose_consumer_adds_every_word():
     assert "(it & 7)" in src  # eight slots in turn
     assert "< 32; ++it" in src  # 32 slots a block
     assert src.count("v__1.") >= 4  # the consumer's vector adds of the slot's words
+
+
+def test_hot_buffer_is_ratio_times_a_blocks_share_and_must_fit():
+    assert plainread.check_hot_config(270336, 132, 4, 64, 4) == 8192  # 1 MB: the activations at M = 64
+    assert plainread.check_hot_config(270336, 132, 1) == 2048
+    with pytest.raises(ValueError, match="4 x 8192 B of hot rows exceed 200 KB"):
+        plainread.check_hot_config(270336, 132, 4, 64, 8)
+    with pytest.raises(ValueError, match="ratio must be a positive int"):
+        plainread.check_hot_config(270336, 132, 0)
+
+
+def test_hot_checksum_counts_the_hot_buffer_once_a_block():
+    x = torch.tensor([[3] * 32], dtype=torch.int32)
+    hot = torch.tensor([[2**31 - 1] * 32] * 2, dtype=torch.int32)
+    assert plainread.hot_checksum(x, hot, 5) == (96 + 5 * 64 * (2**31 - 1)) % 2**32
+
+
+@pytest.mark.slow
+def test_hot_reader_carries_the_hot_slots_in_the_same_ring():
+    src = plainread.plain_read_hot(270336, 132, 4, 64, 4).get_kernel_source()
+    assert "arrive_and_expect_tx(8192)" in src and "arrive_and_expect_tx(32768)" in src  # 8 KB + 4 x 8 KB a slot
+    assert "(&(H[(it * 8192)]))" in src  # every block walks the whole hot buffer
+    assert "(it & 3)" in src and "< 32; ++it" in src
