@@ -95,3 +95,36 @@ def test_hot_reader_carries_the_hot_slots_in_the_same_ring():
     assert "arrive_and_expect_tx(8192)" in src and "arrive_and_expect_tx(32768)" in src  # 8 KB + 4 x 8 KB a slot
     assert "(&(H[(it * 8192)]))" in src  # every block walks the whole hot buffer
     assert "(it & 3)" in src and "< 32; ++it" in src
+
+
+@pytest.mark.parametrize("args,msg", [
+    ((50, 8192, 8192), "multiple of 16 up to 256"),
+    ((64, 8100, 8192), "multiple of 64"),
+    ((64, 8192, 8192, 128, 192), "multiple of block_K, 128 or 256"),
+    ((64, 8192, 8192, 128, 256, 8), "exceed 200 KB"),
+    ((64, 8192, 8192, 128, 256, 1), "stages must be >= 2"),
+])
+def test_tiles_config_errors_name_the_constraint(args, msg):
+    with pytest.raises(ValueError, match=msg):
+        plainread.check_tiles_config(*args)
+
+
+def test_tiles_config_counts_the_kernels_stages():
+    assert plainread.check_tiles_config(64, 8192, 8192) == 32
+    assert plainread.check_tiles_config(64, 8192, 8192, 128, 128, 8) == 64
+
+
+def test_tiles_checksum_counts_the_activations_once_a_block():
+    wq = torch.ones((128, 4), dtype=torch.int32)  # two blocks of 64 rows
+    a = torch.full((16, 2), 7, dtype=torch.int32)
+    s = torch.full((128, 1), 2**31 - 1, dtype=torch.int32)
+    assert plainread.tiles_checksum(wq, a, s) == (512 + 128 * (2**31 - 1) + 2 * 32 * 7) % 2**32
+
+
+@pytest.mark.slow
+def test_tiles_reader_copies_the_kernels_tiles():
+    src = plainread.plain_read_tiles(64, 8192, 8192).get_kernel_source()
+    assert "tl::tma_load(Wq_desc" in src and "arrive_and_expect_tx(8192)" in src  # 64 rows x 128 B of weights
+    assert "arrive_and_expect_tx(32768)" in src and src.count("tl::tma_load(A_desc") == 1  # 64 x 256 fp16 ...
+    assert "((ko * 128) + (i_1 * 32))" in src  # ... as four 128-byte-wide boxes, the swizzled layout's
+    assert "< 32; ++ko" in src and "(ko & 3)" in src
