@@ -156,62 +156,71 @@ def hot_checksum(x: Any, hot: Any, blocks: int) -> int:
     return (read_checksum(x) + blocks * read_checksum(hot)) % 2**32
 
 
-#: Weight rows a block of :func:`plain_read_tiles` owns (the W4A16 kernel's with ``split="k"``).
+#: Weight rows a block of :func:`plain_read_tiles` owns by default (the W4A16 kernel's with ``split="k"``).
 TILE_ROWS = 64
 
 
-def check_tiles_config(M: int, N: int, K: int, group: int = 128, block_K: int = 256, stages: int = 4) -> int:
+def check_tiles_config(M: int, N: int, K: int, group: int = 128, block_K: int = 256, stages: int = 4,
+                       rows: int = TILE_ROWS, ksplit: int = 1) -> int:
     """The stages a block of :func:`plain_read_tiles` streams; ``ValueError`` naming the constraint."""
     require(M > 0 and M % 16 == 0 and M <= 256, f"M must be a multiple of 16 up to 256, got {M}")
-    require(N > 0 and N % TILE_ROWS == 0, f"N must be a positive multiple of {TILE_ROWS}, got {N}")
-    require(block_K in (128, 256) and K % block_K == 0, f"K ({K}) must be a multiple of block_K, 128 or 256 "
-            f"(got {block_K})")
-    require(K % group == 0 and (K // group) % 2 == 0, f"K / group must be an even whole number: {K} / {group}")
+    require(rows in (64, 128), f"rows must be 64 or 128, got {rows}")
+    require(N > 0 and N % rows == 0, f"N must be a positive multiple of {rows}, got {N}")
+    require(ksplit in (1, 2, 4), f"ksplit must be 1, 2 or 4, got {ksplit}")
+    require(block_K in (128, 256) and K % (block_K * ksplit) == 0, f"K ({K}) must be a multiple of block_K "
+            f"(128 or 256, got {block_K}) times ksplit ({ksplit})")
+    require(K % group == 0 and (K // group) % (2 * ksplit) == 0, f"K / group must be a whole multiple of "
+            f"2 x ksplit: {K} / {group}, ksplit {ksplit}")
     require(stages >= 2, f"stages must be >= 2, got {stages}")
-    smem = stages * (TILE_ROWS * block_K // 2 + M * block_K * 2) + TILE_ROWS * (K // group) * 2
-    require(smem <= 200 * 1024, f"{stages} stages of {TILE_ROWS} x {block_K // 2} B of weights and {M} x "
+    smem = stages * (rows * block_K // 2 + M * block_K * 2) + rows * (K // group // ksplit) * 2
+    require(smem <= 200 * 1024, f"{stages} stages of {rows} x {block_K // 2} B of weights and {M} x "
             f"{block_K * 2} B of activations, with the scales, exceed 200 KB of shared memory ({smem} B)")
-    return K // block_K
+    return K // block_K // ksplit
 
 
 @tilelang.jit(target=TARGET)
-def plain_read_tiles(M: int, N: int, K: int, group: int = 128, block_K: int = 256, stages: int = 4):
-    """Kernel ``(Wq[N, K/8] int32, A[M, K/2] int32, S[N, K/group/2] int32, O[N/64, 64] int32)``: the packed weights,
-    the activations and the scales of an ``M x N x K`` W4A16 product viewed as 32-bit words, read in the kernel's
-    tiles (see the module docstring); each block adds its rows of ``Wq`` and ``S`` and all of ``A``."""
-    iters = check_tiles_config(M, N, K, group, block_K, stages)
-    blocks, wk, ak, sk = N // TILE_ROWS, block_K // 8, block_K // 2, K // group // 2
+def plain_read_tiles(M: int, N: int, K: int, group: int = 128, block_K: int = 256, stages: int = 4,
+                     rows: int = TILE_ROWS, ksplit: int = 1):
+    """Kernel ``(Wq[N, K/8] int32, A[M, K/2] int32, S[N, K/group/2] int32, O[N/rows*ksplit, rows] int32)``: the
+    packed weights, the activations and the scales of an ``M x N x K`` W4A16 product viewed as 32-bit words, read
+    in the kernel's tiles (see the module docstring).  ``rows`` weight rows a block over ``1/ksplit`` of K, the
+    ``ksplit`` blocks of one set of rows side by side: each block adds its part of ``Wq`` and ``S`` and its K part
+    of all of ``A`` (with ``rows=128, ksplit=2`` every activation byte feeds 128 weight rows, as in ``kpair``, and
+    no cluster is formed)."""
+    iters = check_tiles_config(M, N, K, group, block_K, stages, rows, ksplit)
+    blocks, wk, ak, sk = N // rows * ksplit, block_K // 8, block_K // 2, K // group // 2 // ksplit
 
     @T.prim_func
     def main(Wq: T.Tensor((N, K // 8), "int32"), A: T.Tensor((M, K // 2), "int32"),
-             S: T.Tensor((N, sk), "int32"), O: T.Tensor((blocks, TILE_ROWS), "int32")):
+             S: T.Tensor((N, sk * ksplit), "int32"), O: T.Tensor((blocks, rows), "int32")):
         with T.Kernel(blocks, threads=128) as bx:
-            ws = T.alloc_shared((TILE_ROWS, wk), "int32")
+            ws = T.alloc_shared((rows, wk), "int32")
             as_ = T.alloc_shared((M, ak), "int32")
-            ss = T.alloc_shared((TILE_ROWS, sk), "int32")
-            acc = T.alloc_fragment((TILE_ROWS, wk), "int32")
-            red = T.alloc_fragment((TILE_ROWS,), "int32")
+            ss = T.alloc_shared((rows, sk), "int32")
+            acc = T.alloc_fragment((rows, wk), "int32")
+            red = T.alloc_fragment((rows,), "int32")
             T.annotate_layout({ws: make_swizzled_layout(ws), as_: make_swizzled_layout(as_)})
+            n0 = bx // ksplit * rows
+            kb = bx % ksplit * iters
             T.clear(acc)
-            T.copy(S[bx * TILE_ROWS, 0], ss)
-            for i, j in T.Parallel(TILE_ROWS, sk):
+            T.copy(S[n0, bx % ksplit * sk], ss)
+            for i, j in T.Parallel(rows, sk):
                 acc[i, j % wk] = acc[i, j % wk] + ss[i, j]
             for ko in T.Pipelined(iters, num_stages=stages):
-                T.copy(Wq[bx * TILE_ROWS, ko * wk], ws)
-                T.copy(A[0, ko * ak], as_)
-                for i, j in T.Parallel(TILE_ROWS, wk):
+                T.copy(Wq[n0, (kb + ko) * wk], ws)
+                T.copy(A[0, (kb + ko) * ak], as_)
+                for i, j in T.Parallel(rows, wk):
                     acc[i, j] = acc[i, j] + ws[i, j]
-                for q in T.serial(M * ak // (TILE_ROWS * wk)):
-                    for i, j in T.Parallel(TILE_ROWS, wk):
-                        acc[i, j] = acc[i, j] + as_[(q * TILE_ROWS + i) % M, (q * TILE_ROWS + i) // M * wk + j]
+                for q in T.serial(M * ak // (rows * wk)):
+                    for i, j in T.Parallel(rows, wk):
+                        acc[i, j] = acc[i, j] + as_[(q * rows + i) % M, (q * rows + i) // M * wk + j]
             T.reduce_sum(acc, red, dim=1)
             T.copy(red, O[bx, 0])
 
     return main
 
 
-def tiles_checksum(wq: Any, a: Any, s: Any) -> int:
+def tiles_checksum(wq: Any, a: Any, s: Any, rows: int = TILE_ROWS) -> int:
     """What :func:`plain_read_tiles`' partial sums must add up to: every word of the weights and scales once, of
-    the activations once a block, modulo 2^32."""
-    blocks = wq.shape[0] // TILE_ROWS
-    return (read_checksum(wq) + read_checksum(s) + blocks * read_checksum(a)) % 2**32
+    the activations once per set of ``rows`` weight rows, modulo 2^32."""
+    return (read_checksum(wq) + read_checksum(s) + wq.shape[0] // rows * read_checksum(a)) % 2**32

@@ -100,7 +100,10 @@ def test_hot_reader_carries_the_hot_slots_in_the_same_ring():
 @pytest.mark.parametrize("args,msg", [
     ((50, 8192, 8192), "multiple of 16 up to 256"),
     ((64, 8100, 8192), "multiple of 64"),
-    ((64, 8192, 8192, 128, 192), "multiple of block_K, 128 or 256"),
+    ((64, 8192, 8192, 128, 256, 4, 96), "rows must be 64 or 128"),
+    ((64, 8192, 8192, 128, 256, 4, 64, 3), "ksplit must be 1, 2 or 4"),
+    ((64, 8192, 8192, 2048, 256, 4, 64, 4), "whole multiple of 2 x ksplit"),
+    ((64, 8192, 8192, 128, 192), r"multiple of block_K \(128 or 256"),
     ((64, 8192, 8192, 128, 256, 8), "exceed 200 KB"),
     ((64, 8192, 8192, 128, 256, 1), "stages must be >= 2"),
 ])
@@ -112,6 +115,7 @@ def test_tiles_config_errors_name_the_constraint(args, msg):
 def test_tiles_config_counts_the_kernels_stages():
     assert plainread.check_tiles_config(64, 8192, 8192) == 32
     assert plainread.check_tiles_config(64, 8192, 8192, 128, 128, 8) == 64
+    assert plainread.check_tiles_config(64, 8192, 8192, 128, 128, 8, 128, 2) == 32  # half of K a block
 
 
 def test_tiles_checksum_counts_the_activations_once_a_block():
@@ -119,6 +123,7 @@ def test_tiles_checksum_counts_the_activations_once_a_block():
     a = torch.full((16, 2), 7, dtype=torch.int32)
     s = torch.full((128, 1), 2**31 - 1, dtype=torch.int32)
     assert plainread.tiles_checksum(wq, a, s) == (512 + 128 * (2**31 - 1) + 2 * 32 * 7) % 2**32
+    assert plainread.tiles_checksum(wq, a, s, 128) == (512 + 128 * (2**31 - 1) + 32 * 7) % 2**32
 
 
 @pytest.mark.slow
@@ -128,3 +133,7 @@ def test_tiles_reader_copies_the_kernels_tiles():
     assert "arrive_and_expect_tx(32768)" in src and src.count("tl::tma_load(A_desc") == 1  # 64 x 256 fp16 ...
     assert "((ko * 128) + (i_1 * 32))" in src  # ... as four 128-byte-wide boxes, the swizzled layout's
     assert "< 32; ++ko" in src and "(ko & 3)" in src
+    src = plainread.plain_read_tiles(64, 8192, 8192, 128, 128, 8, 128, 2).get_kernel_source()
+    assert "arrive_and_expect_tx(16384)" in src and "arrive_and_expect_tx(8192)" in src  # 64 x 128 k of activations, 128 rows x 64 B of weights
+    assert "((((int)blockIdx.x) & 1) * 512)" in src  # the odd block of a pair reads the second half of K
+    assert "cluster" not in src.lower()

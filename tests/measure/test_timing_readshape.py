@@ -16,9 +16,12 @@ from kernels.gemm.plainread import ROW_BYTES, check_hot_config, check_read_confi
 
 @pytest.mark.parametrize("name", list(readshape.READERS))
 def test_every_reader_is_valid(name):
-    kind, a, b = readshape.READERS[name]
+    kind, a, b, *rk = readshape.READERS[name]
     if kind == "tiles":
-        assert check_tiles_config(readshape.M, readshape.N, readshape.K, readshape.GROUP, a, b) * a == readshape.K
+        rows, ksplit = rk
+        assert check_tiles_config(readshape.M, readshape.N, readshape.K, readshape.GROUP, a, b, rows,
+                                  ksplit) * a * ksplit == readshape.K
+        assert readshape.N // rows * ksplit == 128  # the kernel's grid
         return
     assert check_read_config(readshape.ROWS, a, 64, b) >= 32
     if kind == "hot":
@@ -29,3 +32,4 @@ def test_every_reader_is_valid(name):
 def test_the_walk_ends_at_the_kernels_load_paths():
     assert [c["block_K"] for c in readshape.FORMS] == [128, 256]
     assert {k for k, *_ in readshape.READERS.values()} == {"read", "hot", "tiles"}
+    assert ("tiles", 128, 8, 128, 2) in readshape.READERS.values()  # kpair's reads without the cluster
