@@ -310,9 +310,17 @@ def smem_bytes(K: int, *, group: int, block_M: int, block_K: int, stages: int, s
                        split_k=split == "k", stages_w=stages_w, k_pair=kpair, consumers=consumers)
 
 
-def grid(M: int, N: int, *, block_M: int, split: str, kpair: bool = False) -> tuple[int, int]:
-    """(blocks along N, blocks along M); with ``kpair`` two blocks (a cluster) per weight tile."""
-    return N // block_rows(split) * (2 if kpair else 1), -(-M // block_M)
+def grid(M: int, N: int, *, block_M: int, split: str, kpair: bool = False, kglob: bool = False) -> tuple[int, int]:
+    """(blocks along N, blocks along M); with ``kpair`` (a cluster) or ``kglob`` two blocks per weight tile."""
+    return N // block_rows(split) * (2 if kpair or kglob else 1), -(-M // block_M)
+
+
+def kglob_workspace(M: int, N: int, *, block_M: int) -> tuple[tuple[int, int], tuple[int]]:
+    """``kglob``: the shapes of the fp32 partials (one slot of 128 rows x ``block_M`` per block) and of the int32
+    counters (one per weight tile and consumer), both allocated zeroed once; every complete launch leaves the
+    counters zero."""
+    gn, gm = grid(M, N, block_M=block_M, split="n", kglob=True)
+    return (gm * gn * block_rows("n"), block_M), (gm * gn,)
 
 
 def serves(block_M: int, M: int) -> bool:
@@ -324,7 +332,7 @@ def serves(block_M: int, M: int) -> bool:
 def check_config(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, stages: int, split: str,
                  cluster: int, stages_w: int = 0, kpair: bool = False, chunk: int = 0, wide: bool = False,
                  inst: str = "wgmma", consumers: int = 2, tiled: bool = False, perm: bool = False,
-                 post: bool = False, lag: bool = False, fuse: bool = False, accs: int = 1) -> None:
+                 post: bool = False, lag: bool = False, fuse: bool = False, accs: int = 1, kglob: bool = False) -> None:
     """Every constraint of one configuration, each failure naming it (ValueError)."""
     rows = block_rows(split)
     for name, v in (("M", M), ("N", N), ("K", K), ("group", group), ("block_K", block_K), ("stages", stages)):
@@ -363,6 +371,11 @@ def check_config(M: int, N: int, K: int, *, group: int, block_M: int, block_K: i
         require(split == "n" and cluster == 1 and stages_w > 0,
                 "kpair (two blocks of a cluster split K, 128 rows each) needs split='n', cluster=1 and a weight ring")
         require(n_k % 2 == 0, f"kpair halves the {n_k} K blocks: their number must be even")
+    if kglob:
+        require(not kpair and split == "n" and cluster == 1 and stages_w > 0 and inst == "wgmma" and consumers == 2,
+                "kglob (two blocks split K for 128 rows and meet in global memory) needs split='n', cluster=1, a "
+                "weight ring, inst='wgmma', two consumers and no kpair")
+        require(n_k % 2 == 0, f"kglob halves the {n_k} K blocks: their number must be even")
     if chunk:
         require(chunk % 16 == 0 and block_K % chunk == 0 and (block_K // chunk) % 2 == 0,
                 f"chunk={chunk} must be a multiple of 16 that splits block_K={block_K} into an even number of "
@@ -406,7 +419,7 @@ def check_config(M: int, N: int, K: int, *, group: int, block_M: int, block_K: i
             require(stages >= 4, f"lag keeps a consumer's activation slot until its next stage is issued: each of "
                                  f"the two consumers needs two slots, stages={stages} must be >= 4")
         else:
-            n_loc = n_k // 2 if kpair else n_k
+            n_loc = n_k // 2 if kpair or kglob else n_k
             require(n_loc % 2 == 0, f"lag alternates two register buffers over a block's K blocks: "
                                     f"{n_loc} K blocks per block must be even")
             require(stages >= 3, f"lag keeps the consumers' activation slot until the next stage is issued: "
@@ -427,10 +440,10 @@ def check_config(M: int, N: int, K: int, *, group: int, block_M: int, block_K: i
 def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, stages: int, split: str,
              cluster: int, probe: str = "", stages_w: int = 0, kpair: bool = False, inst: str = "wgmma",
              chunk: int = 0, wide: bool = False, consumers: int = 2, tiled: bool = False, perm: bool = False,
-             post: bool = False, lag: bool = False, fuse: bool = False, accs: int = 1):
+             post: bool = False, lag: bool = False, fuse: bool = False, accs: int = 1, kglob: bool = False):
     check_config(M, N, K, group=group, block_M=block_M, block_K=block_K, stages=stages, split=split,
                  cluster=cluster, stages_w=stages_w, kpair=kpair, chunk=chunk, wide=wide, inst=inst,
-                 consumers=consumers, tiled=tiled, perm=perm, post=post, lag=lag, fuse=fuse, accs=accs)
+                 consumers=consumers, tiled=tiled, perm=perm, post=post, lag=lag, fuse=fuse, accs=accs, kglob=kglob)
     nc = consumers
     threads, producer_regs, consumer_regs = (THREADS, PRODUCER_REGS, CONSUMER_REGS) if nc == 2 else Q4_REGS
     kc = chunk or block_K  # K expanded into one register buffer
@@ -442,8 +455,8 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
     rows = block_rows(split)
     KP, G = K // 2, K // group
     n_k = K // block_K
-    grid_n, grid_m = grid(M, N, block_M=block_M, split=split, kpair=kpair)
-    n_loc = n_k // 2 if kpair else n_k  # K blocks of one block (kpair: its half of K)
+    grid_n, grid_m = grid(M, N, block_M=block_M, split=split, kpair=kpair, kglob=kglob)
+    n_loc = n_k // 2 if kpair or kglob else n_k  # K blocks of one block (kpair, kglob: its half of K)
     cdim = 2 if kpair else cluster
     lag_d = 2 if split == "k" else 1  # lag: the stage whose activation slot a consumer frees is t - lag_d * depth
     depth = int(lag)  # stages' wgmma left running after each issue (lag: 1, lag=2: 2)
@@ -676,6 +689,24 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
         T.copy(C_s, C[m0:m0 + block_M, c0:c0 + WG_ROWS])
 
     @T.macro
+    def meet(acc, Wk, L, F, C_s, C, m0, n0, tx, wg, slot, tile):
+        """kglob: this consumer's K-half partial into the block's workspace slot, counted on the tile's counter of
+        these rows (one thread, acq_rel, between two barriers of the warpgroup); the second of the pair to count
+        resets the counter, adds the other's partial (two terms: the same sum whichever comes second) and stores."""
+        for j, m in T.Parallel(WG_ROWS, block_M):
+            Wk[slot * (2 * WG_ROWS) + wg * WG_ROWS + j, m] = acc[j, m]
+        T.sync_threads(barrier_id=_BAR_EPI[wg], arrive_count=128)
+        if tx % 128 == 0:
+            F[wg] = T.atomic_add(L[tile * 2 + wg], 1, memory_order="acq_rel", return_prev=True)
+        T.sync_threads(barrier_id=_BAR_EPI[wg], arrive_count=128)
+        if F[wg] == 1:
+            if tx % 128 == 0:
+                L[tile * 2 + wg] = 0  # both halves have met: ready for the next launch
+            for j, m in T.Parallel(WG_ROWS, block_M):
+                acc[j, m] = acc[j, m] + Wk[(slot ^ 1) * (2 * WG_ROWS) + wg * WG_ROWS + j, m]
+            store(acc, C_s, C, m0, n0 + wg * WG_ROWS, wg)
+
+    @T.macro
     def produce(A, Bq, S, A_s, W_s, S_s, full, empty, sbar, m0, n0):
         """The one-ring producer (the block's scales, then per K block the activation tile and the
         packed weight tile into one slot)."""
@@ -721,13 +752,8 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
                     acc[j, m] = acc[j, m] + R_s[q, j, m]
             store(acc, C_s, C, m0, n0, 0)
 
-    @T.prim_func
-    def main(
-        A: T.Tensor((M, K), T.float16),
-        Bq: T.Tensor(((N, KP) if not tiled else (N * n_k, block_K // 2)), T.uint8),
-        S: T.Tensor((N, G), T.float16),
-        C: T.Tensor((M, N), T.float16),
-    ):
+    @T.macro
+    def body(A, Bq, S, C, Wk, L):
         with T.Kernel(grid_n, grid_m, threads=threads, cluster_dims=(cdim, 1, 1)) as (bx, by):
             if wide:
                 T.import_source({(False, False): _PERM_SRC, (True, False): _POST_SRC, (False, True): _PERM_FUSED_SRC,
@@ -773,6 +799,8 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
             else:
                 R_s = None
                 C1_s = T.alloc_shared((block_M, WG_ROWS), T.float16)
+            if kglob:  # what each consumer's atomic count returned
+                F = T.alloc_shared((2,), T.int32)
             if kpair:  # the K-half partials of the upper block, copied into the lower one
                 R0_s = T.alloc_shared((WG_ROWS, block_M), T.float32)
                 R1_s = T.alloc_shared((WG_ROWS, block_M), T.float32)
@@ -793,7 +821,7 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
             else:
                 empty = T.alloc_barrier([arrivals] * stages)
             tx = T.get_thread_binding()
-            if kpair:
+            if kpair or kglob:
                 n0 = bx // 2 * rows
                 krank = bx % 2
                 kbase = krank * n_loc
@@ -869,6 +897,8 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
                         else:
                             take_over(acc0, R0_s, rbar, 0)
                             store(acc0, C0_s, C, m0, n0, 0)
+                    elif kglob:
+                        meet(acc0, Wk, L, F, C0_s, C, m0, n0, tx, 0, by * grid_n + bx, by * (grid_n // 2) + bx // 2)
                     else:
                         store(acc0, C0_s, C, m0, n0, 0)
                 else:
@@ -913,6 +943,9 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
                             else:
                                 take_over(acc1, R1_s, rbar, 1)
                                 store(acc1, C1_s, C, m0, n0 + WG_ROWS, 1)
+                        elif kglob:
+                            meet(acc1, Wk, L, F, C1_s, C, m0, n0, tx, 1, by * grid_n + bx,
+                                 by * (grid_n // 2) + bx // 2)
                         else:
                             store(acc1, C1_s, C, m0, n0 + WG_ROWS, 1)
             else:  # four consumers take the K blocks in turn on the one ring (split="k")
@@ -929,6 +962,32 @@ def _program(M: int, N: int, K: int, *, group: int, block_M: int, block_K: int, 
                     consume_q(A_s, W_s, S_s, W3, acc3, R_s, C0_s, C, full, empty, sbar, tx, m0, n0, 3, W3b, g3)
             if cdim > 1:
                 T.cluster_sync()  # no block leaves while a peer may still arrive on (or copy into) it
+
+    a_shape, bq_shape = (M, K), ((N, KP) if not tiled else (N * n_k, block_K // 2))
+    if kglob:
+        ws_shape, l_shape = kglob_workspace(M, N, block_M=block_M)
+
+        @T.prim_func
+        def main_kglob(
+            A: T.Tensor(a_shape, T.float16),
+            Bq: T.Tensor(bq_shape, T.uint8),
+            S: T.Tensor((N, G), T.float16),
+            C: T.Tensor((M, N), T.float16),
+            Wk: T.Tensor(ws_shape, T.float32),
+            L: T.Tensor(l_shape, T.int32),
+        ):
+            body(A, Bq, S, C, Wk, L)
+
+        return main_kglob
+
+    @T.prim_func
+    def main(
+        A: T.Tensor(a_shape, T.float16),
+        Bq: T.Tensor(bq_shape, T.uint8),
+        S: T.Tensor((N, G), T.float16),
+        C: T.Tensor((M, N), T.float16),
+    ):
+        body(A, Bq, S, C, None, None)
 
     return main
 
@@ -956,6 +1015,7 @@ def w4a16_gemm(
     lag: bool = False,
     fuse: bool = False,
     accs: int = 1,
+    kglob: bool = False,
 ):
     """W4A16 with the weights expanded into wgmma's register operand (see the module docstring).
 
@@ -969,11 +1029,14 @@ def w4a16_gemm(
     never filled (no expansion, not even the scale reads of ``noexpand``); ``wide`` = the word-wide
     expansion; ``consumers`` = consumer warpgroups (2, or 4 taking the K blocks in turn); ``lag`` = each
     consumer's next stage expanded while its current wgmma runs (decoupled rings); ``accs=2`` = with ``lag``, each
-    consumer's stages alternate between two fp32 accumulators.
+    consumer's stages alternate between two fp32 accumulators; ``kglob`` = ``kpair``'s split of K without the cluster:
+    the kernel takes ``(A, Bq, S, C, Wk, L)`` (:func:`kglob_workspace`; :func:`build` allocates them) and the two
+    halves meet in global memory.
     """
     return _program(M, N, K, group=group, block_M=block_M, block_K=block_K, stages=stages, split=split,
                     cluster=cluster, probe=probe, stages_w=stages_w, kpair=kpair, chunk=chunk, wide=wide,
-                    consumers=consumers, tiled=tiled, perm=perm, post=post, lag=lag, fuse=fuse, accs=accs)
+                    consumers=consumers, tiled=tiled, perm=perm, post=post, lag=lag, fuse=fuse, accs=accs,
+                    kglob=kglob)
 
 
 #: The warp-level tensor-core path: tilelang's wgmma lowering switched off, T.gemm on m16n8k16.
@@ -1003,6 +1066,7 @@ def w4a16_gemm_mma(
     lag: bool = False,
     fuse: bool = False,
     accs: int = 1,
+    kglob: bool = False,
 ):
     """:func:`w4a16_gemm` on the warp-level ``mma.sync`` m16n8k16 instruction instead of wgmma:
     each warp multiplies its 16 weight rows, the tensor-core work is issued in m16 x n8 x k16
@@ -1011,13 +1075,13 @@ def w4a16_gemm_mma(
     return _program(M, N, K, group=group, block_M=block_M, block_K=block_K, stages=stages, split=split,
                     cluster=cluster, probe=probe, stages_w=stages_w, kpair=kpair, inst="mma", chunk=chunk,
                     wide=wide, consumers=consumers, tiled=tiled, perm=perm, post=post, lag=lag, fuse=fuse,
-                    accs=accs)
+                    accs=accs, kglob=kglob)
 
 
 def config(block_M: int, block_K: int, stages: int, split: str = "k", cluster: int = 1, stages_w: int = 0,
            kpair: bool = False, inst: str = "wgmma", chunk: int = 0, wide: bool = False,
            consumers: int = 2, tiled: bool = False, perm: bool = False, post: bool = False,
-           lag: bool | int = False, fuse: bool = False, accs: int = 1) -> dict[str, Any]:
+           lag: bool | int = False, fuse: bool = False, accs: int = 1, kglob: bool = False) -> dict[str, Any]:
     """One configuration as the suite's tables and :func:`build` take it (``chunk``, ``wide`` and
     ``consumers`` only when set, so the configurations of the recorded runs keep their form; ``lag`` kept as
     ``True`` for one stage left running, as ``2`` for two)."""
@@ -1042,6 +1106,8 @@ def config(block_M: int, block_K: int, stages: int, split: str = "k", cluster: i
         cfg["fuse"] = True
     if accs != 1:
         cfg["accs"] = accs
+    if kglob:
+        cfg["kglob"] = True
     return cfg
 
 
@@ -1113,7 +1179,8 @@ def label(cfg: dict[str, Any]) -> str:
             + (f"_q{cfg['consumers']}" if cfg.get("consumers", 2) != 2 else "") + ("_tl" if cfg.get("tiled") else "")
             + ("_il" if cfg.get("perm") else "") + ("_po" if cfg.get("post") else "")
             + ("_lg" if cfg.get("lag") else "") + ("2" if cfg.get("lag") == 2 else "") + ("_fu" if cfg.get("fuse") else "")
-            + (f"_a{cfg['accs']}" if cfg.get("accs", 1) != 1 else "") + ("_wd" if cfg.get("wide") else ""))
+            + (f"_a{cfg['accs']}" if cfg.get("accs", 1) != 1 else "") + ("_kg" if cfg.get("kglob") else "")
+            + ("_wd" if cfg.get("wide") else ""))
 
 
 def build(M: int, N: int, K: int, group: int, cfg: dict[str, Any], probe: str = "") -> Any:
@@ -1133,7 +1200,32 @@ def build(M: int, N: int, K: int, group: int, cfg: dict[str, Any], probe: str = 
         kw["probe"] = probe
     if cfg.get("inst", "wgmma") == "mma":
         return w4a16_gemm_mma(M, N, K, group, **kw)
-    return w4a16_gemm(M, N, K, group, **kw)
+    kern = w4a16_gemm(M, N, K, group, **kw)
+    return WithWorkspace(kern, *kglob_workspace(M, N, block_M=cfg["block_M"])) if cfg.get("kglob") else kern
+
+
+class WithWorkspace:
+    """A ``kglob`` kernel called as every W4A16 kernel is, ``(A, Bq, S, C)``: its fp32 partials and int32 counters
+    are allocated zeroed on C's device at the first call and kept (every complete launch leaves the counters zero).
+    Other attributes (``get_kernel_source``, ...) are the kernel's."""
+
+    def __init__(self, kernel: Any, ws_shape: tuple[int, int], l_shape: tuple[int]) -> None:
+        self.kernel, self.ws_shape, self.l_shape = kernel, ws_shape, l_shape
+        self._buffers: dict[Any, tuple[Any, Any]] = {}
+
+    def buffers(self, device: Any) -> tuple[Any, Any]:
+        import torch
+
+        if device not in self._buffers:
+            self._buffers[device] = (torch.zeros(self.ws_shape, dtype=torch.float32, device=device),
+                                     torch.zeros(self.l_shape, dtype=torch.int32, device=device))
+        return self._buffers[device]
+
+    def __call__(self, a: Any, bq: Any, s: Any, c: Any) -> Any:
+        return self.kernel(a, bq, s, c, *self.buffers(c.device))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.kernel, name)
 
 
 def w4a16_ref(a: Any, packed: Any, scales: Any, group: int) -> Any:

@@ -30,6 +30,7 @@ def test_every_reader_is_valid(name):
 
 
 def test_the_walk_ends_at_the_kernels_load_paths():
-    assert [c["block_K"] for c in readshape.FORMS] == [128, 256]
+    assert [c["block_K"] for c in readshape.FORMS] == [128, 256, 256]
+    assert readshape.FORMS[-1].get("kglob") and readshape.FORMS[-1]["split"] == "n"
     assert {k for k, *_ in readshape.READERS.values()} == {"read", "hot", "tiles"}
     assert ("tiles", 128, 8, 128, 2) in readshape.READERS.values()  # kpair's reads without the cluster

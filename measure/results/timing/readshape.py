@@ -5,7 +5,7 @@ same with M = 64's activation bytes in the ring (``plain_read_hot``, four slots)
 kernel's grid: one block per 64 weight rows); the kernel's own operands in its own tiles (``plain_read_tiles``:
 two-dimensional tensor copies into swizzled shared memory, 256-k stages x 4 and 128-k x 8, one ``T.Pipelined``
 ring, 128 blocks); the same reads with 128 weight rows a block over half of K (``kpair``'s, which halve the
-activations' trip, but without a cluster); and the kernel's load paths (``loadonly``: its warp-specialized rings, a weight ring of 8 slots
+activations' trip, but without a cluster) and the load path of ``kglob``, the kernel form that reads so; and the kernel's load paths (``loadonly``: its warp-specialized rings, a weight ring of 8 slots
 beside the activation ring), with cuBLAS at M = 64.  Each step's difference names one cost: the grid, the tiles'
 shape, the activations' trip without a cluster, the kernel's two rings.  Every reader's sums are checked against torch's first.  Write flush, then clean;
 each search is written out as it ends."""
@@ -13,14 +13,15 @@ import sys
 import torch
 from kernels.gemm.plainread import (WORDS, check_hot_config, hot_checksum, plain_read, plain_read_hot,
                                     plain_read_tiles, read_checksum, read_rows, tiles_checksum)
-from kernels.gemm.w4a16 import build, label
+from kernels.gemm.w4a16 import build, config, label
 from ledger.w4a16 import weight_bytes
 import probekit
 import readhot
 
 M, N, K, GROUP = 64, 8192, 8192, 128
 ROWS = read_rows(weight_bytes(N, K))
-FORMS = readhot.FORMS
+#: the kernel's M = 64 load paths (``m64loadr``'s two) and that of ``kglob`` (128 rows a block over half of K, 256-k)
+FORMS = readhot.FORMS + [config(64, 256, 3, "n", stages_w=4, kglob=True, **readhot.W)]
 #: name -> ("read", blocks, slots) | ("hot", blocks, slots) | ("tiles", block_K, slots, rows, ksplit)
 READERS = {"read, 132 blocks, 8 KB x 8": ("read", 132, 8),
            "read + M = 64's activation bytes, 132 blocks, 4 slots": ("hot", 132, 4),
