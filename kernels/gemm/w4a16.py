@@ -47,6 +47,10 @@ Further knobs, each a candidate of the H200 search (:data:`CANDIDATES`):
 * ``kpair``: two blocks of a cluster split K for the same 128 weight rows, so each SM reads
   half of the activations; the upper block hands each consumer's fp32 partial to the lower
   one by one SM-to-SM bulk copy, and the lower block adds and stores.
+* ``kglob``: the same split of K without a cluster.  Each consumer stores its fp32 partial into its block's slot
+  of a global workspace and counts on its tile's counter (acq_rel); the second of the pair to count resets the
+  counter, adds the other's partial and stores.  No block waits for another; the kernel takes the workspace and
+  the counters as two more arguments (:func:`kglob_workspace`), which :func:`build`'s wrapper supplies.
 * ``inst="mma"`` (:func:`w4a16_gemm_mma`): the warp-level ``mma.sync`` m16n8k16 instead of
   wgmma, each warp on its 16 weight rows; with it the activation tile may be 8 rows (``block_M=8``, for
   M <= 8): one n8 tile per k16 step instead of two, half the activation ring, the tensor-core work and
