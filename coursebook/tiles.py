@@ -585,7 +585,7 @@ def flush_claims(results: dict | None) -> list:
         "no": "；读一遍这些字节本身要多久，这次计时没有单独量"}, clean=f"{read['clean'] * 1e3:.1f}" if read["clean"] else "",
         write=f"{read['write'] * 1e3:.1f}" if read["write"] else DASH))
     ref = "read" if read["clean"] else "copy"
-    words = {"read": "只把这些字节读一遍的 kernel", "copy": "搬同样多字节的一次拷贝"}[ref]
+    words = {"read": "只把这些字节读一遍的 kernel ", "copy": "搬同样多字节的一次拷贝"}[ref]
     out.append(C.compare("claim.gemm.lib.w4.flush.reach", need, base.get(FLUSH_BOUNDS[ref]),
                          lower=f"比{words}还短：按这个参照，目标超出了读一遍权重所能做到的",
                          higher=f"比{words}长：读一遍权重的时间本身并不挡住这个目标",
