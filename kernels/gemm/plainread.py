@@ -97,13 +97,18 @@ def check_read_inputs(x: Any, out: Any, blocks: int, rows: int = SLOT_ROWS) -> N
     check_cuda(x=x, out=out)
 
 
-def make_reader(x: Any, blocks: int, rows: int = SLOT_ROWS, stages: int = STAGES) -> tuple[Any, Any]:
-    """``(run, out)``: a zero-argument launch of the reader over ``x`` and the partial sums it writes."""
+#: What the partial sums hold before a reader writes them (a block that wrote nothing would leave it in the sum).
+POISON = 0x5A5A5A5A
+
+
+def make_reader(x: Any, blocks: int, rows: int = SLOT_ROWS, stages: int = STAGES, kernel: Any = None) -> tuple[Any, Any]:
+    """``(run, out)``: a zero-argument launch of the reader over ``x`` (``kernel``, a reader already built for
+    them, or :func:`plain_read`) and the partial sums it writes, poisoned with :data:`POISON` until it does."""
     import torch
 
-    out = torch.zeros((blocks, rows), dtype=torch.int32, device=x.device)
+    out = torch.full((blocks, rows), POISON, dtype=torch.int32, device=x.device)
     check_read_inputs(x, out, blocks, rows)
-    kern = plain_read(x.shape[0], blocks, rows, stages)
+    kern = kernel if kernel is not None else plain_read(x.shape[0], blocks, rows, stages)
     return (lambda: kern(x, out)), out
 
 

@@ -137,3 +137,13 @@ def test_tiles_reader_copies_the_kernels_tiles():
     assert "arrive_and_expect_tx(16384)" in src and "arrive_and_expect_tx(8192)" in src  # 64 x 128 k of activations, 128 rows x 64 B of weights
     assert "((((int)blockIdx.x) & 1) * 512)" in src  # the odd block of a pair reads the second half of K
     assert "cluster" not in src.lower()
+
+
+def test_make_reader_poisons_the_sums_and_launches_the_given_kernel(monkeypatch):
+    monkeypatch.setattr(plainread, "check_cuda", lambda **kw: None)  # CPU tensors stand in for the device's
+    calls = []
+    x = torch.zeros((128, 32), dtype=torch.int32)
+    run, out = plainread.make_reader(x, 2, kernel=lambda *a: calls.append(a))
+    assert out.shape == (2, 64) and bool((out == plainread.POISON).all())
+    run()
+    assert len(calls) == 1 and calls[0][0] is x and calls[0][1] is out

@@ -19,7 +19,7 @@ one-element add (the fixed cost of a timed launch).
 from typing import Any
 
 from kernels.gemm import splitk, streamk
-from kernels.gemm.plainread import SLOT_ROWS, WORDS, plain_read, read_checksum, read_rows
+from kernels.gemm.plainread import WORDS, make_reader, plain_read, read_checksum, read_rows
 from kernels.gemm.ladder import build_tuned
 from kernels.gemm.w4a16 import build, config as _c, kernel_weights, label
 from ledger.protocol import FLUSH_MODES
@@ -117,11 +117,11 @@ def gpu_suite(h: Any) -> None:
             reader = built["plain read"]["kernel"]
             if reader is not None and nbytes == weight_bytes(N, K):
                 words = h.rand((nbytes // 2,), torch.float16).view(torch.int32).reshape(read_rows(nbytes), WORDS)
-                sums = torch.zeros((sms, SLOT_ROWS), dtype=torch.int32, device=a.device)
-                reader(words, sums)
+                run, sums = make_reader(words, sms, kernel=reader)
+                run()
                 torch.cuda.synchronize()
                 if read_checksum(sums) == read_checksum(words):
-                    base["plain read, same bytes"] = (lambda k=reader, x=words, o=sums: k(x, o))
+                    base["plain read, same bytes"] = run
                 else:
                     h.note("plain read", "the reader's sums missed torch's: left out of the rounds")
             elif reader is not None:
