@@ -83,3 +83,14 @@ def test_kglob_lowers_to_a_count_and_a_read_of_the_other_half():
     assert src.count("= 0;") >= 2 and re.search(r"L\[[^\]]+\] = 0;", src)  # the second resets the counter
     assert "(((int)blockIdx.x) ^ 1) * 8192)" in src  # the pair's other slot of 128 x 64 fp32
     assert "((int)blockIdx.x) & 1" in src or "(((int)blockIdx.x) & 1)" in src  # each half its K blocks
+
+
+def test_the_suite_searches_kglob_at_m64_and_checks_it_on_a_ragged_m():
+    from measure.suites.gemm import w4a16 as suite
+
+    forms = [c for c in suite.CANDIDATES["m64"] if c.get("kglob")]
+    assert forms, "no kglob form in the M = 64 search"
+    for cfg in forms:  # every searched form passes the configuration's checks at the shape
+        w4a16.check_config(64, 8192, 8192, group=128, **cfg)
+    ragged = [(shape, c) for shape, c in suite.RAGGED if c.get("kglob")]
+    assert ragged and all(M % c["block_M"] for (M, _, _), c in ragged)  # M not a multiple of the tile

@@ -144,7 +144,12 @@ CANDIDATES: dict[str, list[dict[str, Any]]] = {
             _c(64, 128, 8, stages_w=4, wide=True, perm=True, lag=True),
             _c(64, 128, 8, stages_w=16, wide=True, perm=True, lag=True),
             *_fused(_c(64, 128, 8, stages_w=8, wide=True, perm=True, lag=True), _c(64, 256, 4, wide=True, tiled=True, perm=True),
-                    _c(64, 256, 4, stages_w=8, wide=True, perm=True), _c(64, 128, 8, stages_w=16, wide=True, perm=True, lag=True))],
+                    _c(64, 256, 4, stages_w=8, wide=True, perm=True), _c(64, 128, 8, stages_w=16, wide=True, perm=True, lag=True)),
+            # ``kglob``: kpair's split of K without the cluster (two blocks on the same 128 weight rows, each half of
+            # K, meeting in a global workspace); in the timing probe of that name, on an H100, the 128-k form with
+            # lag was the fastest M = 64 kernel under the write flush and 2.2 us slower under the clean one
+            _c(64, 128, 8, "n", stages_w=8, wide=True, perm=True, lag=True, fuse=True, kglob=True),
+            _c(64, 256, 4, "n", stages_w=4, wide=True, perm=True, lag=True, fuse=True, kglob=True)],
     "m128": [_c(128, 64, 8, cluster=2), _c(128, 128, 4, cluster=2, chunk=64), _c(128, 256, 2, cluster=2, chunk=64),
              _c(128, 128, 4, chunk=64), _c(128, 128, 4, chunk=64, wide=True),
              _c(128, 128, 4, cluster=2, chunk=64, wide=True), _c(128, 128, 4, wide=True),
@@ -207,6 +212,7 @@ RAGGED: list[tuple[tuple[int, int, int], dict[str, Any]]] = [
     ((300, 1024, 2048), _c(128, 128, 2, "n", stages_w=4, kpair=True, wide=True, perm=True)),
     ((5, 1024, 2048), _c(8, 256, 8, inst="mma", chunk=128, wide=True, perm=True, post=True, fuse=True)),
     ((100, 2048, 1024), _c(64, 128, 8, stages_w=8, wide=True, perm=True, lag=True, fuse=True)),
+    ((100, 2048, 2048), _c(64, 128, 8, "n", stages_w=8, wide=True, perm=True, lag=True, fuse=True, kglob=True)),
 ]
 
 #: Timing probes (the same pipeline with one part left out, wrong results): ``noexpand`` skips
