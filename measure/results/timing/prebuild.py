@@ -18,6 +18,7 @@ SMS = 132  # the H200's (and H100 SXM's) SM count, which the persistent kernels 
 SUITES = {
     "gemm.flush": lambda: __import__("measure.suites.gemm.flush", fromlist=["x"]).build_thunks(SMS),
     "gemm.streamk_ws": lambda: __import__("measure.suites.gemm.streamk_ws", fromlist=["x"]).build_thunks(SMS),
+    "gemm.w4a16": lambda: (lambda m: m.build_thunks(m.SHAPES))(__import__("measure.suites.gemm.w4a16", fromlist=["x"])),
 }
 
 
