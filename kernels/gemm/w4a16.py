@@ -1176,6 +1176,10 @@ def label(cfg: dict[str, Any]) -> str:
         from kernels.gemm import w4a16_tma
 
         return w4a16_tma.label(cfg)
+    if cfg.get("inst") == "sk":
+        from kernels.gemm import w4a16_sk
+
+        return w4a16_sk.label(cfg)
     return (f"m{cfg['block_M']}_k{cfg['block_K']}_s{cfg['stages']}"
             + (f"_w{cfg['stages_w']}" if cfg.get("stages_w") else "") + f"_{cfg['split']}"
             + (f"_c{cfg['cluster']}" if cfg.get("cluster", 1) > 1 else "") + ("_kp" if cfg.get("kpair") else "")
@@ -1190,7 +1194,8 @@ def label(cfg: dict[str, Any]) -> str:
 def build(M: int, N: int, K: int, group: int, cfg: dict[str, Any], probe: str = "") -> Any:
     """Compile one configuration (``cfg["inst"]`` picks wgmma, mma.sync or one of the decode kernels
     :mod:`kernels.gemm.w4a16_dec` (``"dec"``) and :mod:`kernels.gemm.w4a16_tma` (``"tma"``), whose one
-    timing probe is ``loadonly``)."""
+    timing probe is ``loadonly``, or the stream-K decode kernel :mod:`kernels.gemm.w4a16_sk` (``"sk"``, no
+    probes))."""
     if cfg.get("inst") == "dec":
         from kernels.gemm import w4a16_dec
 
@@ -1199,6 +1204,10 @@ def build(M: int, N: int, K: int, group: int, cfg: dict[str, Any], probe: str = 
         from kernels.gemm import w4a16_tma
 
         return w4a16_tma.build(M, N, K, group, cfg, probe=probe)
+    if cfg.get("inst") == "sk":
+        from kernels.gemm import w4a16_sk
+
+        return w4a16_sk.build(M, N, K, group, cfg, probe=probe)
     kw = {k: v for k, v in cfg.items() if k != "inst"}
     if probe:
         kw["probe"] = probe

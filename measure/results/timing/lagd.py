@@ -18,8 +18,9 @@ CANDS = {64: [W4A16_WINNERS[(64, N, K)], config(64, 128, 10, stages_w=8, lag=Tru
 RAGGED = {64: 50}
 MODES = ("write", "write", "write", "clean")
 
-def main(out, CANDS=CANDS, RAGGED=RAGGED, MODES=MODES, name="lagd"):
-    """Checks and searches of ``CANDS`` (the probe as it ran; ``c2m64`` passes its own forms)."""
+def main(out, CANDS=CANDS, RAGGED=RAGGED, MODES=MODES, name="lagd", first=None):
+    """Checks and searches of ``CANDS`` (the probe as it ran; ``c2m64`` passes its own forms); ``first(h, res)``, if
+    given, runs before them (more checks, recorded in the same ``res``)."""
     built = {}
     for M, cs in CANDS.items():
         for c in cs:
@@ -32,6 +33,8 @@ def main(out, CANDS=CANDS, RAGGED=RAGGED, MODES=MODES, name="lagd"):
     from measure.suites.gemm.w4a16 import make_inputs
     h = Harness(log=print)
     res = probekit.header(errors={}, searches={})
+    if first is not None:
+        first(h, res)
     for M, cs in CANDS.items():
         r = RAGGED[M]
         a, packed, scales, w16 = make_inputs(h, r, N, K, 128)
