@@ -101,8 +101,8 @@ def check_config(M: int, N: int, K: int, *, group: int, block_M: int, block_K: i
 @tilelang.jit(target=TARGET, pass_configs=W4_MMA_PASS_CONFIGS)
 def w4a16_sk(M: int, N: int, K: int, group: int = 128, block_M: int = 16, block_K: int = 256, stages: int = 8,
              blocks: int = 132):
-    """The stream-K decode kernel ``(A, Bq, S, C, Wk, L)`` (``Bq`` interleaved as :func:`kernels.gemm.w4a16.
-    interleave_weights` writes it; ``Wk``, ``L``: :func:`workspace`)."""
+    """The stream-K decode kernel ``(A, Bq, S, C, Wk, L)``: ``Bq`` interleaved as
+    :func:`kernels.gemm.w4a16.interleave_weights` writes it, ``Wk`` and ``L`` shaped by :func:`workspace`."""
     check_config(M, N, K, group=group, block_M=block_M, block_K=block_K, stages=stages, blocks=blocks)
     ut, U = units(N, K)
     B, P, G, kc = blocks, block_K // UNIT_K, K // group, UNIT_K
