@@ -135,7 +135,7 @@ def fp16_compute_bound_from(n: int, k: int, machine: "Machine | str | None" = No
 
 
 def smem_bytes(k: int, *, group: int, block_m: int, block_k: int, stages: int, rows: int, consumers: int = 2,
-               split_k: bool = True, stages_w: int = 0, k_pair: bool = False) -> int:
+               split_k: bool = True, stages_w: int = 0, k_pair: bool = False, segments: int = 1) -> int:
     """Shared memory of one block of the swap-AB W4A16 kernel (:mod:`kernels.gemm.w4a16`).
 
     ``stages`` copies of the activation tile (``block_m x block_k`` fp16) and of the packed
@@ -145,17 +145,19 @@ def smem_bytes(k: int, *, group: int, block_m: int, block_k: int, stages: int, r
     each consumer but the first hands to the first.  ``stages_w`` > 0: the weight tiles have a ring of
     their own, ``stages_w`` deep, and ``stages`` counts the activation ring only.  ``k_pair``:
     two blocks split K and every consumer of the upper block hands its ``64 x block_m`` fp32
-    partial to the lower one (one such tile per consumer in each block).
+    partial to the lower one (one such tile per consumer in each block).  ``segments`` (the stream-K decode kernel,
+    :mod:`kernels.gemm.w4a16_sk`): a block's range may cover parts of that many weight tiles, each with its own scales
+    and its own hand-over tile.
     """
     for name, v in (("k", k), ("group", group), ("block_m", block_m), ("block_k", block_k), ("stages", stages),
-                    ("rows", rows), ("consumers", consumers)):
+                    ("rows", rows), ("consumers", consumers), ("segments", segments)):
         check_size(name, v)
     fp16, fp32, i4 = dtype_bytes("fp16"), dtype_bytes("fp32"), dtype_bytes("int4")
     wg_rows = rows if split_k else rows // consumers
     ring = stages * block_m * block_k * fp16 + (stages_w or stages) * rows * block_k * i4
-    scales = rows * math.ceil(k / group) * fp16
+    scales = segments * rows * math.ceil(k / group) * fp16
     c_stage = (1 if split_k else consumers) * block_m * wg_rows * fp16
-    reduce = wg_rows * block_m * fp32 * ((consumers - 1) if split_k else (consumers if k_pair else 0))
+    reduce = segments * wg_rows * block_m * fp32 * ((consumers - 1) if split_k else (consumers if k_pair else 0))
     return int(ring + scales + c_stage + reduce)
 
 

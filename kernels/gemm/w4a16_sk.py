@@ -27,6 +27,7 @@ import tilelang.language as T
 from tilelang.layout import make_swizzled_layout
 
 from kernels.gemm.common import TARGET, require
+from ledger.w4a16 import smem_bytes
 from kernels.gemm.w4a16 import (_BAR_BOTH, _BAR_EPI, _POST_FUSED_SRC, CONSUMER_REGS, PRODUCER_REGS, SMEM_LIMIT,
                                 THREADS, W4_MMA_PASS_CONFIGS, WG_ROWS, WithWorkspace)
 
@@ -93,8 +94,7 @@ def check_config(M: int, N: int, K: int, *, group: int, block_M: int, block_K: i
     require(N // ROWS <= blocks <= U,
             f"blocks={blocks} must lie between the {N // ROWS} tiles (so a range touches at most two) and the {U} "
             "units (so none is empty)")
-    sm = (stages * (block_M * block_K * 2 + ROWS * block_K // 2) + 2 * ROWS * (K // group) * 2
-          + block_M * WG_ROWS * 2 + 2 * WG_ROWS * block_M * 4 + 64)
+    sm = smem_bytes(K, group=group, block_m=block_M, block_k=block_K, stages=stages, rows=ROWS, segments=2)
     require(sm <= SMEM_LIMIT, f"{sm} bytes of shared memory exceed the {SMEM_LIMIT} a block may use")
 
 

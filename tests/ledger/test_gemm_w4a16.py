@@ -122,3 +122,11 @@ def test_expand_ops_count_one_lop3_per_pair_with_fuse():
     assert expand_ops(fused=False)["total"] == 17 and expand_ops(fused=False)["lop3"] == 8
     assert expand_ops(scaled=False) == {"lop3": 4, "shf": 1, "hfma2": 4, "hmul2": 0, "total": 9}
     assert expand_ops(scaled=False, fused=False)["total"] == 13
+
+
+def test_smem_of_two_segments_adds_their_scales_and_hand_over_tile():
+    one = lw.smem_bytes(8192, group=128, block_m=16, block_k=256, stages=8, rows=64)
+    two = lw.smem_bytes(8192, group=128, block_m=16, block_k=256, stages=8, rows=64, segments=2)
+    assert two - one == 64 * 64 * 2 + 64 * 16 * 4  # the second tile's scales (fp16) and fp32 hand-over tile
+    with pytest.raises(ValueError):
+        lw.smem_bytes(8192, group=128, block_m=16, block_k=256, stages=8, rows=64, segments=0)
