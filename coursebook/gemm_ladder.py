@@ -116,6 +116,9 @@ def tuned_values(results: dict | None) -> dict[str, str]:
         gaps = twin_gaps(results, side)
         lo, hi = (f"{min(gaps):.1f}", f"{max(gaps):.1f}") if gaps else (DASH, DASH)
         v[f"derived.gemm.tune.s{side}.twin_gap_pct"] = lo if lo == hi else f"{lo}–{hi}"
+    a, b = (v[f"derived.gemm.tune.s{side}.best_pipeline"] for side in (4096, 8192))
+    v["derived.gemm.tune.best_pipelines"] = (DASH if DASH in (a, b) else f"在两个形状上都是{a}流水" if a == b else
+                                             f"在 4096³ 上是{a}流水，在 8192³ 上是{b}流水")
     return v
 
 
@@ -144,7 +147,19 @@ def fp8_values(results: dict | None) -> dict[str, str]:
         t1 = fms.get("128x128x128_s6_t256_ws_if1_pers")
         t0 = fms.get("128x128x128_s6_t256_ws_if0_pers")
         v[f"derived.gemm.fp8.s{side}.if1_loss_pct"] = f"{100 * (t1 / t0 - 1):.0f}" if t0 and t1 else DASH
+    v["derived.gemm.fp8.s8192.words_rel"] = _words_beside(v["derived.gemm.fp8.s4096.words"],
+                                                          v["derived.gemm.fp8.s8192.words"])
     return v
+
+
+def _words_beside(first: str, second: str) -> str:
+    """"是 ``second``" (configuration words joined by 、) said beside ``first``: the same words, or the same with a
+    few more, without repeating them; else ``second`` whole (a blank between 是 and a leading digit)."""
+    pad = lambda t: (" " if t[:1].isascii() and t[:1].isalnum() else "") + t  # noqa: E731
+    a, b = first.split("、"), second.split("、")
+    if DASH in (first, second) or not first or b[:len(a)] != a:
+        return "是" + pad(second)
+    return "是同样的配置" + ("再加上" + pad("、".join(b[len(a):])) if b != a else "")
 
 
 #: The hand-written candidates the prose compares, by what they change (kernels.gemm.ws).
@@ -504,7 +519,7 @@ def fp8_section(results: dict | None = None) -> str:
     benches = [r for r in lowp if r.get("kind") == "bench" and str(r.get("name", "")).startswith("fp8")]
     if not benches:
         return f"**{NO_RESULT}**（记录里没有 fp8 kernel）"
-    lines = ["| kernel | TFLOP/s | 对 `torch._scaled_mm` 的时间比 | 逐元素检查 | 最大绝对误差 | 相对 Frobenius 误差 | "
+    lines = ["| kernel | TFLOP/s | 相对 `torch._scaled_mm` 的加速比 | 逐元素检查 | 最大绝对误差 | 相对 Frobenius 误差 | "
              "同形状 `_scaled_mm`：最大绝对误差 / 相对 Frobenius 误差 |",
              "|---|---:|---:|---|---:|---:|---|"]
     worse, better, failed = [], [], []
@@ -530,12 +545,13 @@ def fp8_section(results: dict | None = None) -> str:
             f"{kind}在 {_and(sides)} 上{'都' if len(sides) > 1 else ''}没有通过逐元素检查"
             f"（{'分别' if len(sides) > 1 else ''}有 {_and(counts)} 个元素超出容差）"
             for kind, (sides, counts) in groups.items()) + "：跑得快，但有元素落在容差之外。")
-    if worse:
-        text.append("误差高于同形状 `torch._scaled_mm` 的：" + "；".join(
-            f"{kind}（{'、'.join(sides)}）" for kind, (sides, _) in _by_kind(worse).items()) + "。")
-    if better:
-        text.append("误差与 `torch._scaled_mm` 相当或更低的：" + "；".join(
-            f"{kind}（{'、'.join(sides)}）" for kind, (sides, _) in _by_kind(better).items()) + "。")
+    both = lambda sides: "都" if len(sides) > 1 else ""  # noqa: E731
+    errs = [f"{kind}在 {_and(sides)} 上的误差{both(sides)}高于同形状的 `torch._scaled_mm`"
+            for kind, (sides, _) in _by_kind(worse).items()]
+    errs += [f"{kind}在 {_and(sides)} 上{both(sides)}与{'它' if worse else '同形状的 `torch._scaled_mm`'}相当或更低"
+             for kind, (sides, _) in _by_kind(better).items()]
+    if errs:
+        text.append("按误差一栏，" + "；".join(errs) + "。")
     if not failed and not worse:
         text.append("按记录，所有 fp8 kernel 都通过了检查，误差不高于 `torch._scaled_mm`。")
     return text[0] + "\n\n" + "".join(text[2:])
@@ -618,7 +634,10 @@ def fp8_claims(results: dict | None) -> list:
                "并没有在两个形状上都胜出。"}, a=g[0] if g else None, b=g[1] if g else None))
     loss = [fp8_values(results).get(f"derived.gemm.fp8.s{s}.if1_loss_pct") for s in (4096, 8192)]
     lv = None if DASH in loss else [float(x) for x in loss]
-    out.append(C.choose("claim.gemm.fp8.two_partials", None if lv is None else ("slower" if min(lv) > 0 else "not"), {
+    same = lv is not None and f"{lv[0]:.0f}" == f"{lv[1]:.0f}"  # one figure for both shapes when they round alike
+    out.append(C.choose("claim.gemm.fp8.two_partials", None if lv is None else (
+        ("slower_same" if same else "slower") if min(lv) > 0 else "not"), {
+        "slower_same": "实测它在 4096³ 与 8192³ 上都比同一块形状的单部分和版本慢了 {a:.0f}%。",
         "slower": "实测它比同一块形状的单部分和版本慢了 {a:.0f}%（4096³）与 {b:.0f}%（8192³）。",
         "not": "实测它与同一块形状的单部分和版本相比，快慢是 {a:+.0f}% 与 {b:+.0f}%，没有一致地变慢。"},
         a=lv[0] if lv else None, b=lv[1] if lv else None))

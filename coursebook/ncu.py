@@ -363,7 +363,7 @@ def w4a16_claims(data: dict | None = None) -> list:
     lo = rows["loadonly"]
     top2 = [s["reason"] for s in (lo or {}).get("top_stalls", [])[:2]]
     out.append(C.choose("claim.gemm.w4.ncu.dec_stall", None if not lo else ("lg" if "lg_throttle" in top2 else "other"), {
-        "lg": "停顿最多的两项里有 lg_throttle（占全部 warp 状态周期的 {lg}%）：访存指令在 LSU 的队列前排队，"
+        "lg": "停顿最多的两项里有 lg_throttle（占全部 warp 状态周期的 {lg}%）：访存指令在 LSU（load/store unit，访存单元）的队列前排队，"
               "每个线程各自发出的加载指令太多，队列先满了，带宽还没满",
         "other": "停顿最多的是 {top}，不是访存指令排队"}, top=top2[0] if top2 else "",
         lg=next((f"{s['pct']:.0f}" for s in (lo or {}).get("top_stalls", []) if s["reason"] == "lg_throttle"), "")))

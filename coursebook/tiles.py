@@ -505,13 +505,19 @@ FLUSH_PAYS_MORE_MS = 1e-3
 
 def _flush_extra(dec: list) -> list[tuple[float, float]]:
     """Per decode shape with both flushes and the library timed: (what the write flush adds to cuBLAS, what it
-    adds to the W4A16 kernel), in ms."""
+    adds to the W4A16 kernel), in ms, each the difference of the two times as the table prints them (0.1 µs), so
+    that the page's differences are those of the numbers beside them."""
     out = []
     for p in dec:
         bw, bc = ((p[m].get("baselines") or {}).get(W4_BASE) for m in FLUSHES)
         if bw and bc:
-            out.append((bw - bc, p["write"]["ms"] - p["clean"]["ms"]))
+            out.append((_shown_ms(bw) - _shown_ms(bc), _shown_ms(p["write"]["ms"]) - _shown_ms(p["clean"]["ms"])))
     return out
+
+
+def _shown_ms(ms: float) -> float:
+    """``ms`` rounded as the pages print times, to 0.1 µs (still in ms)."""
+    return round(ms * 1e3, 1) / 1e3
 
 
 def _copy_pcts(dec: list) -> dict[str, list[float]]:
@@ -532,12 +538,12 @@ def _copy_pcts(dec: list) -> dict[str, list[float]]:
 
 
 def _load_gap(fl: dict) -> dict[str, float | None]:
-    """Per flush: how much longer (µs) the M = 16 kernel takes than its load path alone."""
+    """Per flush: how much longer (µs) the M = 16 kernel takes than its load path alone (of the times as printed)."""
     out: dict[str, float | None] = {}
     for mode in FLUSHES:
         r = (fl.get("m16") or {}).get(mode) or {}
         load_ms = (r.get("baselines") or {}).get(FLUSH_BOUNDS["load"])
-        out[mode] = (r["ms"] - load_ms) * 1e3 if r and load_ms else None
+        out[mode] = (_shown_ms(r["ms"]) - _shown_ms(load_ms)) * 1e3 if r and load_ms else None
     return out
 
 
@@ -1266,6 +1272,51 @@ def batched_ws_table(results: dict | None = None) -> str:
     return "\n".join(lines)
 
 
+def _repeat_claim(results: dict | None, recs: list[dict]) -> Any:
+    """``claim.gemm.lib.w4.repeat``: whether the decode shapes' verdicts on their targets (from the search run's
+    bench) held when suite ``gemm.flush`` timed them again under the same protocol (its write flush), with the
+    kernel that suite keeps for each shape.  A verdict that turned is named with the later ratio, and with whether
+    that later kernel is the search's winner or another candidate (and how much slower than the winner it was in the
+    search).  Without the later record the sentence is empty."""
+    from coursebook import claims as C
+
+    fl = _flush(results)
+    turned: dict[str, list[tuple[str, str, float]]] = {"lost": [], "gained": []}
+    n = 0
+    for r in recs:
+        key = f"m{r['shape'][0]}"
+        w = (fl.get(key) or {}).get("write")
+        met = _target(r, W4_BASE)[1]
+        x2, (_, met2) = ((w or {}).get("speedup") or {}).get(W4_BASE), _target(w or {}, W4_BASE)
+        if met is None or met2 is None or x2 is None:
+            continue
+        n += 1
+        if met == met2:
+            continue
+        shape = _w4_shape(r).replace("×", "x")
+        ms = _w4_ms(results, shape, fused=True)
+        lab, win = w.get("label"), r.get("label")
+        if lab and lab == win:
+            who = "同一个 kernel"
+        elif lab in ms and win in ms:
+            who = f"搜索里比胜者慢 {(ms[lab] - ms[win]) * 1e3:.1f} µs 的另一个配置"
+        else:
+            who = "另一个配置"
+        turned["lost" if met else "gained"].append((f"M = {r['shape'][0]}", who, x2))
+    lost = "；".join(f"{m} 用的是{who}，只有 {x:.2f}×，没有到目标" for m, who, x in turned["lost"])
+    gained = "；".join(f"{m} 用的是{who}，到了 {x:.2f}×" for m, who, x in turned["gained"])
+    case = None if not recs else "absent" if not n else (
+        "held" if not (lost or gained) else "both" if lost and gained else "lost" if lost else "gained")
+    return C.choose("claim.gemm.lib.w4.repeat", case, {
+        "absent": "",
+        "held": "；下一页比较两种冲刷的那次运行按同一协议（重写冲刷）把这 {n} 个形状又测了一遍，到没到目标，结论都没有变",
+        "lost": "。不过这个结论只来自一次运行：下一页比较两种冲刷的那次运行按同一协议（重写冲刷）又测了一遍，"
+                "{lost}。所以 {lost_m} 的目标只能说在一次运行里够着了，还不能算稳稳达到",
+        "gained": "；下一页比较两种冲刷的那次运行按同一协议（重写冲刷）又测了一遍，{gained}",
+        "both": "。这个结论只来自一次运行：下一页比较两种冲刷的那次运行按同一协议（重写冲刷）又测了一遍，"
+                "{lost}；{gained}"}, n=n, lost=lost, gained=gained, lost_m="、".join(m for m, _, _ in turned["lost"]))
+
+
 def library_claims(results: dict | None) -> list:
     """The sentences about the variants against their libraries, chosen by the records
     (``claim.gemm.lib.*``)."""
@@ -1308,6 +1359,7 @@ def library_claims(results: dict | None) -> list:
         miss="" if not one else "M = {}（实测 {}×，目标 {}×）".format(
             missed[0][0]["shape"][0], f"{missed[0][1]:.4f}" if round(missed[0][1], 2) >= missed[0][2] else
             f"{missed[0][1]:.2f}", missed[0][2])))
+    out.append(_repeat_claim(results, recs))
     sq = bench(results, "w4a16 4096x4096x4096") or {}
     tgt, _ = _target(sq, W4_BASE)
     out.append(C.threshold("claim.gemm.lib.w4.square", (sq.get("speedup") or {}).get(W4_BASE), tgt or 0.0,
@@ -1330,22 +1382,28 @@ def library_claims(results: dict | None) -> list:
     out.append(C.choose("claim.gemm.lib.w4.ring", None if frac is None else (
         "all" if frac >= 1 else "most" if frac >= 0.8 else "room"), {
         "all": "只留环形缓冲就已经超过了目标允许的时间：这个结构光是搬运就够不着目标",
-        "most": "只留环形缓冲就用去了目标允许时间的 {pct}%：留给这个版本的展开和乘法的余地已经不到两成，"
+        "most": "只留环形缓冲就用去了目标允许时间的 {pct}%：留给这个版本的展开和乘法的余地只剩 {rest}%，"
                 "要让它够着目标，先得让搬运本身更快",
         "room": "只留环形缓冲只用去目标允许时间的 {pct}%：差距主要出在展开与乘法没有藏到搬运后面"},
-        pct=f"{100 * frac:.0f}" if frac else ""))
+        pct=f"{100 * frac:.0f}" if frac else "", rest=f"{100 - round(100 * frac)}" if frac else ""))
     out += _probe_claims(results, "probe", _probe_label(results))
     out += _probe_claims(results, "ring", ring.get("label"), again=True)  # after the per-element probes' paragraph
-    q4 = [(a, b) for a, b in _q4(results).values() if a is not None and b is not None]
+    q4_by = {k: (a, b) for k, (a, b) in _q4(results).items() if a is not None and b is not None}
+    q4 = list(q4_by.values())
     k_q4 = sum(a < b * 0.98 for a, b in q4)
     k_tie = sum(abs(a / b - 1) <= 0.02 for a, b in q4)
+    # the mixed case says what each shape did, so that the sentence matches the two times beside it
+    q4_each = "，".join(f"{W4_SHAPE_WORDS[k]} 时" + ("相差不到 2%" if abs(a / b - 1) <= 0.02 else
+                                                   f"快了 {100 * (1 - a / b):.0f}%" if a < b else
+                                                   f"慢了 {100 * (a / b - 1):.0f}%") for k, (a, b) in q4_by.items())
     out.append(C.choose("claim.gemm.lib.w4.q4", None if not q4 else (
         "faster" if k_q4 == len(q4) else "tie" if k_tie == len(q4) else "slower" if k_q4 == 0 and k_tie == 0
         else "mixed"), {
         "faster": "两个形状上四个计算 warpgroup 都快出 2% 以上",
         "tie": "两个形状上两者相差都不到 2%：warp 多了一倍，时间却几乎没动，可见卡住它的已经不是展开的延迟",
         "slower": "两个形状上四个计算 warpgroup 都更慢",
-        "mixed": "两个形状上结果不一：四个计算 warpgroup 没有稳定地更快"}))
+        "mixed": "四个计算 warpgroup 在 {each}：{verdict}"}, each=q4_each,
+        verdict="没有稳定地更快" if k_q4 else "哪个形状上都没有更快"))
     rp = _repack(results)
     for form in ("il", "tl"):
         have = [(k, r) for k, r in rp.items() if r[form] is not None and r["plain"] is not None]
@@ -1420,14 +1478,16 @@ def library_claims(results: dict | None) -> list:
             "faster": "两个形状上它都比 wgmma 版本快",
             "split": "它在一个形状上比 wgmma 版本快，在另一个形状上慢"}))
     case = cases["dec"]
+    # the tie texts give the difference measured, not the tolerance that made it a tie
+    pct = lambda a, b: f"{100 * abs(a / b - 1):.0f}" if a and b else ""  # noqa: E731
     out.append(C.compare("claim.gemm.lib.w4.tma.loadonly", dq["tma_loadonly1"], dq["loadonly"], tol=0.1,
                          lower="明显短于寄存器直读的同一探针：这种读法本身更快",
-                         tie="与寄存器直读的同一探针相差不到 10%：换了读法，只读不算的时间并没有变",
-                         higher="比寄存器直读的同一探针还长"))
+                         tie="与寄存器直读的同一探针只差 {pct}%：换了读法，只读不算的时间并没有变",
+                         higher="比寄存器直读的同一探针还长", pct=pct(dq["tma_loadonly1"], dq["loadonly"])))
     out.append(C.compare("claim.gemm.lib.w4.dec.loadonly", dq["loadonly"], dq["wg1"], tol=0.15,
                          lower="明显短于 wgmma 版本整个 kernel 的时间：读之后的展开、乘法与归并占了不少",
-                         tie="与 wgmma 版本整个 kernel 的时间相差不到 15%：这种读法本身就跑不满带宽",
-                         higher="比 wgmma 版本的整个 kernel 还长：慢在读的方式本身"))
+                         tie="与 wgmma 版本整个 kernel 的时间只差 {pct}%：这种读法本身就跑不满带宽",
+                         higher="比 wgmma 版本的整个 kernel 还长：慢在读的方式本身", pct=pct(dq["loadonly"], dq["wg1"])))
     out.append(C.choose("claim.gemm.lib.w4.dec.lesson", case, {
         "slower": "在途字节的账算够了，带宽却没有跟上：利特尔定律给出的只是必要条件，在途的字节还得由足够少的指令发出。"
                   "这个 kernel 留在课程包里，作为一个账算对了、速度却没有跟上的例子",

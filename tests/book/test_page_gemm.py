@@ -309,8 +309,7 @@ def test_fp8_section_reads_any_fp8_record():
     assert "单级累加（教学版），4096³" in md and "未通过（280" in md
     assert "单级累加的教学版在 4096³ 上没有通过逐元素检查（有 7 个元素超出容差）" not in md  # the teaching variant's own count
     assert "单级累加的教学版在 4096³ 上没有通过逐元素检查（有 280 个元素超出容差）" in md
-    assert "误差高于同形状 `torch._scaled_mm` 的：单级累加的教学版（4096³）" in md
-    assert "相当或更低的：两级累加的版本（4096³）" in md
+    assert "单级累加的教学版在 4096³ 上的误差高于同形状的 `torch._scaled_mm`；两级累加的版本在 4096³ 上与它相当或更低" in md
     c = {x.key: x for x in G.fp8_claims(fake)}
     assert c["claim.gemm.fp8.speed_vs_check"].case == "fast_fails_kept_ok"
     assert c["claim.gemm.fp8.two_level"].case == "trade"
@@ -451,6 +450,40 @@ def test_library_claims_follow_the_records():
          "speedup": {"no-split": 1.3, "cuBLAS": 0.9}, "config": {"splits": 2, "block_N": 256}, "waves": {"grid": 256}}]}}}
     c = {x.key: x for x in tiles.wave_claims(sk)}
     assert c["claim.gemm.waves.direction"].case == "none" and c["claim.gemm.waves.size"].case == "none"
+
+
+def test_w4a16_repeat_claim_follows_the_flush_record():
+    """The verdicts of the search run's bench on the decode targets, against suite gemm.flush's write-flush record
+    of the same shapes: a verdict that turned is named with the later ratio and which kernel gave it."""
+    from coursebook import tiles
+
+    T = {1: 2.5, 16: 2.5, 64: 2.0, 128: 1.3}
+
+    def tgt(m, x):
+        return {f"speedup:{tiles.W4_BASE}": {"target": T[m], "value": x, "met": x >= T[m]}}
+
+    def res(search_x, flush_x, flush_label="m16_b"):
+        w4 = [{"kind": "bench", "name": f"w4a16 {m}x8192x8192", "shape": [m, 8192, 8192], "ms": 0.02,
+               "label": f"m{m}_a", "speedup": {tiles.W4_BASE: x}, "targets": tgt(m, x)} for m, x in search_x.items()]
+        w4.append({"kind": "search", "name": "w4a16 16x8192x8192", "ms": {"m16_a": 0.0177, "m16_b": 0.0180}})
+        fl = [{"kind": "bench", "name": f"{mode} flush: w4a16 {m}x8192x8192", "ms": 0.02, "label": flush_label
+               if m == 16 else f"m{m}_a", "speedup": {tiles.W4_BASE: x}, "targets": tgt(m, x)}
+              for m, x in flush_x.items() for mode in tiles.FLUSHES]
+        return {"suites": {"gemm.w4a16": {"records": w4}, "gemm.flush": {"records": fl}}}
+
+    pick = lambda r: next(c for c in tiles.library_claims(r) if c.key == "claim.gemm.lib.w4.repeat")  # noqa: E731
+    search = {1: 2.7, 16: 2.5, 64: 1.86, 128: 1.33}
+    c = pick(res(search, {1: 2.7, 16: 2.43, 64: 1.87, 128: 1.39}))
+    assert c.case == "lost" and "M = 16 用的是搜索里比胜者慢 0.3 µs 的另一个配置，只有 2.43×" in c.text
+    assert "M = 64" not in c.text and "M = 128" not in c.text  # verdicts that held are not named
+    assert "同一个 kernel" in pick(res(search, {16: 2.43}, flush_label="m16_a")).text
+    assert "另一个配置" in pick(res(search, {16: 2.43}, flush_label="m16_z")).text  # not in the search: no time
+    assert pick(res(search, {1: 2.6, 16: 2.51, 64: 1.9, 128: 1.3})).case == "held"
+    c = pick(res(search, {16: 2.6, 64: 2.05}))
+    assert c.case == "gained" and "M = 64" in c.text and "2.05×" in c.text
+    assert pick(res(search, {16: 2.4, 64: 2.05})).case == "both"
+    c = pick({"suites": {"gemm.w4a16": res(search, {})["suites"]["gemm.w4a16"]}})
+    assert c.case == "absent" and c.text == ""
 
 
 def test_the_recorded_claims(results):
@@ -1038,6 +1071,8 @@ def test_ring_and_four_consumer_sentences_follow_the_searches():
     pick = lambda r, k: next(c for c in tiles.library_claims(r) if c.key == k).case  # noqa: E731
     # need = 45 us / 2.5 = 18 us; the q4 probe (5 us) is not the one the sentence reads
     assert pick(res(17.6), "claim.gemm.lib.w4.ring") == "most"
+    ring = next(c for c in tiles.library_claims(res(17.6)) if c.key == "claim.gemm.lib.w4.ring")
+    assert "用去了目标允许时间的 98%" in ring.text and "只剩 2%" in ring.text  # the margin is the rest, in words too
     assert pick(res(18.5), "claim.gemm.lib.w4.ring") == "all"
     assert pick(res(9.0), "claim.gemm.lib.w4.ring") == "room"
     v = tiles.library_values(res(17.6))
@@ -1045,6 +1080,10 @@ def test_ring_and_four_consumer_sentences_follow_the_searches():
     assert v["derived.gemm.lib.w4.ring.mmaonly_us"] == "19.4" and v["derived.gemm.lib.w4.probe.need_us"] == "18.0"
     assert v["derived.gemm.lib.w4.q4.m16_us"] == "20.4" and v["derived.gemm.lib.w4.q4.m16_two_us"] == "19.6"
     assert pick(res(17.6), "claim.gemm.lib.w4.q4") == "mixed"
+    q4 = lambda **kw: next(c for c in tiles.library_claims(res(17.6, **kw)) if c.key == "claim.gemm.lib.w4.q4")  # noqa: E731
+    c = q4(m1=(20.6, 20.0), m16=(20.25, 19.9))  # one shape slower, one within 2 %: each named, none faster
+    assert c.case == "mixed" and "M = 1 时慢了 3%，M = 16 时相差不到 2%：哪个形状上都没有更快" in c.text
+    assert "没有稳定地更快" in q4(m1=(19.0, 20.1), m16=(20.25, 19.9)).text  # one faster, one slower
     assert pick(res(17.6, m1=(18.0, 20.8), m16=(18.0, 20.0)), "claim.gemm.lib.w4.q4") == "faster"
     assert pick(res(17.6, m1=(20.6, 20.8), m16=(20.1, 20.0)), "claim.gemm.lib.w4.q4") == "tie"
     assert pick(res(17.6, m1=(22.0, 20.8), m16=(22.0, 20.0)), "claim.gemm.lib.w4.q4") == "slower"
@@ -1538,3 +1577,44 @@ def test_ledger_verdicts_are_glued_in_words(registry):
     assert v["calc.gemm.ledger.s512.bound_h100"] == "受带宽限制" and v["calc.gemm.ledger.s512.bound_h200"] == "受算力限制"
     assert v["calc.gemm.bench.statistic"] == "中位数"
     assert {k[len("calc."):] for k in v if ".bound_" in k} == {k for k in registry if k.startswith("gemm.ledger.s") and ".bound_" in k}
+
+
+def test_fp8_two_partials_sentence_names_one_figure_when_both_round_alike(monkeypatch):
+    """The two-partials sentence gives one percentage for both shapes when they print alike, two otherwise, and
+    turns when one shape is not slower."""
+    from coursebook import gemm_ladder as G
+
+    def pick(a, b):
+        vals = {"derived.gemm.fp8.s4096.if1_loss_pct": a, "derived.gemm.fp8.s8192.if1_loss_pct": b,
+                "derived.gemm.fp8.s4096.ws_gain_pct": "1.0", "derived.gemm.fp8.s8192.ws_gain_pct": "1.0"}
+        monkeypatch.setattr(G, "fp8_values", lambda results: vals)
+        return next(c for c in G.fp8_claims({}) if c.key == "claim.gemm.fp8.two_partials")
+
+    c = pick("14.2", "13.9")
+    assert c.case == "slower_same" and "都比同一块形状的单部分和版本慢了 14%" in c.text
+    c = pick("14.2", "9.0")
+    assert c.case == "slower" and "14%（4096³）与 9%（8192³）" in c.text
+    assert pick("3.0", "-1.0").case == "not"
+
+
+def test_fp8_winners_said_beside_each_other():
+    """The 8192^3 fp8 winner is said as the 4096^3 one plus what it adds, never by repeating the shared words."""
+    from coursebook.gemm_ladder import _words_beside
+
+    assert _words_beside("128×192×128 的块、4 级流水", "128×192×128 的块、4 级流水、2 块一簇、多播 B") == \
+        "是同样的配置再加上 2 块一簇、多播 B"
+    assert _words_beside("a、b", "a、b") == "是同样的配置"
+    assert _words_beside("128×192×128 的块、4 级流水", "128×128×128 的块、4 级流水") == "是 128×128×128 的块、4 级流水"
+    assert _words_beside("—", "手写流水") == "是手写流水"
+
+
+def test_tuned_winners_pipeline_said_once_when_alike(monkeypatch):
+    """The sentence under the tuning table names the winners' pipeline once when both shapes agree."""
+    from coursebook import gemm_ladder as G
+
+    def words(best):
+        monkeypatch.setattr(G, "search", lambda results, name, suite=None: {"best": best[name.split()[2]], "ms": {}})
+        return G.tuned_values({})["derived.gemm.tune.best_pipelines"]
+
+    assert words({"4096^3": "a_ws", "8192^3": "b_ws"}) == "在两个形状上都是手写流水"
+    assert words({"4096^3": "a_ws", "8192^3": "b"}) == "在 4096³ 上是手写流水，在 8192³ 上是自动流水"
