@@ -1479,14 +1479,14 @@ def library_claims(results: dict | None) -> list:
             "split": "它在一个形状上比 wgmma 版本快，在另一个形状上慢"}))
     case = cases["dec"]
     # the tie texts give the difference measured, not the tolerance that made it a tie
-    pct = lambda a, b: f"{100 * abs(a / b - 1):.0f}" if a and b else ""  # noqa: E731
+    pct = lambda a, b: "" if not (a and b) else "不到 1%" if abs(a / b - 1) < 0.005 else f" {100 * abs(a / b - 1):.0f}%"  # noqa: E731
     out.append(C.compare("claim.gemm.lib.w4.tma.loadonly", dq["tma_loadonly1"], dq["loadonly"], tol=0.1,
                          lower="明显短于寄存器直读的同一探针：这种读法本身更快",
-                         tie="与寄存器直读的同一探针只差 {pct}%：换了读法，只读不算的时间并没有变",
+                         tie="与寄存器直读的同一探针只差{pct}：换了读法，只读不算的时间并没有变",
                          higher="比寄存器直读的同一探针还长", pct=pct(dq["tma_loadonly1"], dq["loadonly"])))
     out.append(C.compare("claim.gemm.lib.w4.dec.loadonly", dq["loadonly"], dq["wg1"], tol=0.15,
                          lower="明显短于 wgmma 版本整个 kernel 的时间：读之后的展开、乘法与归并占了不少",
-                         tie="与 wgmma 版本整个 kernel 的时间只差 {pct}%：这种读法本身就跑不满带宽",
+                         tie="与 wgmma 版本整个 kernel 的时间只差{pct}：这种读法本身就跑不满带宽",
                          higher="比 wgmma 版本的整个 kernel 还长：慢在读的方式本身", pct=pct(dq["loadonly"], dq["wg1"])))
     out.append(C.choose("claim.gemm.lib.w4.dec.lesson", case, {
         "slower": "在途字节的账算够了，带宽却没有跟上：利特尔定律给出的只是必要条件，在途的字节还得由足够少的指令发出。"

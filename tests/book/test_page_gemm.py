@@ -736,6 +736,9 @@ def test_decode_kernel_sentences_follow_the_search_records():
     slow = res(24.6, 33.2)
     assert pick(slow, "claim.gemm.lib.w4.dec.result") == "slower" == pick(slow, "claim.gemm.lib.w4.dec.lesson")
     assert pick(slow, "claim.gemm.lib.w4.dec.loadonly") == "tie"
+    text = lambda r: next(c for c in tiles.library_claims(r) if c.key == "claim.gemm.lib.w4.dec.loadonly").text  # noqa: E731
+    assert "只差 12%" in text(res(24.6, 33.2, loadonly=20.1, wg=22.8))  # the tie gives the difference measured
+    assert "只差不到 1%" in text(res(24.6, 33.2, loadonly=22.8))
     fast = res(15.0, 18.0, loadonly=9.0)
     assert pick(fast, "claim.gemm.lib.w4.dec.result") == "faster" == pick(fast, "claim.gemm.lib.w4.dec.lesson")
     assert pick(fast, "claim.gemm.lib.w4.dec.loadonly") == "lower"
