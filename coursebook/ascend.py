@@ -1,7 +1,8 @@
 """The recorded Ascend lowering (``measure/results/ascend/``) as the values a page glues."""
 from __future__ import annotations
 
-__all__ = ["ascend_values", "asc_excerpt", "surface_table"]
+__all__ = ["ascend_values", "asc_excerpt", "surface_table", "surface_words", "kind_words", "lowering_table",
+           "probe_table", "PROBES"]
 
 
 def ascend_values() -> dict[str, str]:
@@ -46,8 +47,19 @@ def asc_excerpt(kernel: str = "rmsnorm", tokens: tuple[str, ...] = ASC_LINES, wi
     return Markdown("```cpp\n" + "\n".join(keep) + "\n```")
 
 
-_ZH = {"exists": "存在", "missing": "不存在", "no threads parameter": "没有 threads 参数",
-       "ValueError (1-D core grid)": "ValueError（一维核网格）"}
+#: The audit's expected and observed values (:mod:`kernels.ascend.surface`, English there) in Chinese;
+#: an exception's class name stays, since it is the evidence.
+_ZH = {"exists": "存在", "missing": "不存在", "no threads parameter": "没有 threads 参数", "has threads": "有 threads 参数",
+       "ValueError (1-D core grid)": "报 ValueError：核网格只能是一维", "ValueError": "报 ValueError",
+       "accepted": "接受", "normalises to an Ascend Target": "规范化为昇腾目标", "yes": "是", "no": "否",
+       "shared.dyn": "`shared.dyn`", "__ubuf__ (UB)": "`__ubuf__`（落在 UB 上）", "__ubuf__": "`__ubuf__`",
+       "other": "别的存储", "asc_copy_gm2ub*": "`asc_copy_gm2ub*` 一类", "asc_copy_gm2ub": "`asc_copy_gm2ub`",
+       "?": "没找到"}
+
+
+def surface_words(value: str) -> str:
+    """One expected or observed value of the surface audit in Chinese (an unknown one as it is, in code font)."""
+    return _ZH.get(value, f"`{value}`")
 
 #: The surface the elementwise chapter compares: trunk names, and the adapter's names that trunk lacks.
 SURFACE = ("alloc_ub", "tile", "Scope", "TL_ASCEND_AUTO_SYNC", "SimtVF", "alloc_shared", "Pipelined", "reduce_sum")
@@ -62,6 +74,53 @@ def surface_table(names: tuple[str, ...] = SURFACE):
     rows = [f for f in surface.audit(lower=False)
             if f.item.split(".")[-1].split("(")[0] in names or f.item.startswith("T.Kernel")]
     lines = ["| 条目 | 预期 | 实际 | 一致 |", "|---|---|---|---|"]
-    lines += [f"| `{f.item}` | {_ZH.get(f.expected, f.expected)} | {_ZH.get(f.observed, f.observed)} | "
+    lines += [f"| `{f.item}` | {surface_words(f.expected)} | {surface_words(f.observed)} | "
               f"{'是' if f.ok else '**否**'} |" for f in rows]
     return Markdown("\n".join(lines))
+
+
+#: The audit's rows that lower a kernel (the elementwise chapter's table checks names only).
+PROBES = ("alloc_shared in AscendC", "T.copy GM->shared in AscendC")
+_PROBE_ZH = {"alloc_shared in AscendC": "`T.alloc_shared` 在生成的 AscendC 里的存储限定符",
+             "T.copy GM->shared in AscendC": "`T.copy` 从 GM 到 `alloc_shared` 缓冲区生成的搬运调用"}
+
+
+def probe_table(findings) -> str:
+    """Markdown: the rows of :func:`kernels.ascend.surface.audit` that lower a probe kernel
+    (:data:`PROBES`), in Chinese; the name-only rows are the elementwise chapter's table."""
+    lines = ["| 检查 | 预期 | 实际 | 一致 |", "|---|---|---|---|"]
+    rows = [f for f in findings if f.item in PROBES]
+    if len(rows) != len(PROBES):
+        raise ValueError(f"the audit has no lowering probe rows {PROBES}: was it run with lower=False?")
+    lines += [f"| {_PROBE_ZH[f.item]} | {surface_words(f.expected)} | {surface_words(f.observed)} | "
+              f"{'是' if f.ok else '**否**'} |" for f in rows]
+    return "\n".join(lines)
+
+
+def kind_words(kind: str) -> str:
+    """The ``__global__`` qualifier of a lowered kernel (:func:`measure.ascend.kernel_kind`) in Chinese."""
+    import re
+
+    if kind == "cube":
+        return "只用 Cube"
+    if kind == "vector":
+        return "只用 Vector"
+    m = re.fullmatch(r"mix\((\d+), (\d+)\)", kind)
+    if m:
+        return f"Cube 与 Vector 混合（{m.group(1)}∶{m.group(2)}）"
+    raise KeyError(f"no Chinese words for the kernel kind {kind!r}")
+
+
+def lowering_table(caps) -> str:
+    """Markdown: what the compiler decided for each captured kernel (``measure.ascend.capture_all()``),
+    in Chinese: kind, tasks with an estimate, buffer versions, InsertSync flags, notifies, and whether
+    the capture stopped at the bisheng compile step."""
+    from coursebook.records import md_table
+
+    rows = [{"kernel": f"`{name}`", "kind": kind_words(c.kernel_kind), "tasks": len(c.tasks),
+             "versions": "，".join(f"`{b}`×{n}" for b, n in c.buffer_versions.items()),
+             "flags": len(c.flags), "notify": c.sync["asc_sync_notify"],
+             "stop": "是" if "bisheng" in c.stopped_at else "**否**"} for name, c in caps.items()]
+    return md_table(rows, ["kernel", "kind", "tasks", "versions", "flags", "notify", "stop"],
+                    ["kernel", "核类型", "带估计的任务数", "多缓冲（AutoSchedule）", "InsertSync 的 flag 种类",
+                     "源码里的 notify 次数", "停在毕昇编译（`compile_ascend`）"])

@@ -15,7 +15,7 @@ from coursebook.style import figure, machine_words
 _NETWORK = _C["accent"]
 
 __all__ = ["step_budget_bars", "step_share_sweep", "op_fusion_bars", "scenario_fusion_bars",
-           "fusion_exercise_values", "decision_words", "decisions_table"]
+           "fusion_exercise_values", "decision_words", "decisions_table", "QUESTION_ZH", "case_onchip_values"]
 
 
 _STAGE_ZH = {"forward": "前向", "backward": "反向", "optimizer": "优化器", "comm": "通信",
@@ -234,6 +234,10 @@ def decision_words(name: str) -> str:
     raise KeyError(f"no Chinese words for the trade-off or option {name!r}")
 
 
+#: The four questions of :data:`ledger.decisions.QUESTIONS`, in the words the fusion section numbers them with.
+QUESTION_ZH = {1: "省多少字节", 2: "片上放不放得下", 3: "网格填不填得满", 4: "多出了哪些活"}
+
+
 def decisions_table() -> str:
     """Markdown: the ledger's trade-offs (:func:`ledger.decisions.decisions`) -- each option's bytes and
     grid, the question that decides it and the winner, in Chinese."""
@@ -244,5 +248,34 @@ def decisions_table() -> str:
     rows = [{"name": decision_words(d.name),
              "a": f"{decision_words(d.a.name)}：{d.a.bytes / 1e6:,.1f} MB / {d.a.grid} 块",
              "b": f"{decision_words(d.b.name)}：{d.b.bytes / 1e6:,.1f} MB / {d.b.grid} 块",
-             "q": f"问题 {d.question}", "win": decision_words(d.winner().name)} for d in ldec.decisions()]
+             "q": f"问题 {d.question}：{QUESTION_ZH[d.question]}", "win": decision_words(d.winner().name)} for d in ldec.decisions()]
     return md_table(rows, ["name", "a", "b", "q", "win"], ["取舍", "方案 A", "方案 B", "决定它的问题", "胜出"])
+
+
+# ------------------------------------------------------------------ the case study: the ledger's on-chip bytes against the kernel's
+def case_onchip_values(compiled_shared_bytes: int | None = None, design: str = "C") -> dict[str, str]:
+    """Why the ledger's on-chip bytes of a case design (:func:`ledger.case_study.design`) differ from the
+    shared memory its kernel (``kernels.case_study.qk_norm_rope_fp8``) declares: ``calc.perfmodel.case.onchip.*``.
+
+    The ledger counts every byte of a row on chip -- its bf16 input, an fp32 working copy, the fp8
+    output and the fp32 scale -- plus the token's cos/sin row, registers and shared memory alike.
+    The kernel keeps in shared memory only the fp32 normalised rows (the rotate-half partner of an
+    element lives in another thread), the cos/sin row and the two norm weights; the rest are register
+    fragments.  ``compiled_shared_bytes`` (the kernel's declared shared memory): it must equal that
+    layout, else ``ValueError``."""
+    from ledger import case_study as cs
+    from ledger.cost import dtype_bytes
+
+    s = cs.CASE
+    d = cs.book_designs(s)[design]
+    tables = s.rope_row_bytes
+    ledger_row = (d.onchip_bytes - tables) / d.rows_per_block
+    smem_row = s.head_dim * dtype_bytes(s.work_dtype)
+    smem = d.rows_per_block * smem_row + tables + s.weights_bytes
+    if compiled_shared_bytes is not None and compiled_shared_bytes != smem:
+        raise ValueError(f"design {design}: the kernel declares {compiled_shared_bytes} B of shared memory, "
+                         f"the layout described here is {smem:.0f} B")
+    k = "calc.perfmodel.case.onchip"
+    return {f"{k}.ledger_row_bytes": f"{ledger_row:.0f}", f"{k}.smem_row_bytes": f"{smem_row:.0f}",
+            f"{k}.smem_bytes": f"{smem:.0f}", f"{k}.smem_kb": f"{smem / 1024:.1f}",
+            f"{k}.weights_bytes": f"{s.weights_bytes:.0f}", f"{k}.tables_bytes": f"{tables:.0f}"}

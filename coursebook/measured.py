@@ -18,7 +18,8 @@ import re
 
 from coursebook.glue import GluedText
 
-__all__ = ["slug", "measured_values", "glue_measured", "glue_missing", "provenance_line", "copy_bandwidth_words"]
+__all__ = ["slug", "measured_values", "glue_measured", "glue_missing", "provenance_line", "copy_bandwidth_words",
+           "copy_bandwidth_range"]
 
 
 def slug(name: str) -> str:
@@ -27,6 +28,17 @@ def slug(name: str) -> str:
 
 def _f(x: float, digits: int) -> str:
     return f"{x:.{digits}f}"
+
+
+def copy_bandwidth_range(bandwidths) -> str | None:
+    """Copy bandwidths (GB/s) as printed text: one figure when they all print the same to 1 GB/s,
+    else ``"lo–hi"``; None when there is none.  The one rounding of every copy-bandwidth figure
+    the pages print (the source line and the measured pages)."""
+    bws = sorted(float(b) for b in bandwidths if b)
+    if not bws:
+        return None
+    lo, hi = _f(bws[0], 0), _f(bws[-1], 0)
+    return lo if lo == hi else f"{lo}–{hi}"
 
 
 def measured_values(results: dict, mode: str = "recorded") -> dict[str, str]:
@@ -47,9 +59,9 @@ def measured_values(results: dict, mode: str = "recorded") -> dict[str, str]:
     }
     bws = [r.get("copy_gbps") or r.get("copy_bandwidth_gbps") for r in runs]
     bws = [b for b in bws if b] or [results.get("copy_bandwidth_gbps")]
-    if bws and bws[0]:
-        out["rec.copy_gbps"] = _f(min(bws), 0) if len({round(b) for b in bws}) == 1 else \
-            f"{_f(min(bws), 0)}–{_f(max(bws), 0)}"
+    bw = copy_bandwidth_range(bws)
+    if bw:
+        out["rec.copy_gbps"] = bw
     for r in records(results, "bench"):
         k = f"rec.{slug(r.get('name', ''))}"
         if r.get("ms"):

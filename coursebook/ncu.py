@@ -88,7 +88,7 @@ def case_traffic(ncu: dict | None = None):
     xs = range(len(names))
     pay = [ds[k].payload_bytes / 1e6 for k in names]
     look = [ds[k].lookup_bytes / 1e6 for k in names]
-    ax.bar([x - 0.2 for x in xs], pay, 0.38, color=_C["memory"], label="账本：payload")
+    ax.bar([x - 0.2 for x in xs], pay, 0.38, color=_C["memory"], label="账本：有效载荷")
     ax.bar([x - 0.2 for x in xs], look, 0.38, bottom=pay, color=_C["eager"], label="账本：查表")
     ax.axhline(cs.ideal_bytes() / 1e6, color="#333333", ls="--", lw=1, label="理想字节")
     floors = [ds[k].floor_seconds() * 1e6 for k in names]
@@ -222,6 +222,8 @@ def rows_values(results: dict | None = None, ncu: dict | None = None) -> dict[st
         out[f"derived.elementwise.diag.{g}_words"] = fused_words(lab) if lab else "—"
     out["derived.elementwise.diag.best"] = srch.get("best") or "—"
     out["derived.elementwise.diag.best_words"] = fused_words(srch["best"]) if srch.get("best") else "—"
+    # the winner's time in the search (each candidate timed once there); the timing table times it again
+    out["derived.elementwise.diag.best_us"] = f"{ms[srch['best']] * 1e3:.1f}" if srch.get("best") in ms else "—"
     from measure.suites.fused import PIPE_THREADS
     from measure.ncu.rows import FUSED_CFG, LEAN_CFG, VEC_CFG, VECP_CFG
     from measure.ncu.rows import N as ROW

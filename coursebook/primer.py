@@ -30,7 +30,7 @@ __all__ = [
     "NOT_RECORDED", "PRIMER_SUITE", "html", "provenance_md", "source_md", "body", "kernel_lines", "lowered", "trace",
     "copy_lowerings", "pass_table", "diff_lines", "pipeline_facts", "ws_facts", "ascend_trace",
     "ascend_facts", "layout_table", "attempt", "shorten", "primer_records", "measured_block",
-    "page_values", "glued_keys", "scopes_table", "record_claims", "record_values", "checks_line",
+    "page_values", "kib", "glued_keys", "scopes_table", "record_claims", "record_values", "checks_line",
     "primer_checks", "GEMM_PLACEMENTS", "record_label",
 ]
 
@@ -550,12 +550,16 @@ def record_values(results: dict | None = None) -> dict[str, str]:
     results = results if results is not None else _load()
     out = {k: "—" for k in ("calc.primer.rec.scale_target_pct", "calc.primer.rec.rowsum_target_pct",
                             "calc.primer.rec.long_speedup", "calc.primer.rec.registers_ratio",
-                            "calc.primer.rec.date", "calc.primer.rec.device")}
+                            "calc.primer.rec.date", "calc.primer.rec.device", "calc.primer.rec.copy_gbps")}
     if results and PRIMER_SUITE in results.get("suites", {}):
         live = bool(results["suites"][PRIMER_SUITE].get("live"))
         run = (results.get("live_provenance") if live else _run_of(results, PRIMER_SUITE)) or {}
         out["calc.primer.rec.date"] = str(run.get("date") or "—")[:10]
         out["calc.primer.rec.device"] = str(run.get("device") or "—")
+        # the device copy bandwidth the suite's "share of copy bandwidth" divides by
+        bw = results["suites"][PRIMER_SUITE].get("copy_bandwidth_gbps") or run.get("copy_bandwidth_gbps")
+        if bw:
+            out["calc.primer.rec.copy_gbps"] = f"{bw:.0f}"
     scale = _bench(results, "scale fp16", PRIMER_SUITE)
     rs = next((r for r in primer_records(results) if r["name"].startswith("row_sum fp16")
                and not r["name"].endswith("x262144")), None)
@@ -629,9 +633,11 @@ def page_values(results: dict | None = None) -> dict[str, str]:
     m = re.search(r"-> \((\d+),\)", acc.get("Shape", ""))
     out["calc.primer.layout.acc_per_thread"] = m.group(1) if m else "—"
     out["calc.primer.layout.acc_replicate"] = acc.get("Replicate", "—")
-    big = lowered("row_sum_kernel", 4096, 4096, "float32", 128, 256, 128, 3)
+    big_m, big_n, big_bytes = 128, 256, 4  # the oversized row sum: fp32 tiles of 128 x 256
+    big = lowered("row_sum_kernel", 4096, 4096, "float32", big_m, big_n, 128, 3)
     out["calc.primer.big.smem"] = str(big.dyn_smem_bytes)
-    out["calc.primer.big.smem_kib"] = f"{big.dyn_smem_bytes / 1024:.0f}"
+    out["calc.primer.big.smem_kib"] = kib(big.dyn_smem_bytes)
+    out["calc.primer.big.stage_kib"] = kib(big_m * big_n * big_bytes)
     af = ascend_facts()
     out["calc.primer.asc.x_versions"] = str(af["x_versions"])
     out["calc.primer.asc.notify"] = str(af["notify"])
@@ -655,6 +661,12 @@ def page_values(results: dict | None = None) -> dict[str, str]:
     out.update(record_values(results))
     out.update(claim_values(record_claims(results)))
     return out
+
+
+def kib(n_bytes: int) -> str:
+    """``n_bytes`` in KiB as the prose writes it: whole when exact, else to one decimal (393728 -> 384.5)."""
+    v = n_bytes / 1024
+    return f"{v:.0f}" if v == int(v) else f"{v:.1f}"
 
 
 def glued_keys(page: str = "ch_primer.md", prefix: str = "primer.") -> list[str]:

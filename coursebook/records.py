@@ -150,8 +150,8 @@ def measured_table(prefix: str, device: str = "nvidia-h200") -> str:
         skips = [r for r in records(results, prefix=prefix + ".") if r.get("kind") in ("skip", "error")]
         why = "" if not skips else "（记录里只有跳过或出错的条目：" + "；".join(
             f"{r['name']}: {r.get('reason') or r.get('error', '')}" for r in skips) + "）"
-        return (f"**{NO_RESULT}**{why}\n\n这个单元在构建时读取课程的测量记录；在 GPU 上运行过"
-                "这一章的测量之后，这里会出现实测时间、有效带宽与账本下界的对照；在此之前不显示任何数字。")
+        return (f"**{NO_RESULT}**{why}\n\n这一章的测量还没有在 GPU 上运行过；运行之后，这里是实测时间、"
+                "有效带宽与账本下界的对照。")
     lines = [
         f"*{_provenance_line(results, recs[0]['suite'])}*",
         "",
@@ -184,7 +184,7 @@ def kernel_names_table(device: str = "nvidia-h200") -> str:
     results = load(device)
     recs = records(results, prefix="pytorch.inductor.kernels")
     if not recs:
-        return (f"**{NO_RESULT}**\n\n这个单元在构建时读取课程的测量记录："
+        return (f"**{NO_RESULT}**\n\n这里要列的是"
                 "在 GPU 上对一个小 MLP 块跑一次前向加反向，"
                 "分别在 eager 与 `torch.compile`（`TORCHINDUCTOR_UNIQUE_KERNEL_NAMES=1`）下用 profiler "
                 "数出每个 kernel 的名字和次数。在此之前不显示任何名字或数字。")
@@ -199,8 +199,14 @@ def kernel_names_table(device: str = "nvidia-h200") -> str:
         short = name if len(name) <= 90 else name[:87] + "…"
         lines.append(f"| `{short}` | {n} |")
     gen = r.get("generated_kernels") or []
-    if gen:
-        lines += ["", "Inductor 生成代码里定义的 kernel：" + "、".join(f"`{g}`" for g in gen) + "。"]
+    if gen:  # counted by kind (Inductor's name prefixes), the names themselves are in the table when listed there
+        kinds = {"triton_poi": "逐点", "triton_red": "归约", "triton_per": "常驻式归约（persistent reduction）"}
+        n = {w: sum(g.startswith(p) for g in gen) for p, w in kinds.items()}
+        other = len(gen) - sum(n.values())
+        parts = [f"{w} {k} 个" for w, k in n.items() if k] + ([f"其他 {other} 个"] if other else [])
+        listed = all(any(g in name for name in comp) for g in gen)
+        lines += ["", f"Inductor 生成代码里定义了 {len(gen)} 个 Triton kernel：" + "、".join(parts)
+                  + ("，名字都在上表里。" if listed else "：" + "、".join(f"`{g}`" for g in gen) + "。")]
     sc = r.get("sincos_kernels") or []
     if sc:
         lines += ["", "单独编译 `torch.sin(torch.cos(x))` 得到的 kernel：" + "、".join(f"`{g}`" for g in sc) + "。"]
@@ -306,13 +312,16 @@ def _find(results, prefix: str) -> dict | None:
 def _bench_copy_bandwidth(benches: list[dict]) -> str:
     """The copy bandwidth the timed kernels' "share of copy bandwidth" divides by, in Chinese:
     one figure when every kernel came from runs that measured the same (to 1 GB/s), else the range
-    over those runs (each share is taken against the bandwidth of the run that timed it)."""
-    bws = sorted(b["copy_gbps"] for b in benches if b.get("copy_gbps"))
-    if not bws:
+    over those runs (each share is taken against the bandwidth of the run that timed it).  Printed
+    by :func:`coursebook.measured.copy_bandwidth_range`, as the pages' source line."""
+    from coursebook.measured import copy_bandwidth_range
+
+    bw = copy_bandwidth_range(b.get("copy_gbps") for b in benches)
+    if bw is None:
         return "设备拷贝带宽没有记录"
-    if round(bws[0]) == round(bws[-1]):
-        return f"测这些 kernel 的运行实测的设备拷贝带宽是 {bws[0]:.0f} GB/s"
-    return f"这些 kernel 来自几次运行，各次实测的设备拷贝带宽在 {bws[0]:.0f}–{bws[-1]:.0f} GB/s 之间"
+    if "–" not in bw:
+        return f"测这些 kernel 的运行实测的设备拷贝带宽是 {bw} GB/s"
+    return f"这些 kernel 来自几次运行，各次实测的设备拷贝带宽在 {bw} GB/s 之间"
 
 
 def elementwise_values(results: dict | None = None) -> dict[str, str]:
@@ -537,6 +546,17 @@ def elementwise_claims(results: dict | None = None) -> list:
               "对一个受带宽限制的 kernel，片上多几条指令被显存延迟掩盖了，决定速度的是显存一侧的访存是否整块、对齐。",
         higher="interleaved 的片上运算是标量的，记录里它也确实比 NeoX 慢（时间比 {ratio:.2f}）："
                "片上的标量运算没能完全藏进显存延迟里。"))
+    # the targets table in one sentence: how many of how many were met, naming only the misses
+    ts = _targets(results)
+    missed = [f"{_named(n)}（{_target_label(k)}：要求 ≥ {_target_value(k, t['target'])}，实测 {_target_value(k, t['value'])}）"
+              for n, k, t in ts if not t["met"]]
+    case = None if not ts else ("all" if not missed else ("none" if len(missed) == len(ts) else "some"))
+    out.append(C.choose(
+        "claim.elementwise.measured.targets", case,
+        {"all": "表中 {n} 项目标全部达标。",
+         "some": "表中 {n} 项目标达标 {met} 项，没有达标的 {k} 项：{missed}。",
+         "none": "表中 {n} 项目标一项也没有达标：{missed}。"},
+        n=len(ts), met=len(ts) - len(missed), k=len(missed), missed="；".join(missed)))
     return out
 
 
@@ -607,7 +627,7 @@ def _gemm_words(name: str) -> str:
     head = {"tuned rung4": "调优后的第四级", "fp8 e4m3": "fp8 e4m3 两级累加",
             "fp8 e4m3 single-level": "fp8 e4m3 单级累加（教学版）", "tuned rung4 fp16": "调优后的第四级（fp16）",
             "tuned bf16": "调优后的第四级（bf16）"}.get(m.group(1), m.group(1))
-    return f"{head}，{m.group(2)}³" + (f"，第 {m.group(3)} 次重复" if m.group(3) else "")
+    return f"{head}，{m.group(2)}³" + (f"，交替再测第 {m.group(3)} 遍" if m.group(3) else "")
 
 
 def _fmt_err(x: Any, spec: str = ".2e") -> str:

@@ -9,7 +9,8 @@ from ledger.machines import DEFAULT_MACHINE
 from coursebook.style import COLORS as _C
 from coursebook.style import figure, machine_words
 
-__all__ = ["roofline_h200", "gemm_roofline", "roofline_three_roofs", "ROOFS", "BOUND_ZH", "bound_values"]
+__all__ = ["roofline_h200", "gemm_roofline", "roofline_three_roofs", "ROOFS", "BOUND_ZH", "bound_values",
+           "ridge_gap_values"]
 
 
 #: The ledger's verdicts (:meth:`ledger.cost.Cost.bound`) in Chinese.
@@ -24,6 +25,25 @@ def bound_values(prefix: str) -> dict[str, str]:
 
     return {f"calc.{k}": BOUND_ZH[str(f.text)] for k, f in collect().items()
             if k.startswith(prefix) and str(f.text) in BOUND_ZH}
+
+
+def ridge_gap_values(machine: str = DEFAULT_MACHINE) -> dict[str, str]:
+    """How far below the lowest of the machine's three roofs (:data:`ROOFS`) the bandwidth-bound
+    operators of the book sit, as factors (that ridge divided by the operator's intensity):
+    ``calc.perfmodel.ridge_gap.case`` for the case operator (the book's FLOP reading),
+    ``calc.perfmodel.ridge_gap.elementwise`` for the most intense fused plan of the elementwise
+    chapter (its registry figure ``elementwise.fusion.ai_max``), and the ridge itself."""
+    from ledger import case_study as cs
+    from ledger.figures import collect
+    from ledger.machines import get_machine
+
+    m = get_machine(machine)
+    ridge = min(m.roof(u) for u in ROOFS) / m.bandwidth
+    case_ai = cs.case_cost(cs.CASE, cs.BOOK_READING).intensity
+    ew_ai = float(collect()["elementwise.fusion.ai_max"].value)
+    return {"calc.perfmodel.ridge_gap.lowest_ridge": f"{ridge:.2f}",
+            "calc.perfmodel.ridge_gap.case": f"{ridge / case_ai:.1f}",
+            "calc.perfmodel.ridge_gap.elementwise": f"{ridge / ew_ai:.1f}"}
 
 
 def _bound_color(bound: str) -> str:
@@ -164,7 +184,7 @@ ROOFS = ("tensor_core.fp8", "tensor_core.fp16", "cuda_core.fp32")
 _ROOF_COLORS = {"tensor_core.fp8": _C["accent"], "tensor_core.fp16": _C["compute"], "cuda_core.fp32": _C["eager"]}
 
 
-_ROOF_NAMES = {"tensor_core.fp8": "张量核 fp8", "tensor_core.fp16": "张量核 fp16", "cuda_core.fp32": "CUDA core fp32"}
+_ROOF_NAMES = {"tensor_core.fp8": "张量核 fp8", "tensor_core.fp16": "张量核 fp16", "cuda_core.fp32": "CUDA 核 fp32"}
 
 
 def roofline_three_roofs(machine: str = DEFAULT_MACHINE):

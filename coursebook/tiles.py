@@ -118,14 +118,56 @@ def streamk_values(results: dict | None) -> dict[str, str]:
     return v
 
 
-def variant_values(results: dict | None) -> dict[str, str]:
-    """The grouped GEMM's routing as recorded: tiles, experts, the smallest and largest (``derived.gemm.grouped.*``)."""
+def grouped_grid(results: dict | None) -> dict[str, Any] | None:
+    """The launch of the recorded grouped GEMM (both forms launch ``T.Kernel(ceil(N / block_N), total M tiles)``,
+    :mod:`kernels.gemm.grouped`): M tiles summed over the experts, N tiles, blocks, the blocks one SM holds at once
+    by the ledger's budget (:func:`ledger.tiles.tile_decision` of the kernel's tile), the waves and the last wave's
+    fill, and the rows the per-expert padding to whole M tiles adds (a fraction of the real rows).
+    None without the record."""
+    from kernels.gemm.grouped import DEFAULT
+    from ledger.tiles import tile_decision, waves
+
     g = bench(results, "grouped concat G=8 N=4096 K=2048")
+    if not (g and g.get("tiles") and g.get("sizes") and g.get("N")):
+        return None
+    sms = ((results or {}).get("provenance") or {}).get("sm_count") or SMS_DEFAULT
+    n_tiles = -(-g["N"] // DEFAULT["block_N"])
+    blocks = n_tiles * g["tiles"]
+    bps = tile_decision(DEFAULT["block_M"], DEFAULT["block_N"], DEFAULT["block_K"], stages=DEFAULT["stages"],
+                        threads=DEFAULT["threads"]).blocks_per_sm
+    w, fill = waves(blocks, bps, sms)
+    rows = sum(g["sizes"])
+    return {"m_tiles": g["tiles"], "n_tiles": n_tiles, "blocks": blocks, "sms": sms, "per_sm": bps, "waves": w,
+            "fill": fill,
+            "pad": (g["tiles"] * DEFAULT["block_M"] - rows) / rows}
+
+
+#: The SM count the pages assume where a record does not name its device's (H100 and H200 alike).
+SMS_DEFAULT = 132
+
+
+def variant_values(results: dict | None) -> dict[str, str]:
+    """The grouped GEMM's routing as recorded: tiles, experts, the smallest and largest, and its launch (blocks,
+    waves, the last wave's fill, the padding; :func:`grouped_grid`) (``derived.gemm.grouped.*``)."""
+    g = bench(results, "grouped concat G=8 N=4096 K=2048")
+    grid = grouped_grid(results)
     return {
         "derived.gemm.grouped.tiles": str(g["tiles"]) if g and g.get("tiles") else DASH,
         "derived.gemm.grouped.experts": str(len(g["sizes"])) if g and g.get("sizes") else DASH,
         "derived.gemm.grouped.smallest": str(min(g["sizes"])) if g and g.get("sizes") else DASH,
         "derived.gemm.grouped.largest": str(max(g["sizes"])) if g and g.get("sizes") else DASH,
+        "derived.gemm.grouped.n_tiles": str(grid["n_tiles"]) if grid else DASH,
+        "derived.gemm.grouped.blocks": str(grid["blocks"]) if grid else DASH,
+        "derived.gemm.grouped.per_sm": str(grid["per_sm"]) if grid else DASH,
+        "derived.gemm.grouped.blocks_per_sm": f"{grid['blocks'] / grid['sms']:.0f}" if grid else DASH,
+        "derived.gemm.grouped.waves": str(grid["waves"]) if grid else DASH,
+        "derived.gemm.grouped.fill_pct": f"{100 * grid['fill']:.0f}" if grid else DASH,
+        "derived.gemm.grouped.pad_pct": f"{100 * grid['pad']:.0f}" if grid else DASH,
+        # time lost to the last wave's idle SMs: whole waves against the blocks spread evenly over the SMs
+        "derived.gemm.grouped.tail_pct": (f"{100 * (grid['waves'] / (grid['waves'] - 1 + grid['fill']) - 1):.0f}"
+                                          if grid else DASH),
+        "derived.gemm.grouped.slower_pct": (f"{100 * (1 / g['speedup']['torch.matmul loop'] - 1):.0f}"
+                                            if g and (g.get("speedup") or {}).get("torch.matmul loop") else DASH),
     }
 
 
@@ -545,6 +587,63 @@ def _load_gap(fl: dict) -> dict[str, float | None]:
         load_ms = (r.get("baselines") or {}).get(FLUSH_BOUNDS["load"])
         out[mode] = (_shown_ms(r["ms"]) - _shown_ms(load_ms)) * 1e3 if r and load_ms else None
     return out
+
+
+#: The baselines of the products suite ``gemm.flush`` times again, in words (a product with two targets names them).
+_RERUN_BASES = {"cuBLAS": "cuBLAS", "data-parallel": "数据并行切法", "cuBLAS fp16 weights": "cuBLAS（fp16 权重）"}
+
+
+def flush_rerun(results: dict | None) -> list[dict]:
+    """Every target of the products suite ``gemm.flush`` timed again under the write flush (the protocol of the
+    verdict table, in a later run), beside the same target in the record the verdict table reads: the product in
+    words, the baseline (words), the two values and the two verdicts."""
+    from coursebook.records import variant_words
+
+    out = []
+    for r in records(results, "gemm.flush", kind="bench"):
+        mode, sep, subject = str(r.get("name", "")).partition(" flush: ")
+        if mode != "write" or not sep:
+            continue
+        main_name = subject
+        for short in ("split-K ", "stream-K "):  # the flush suite's split-K and stream-K are the hand-written ones
+            if subject.startswith(short) and not subject.startswith(short + "ws "):
+                main_name = short + "ws " + subject[len(short):]
+        main = next((x for x in records(results, None, kind="bench")
+                     if x.get("name") == main_name and x.get("suite") != "gemm.flush"), None)
+        for key, t in (r.get("targets") or {}).items():
+            m = ((main or {}).get("targets") or {}).get(key)
+            if not m:
+                continue
+            base = key.split(":", 1)[1] if key.startswith("speedup:") else key
+            out.append({"product": variant_words(main_name), "base": _RERUN_BASES.get(base, base),
+                        "n_targets": len(r.get("targets") or {}), "first": m.get("value"), "later": t.get("value"),
+                        "first_met": m.get("met"), "later_met": t.get("met")})
+    return out
+
+
+def flush_rerun_claim(results: dict | None) -> Any:
+    """``claim.gemm.lib.flush_rerun``: the write-flush column of the flush verdict table is the verdict table's protocol
+    in another run -- whether its values and its verdicts are the same as the verdict table's, naming every product
+    whose verdict differs (with both values)."""
+    from coursebook import claims as C
+
+    rows = flush_rerun(results)
+    ok = rows and all(r["first"] is not None and r["later"] is not None and r["first_met"] is not None
+                      and r["later_met"] is not None for r in rows)
+    diff = [r for r in rows if ok and r["first_met"] != r["later_met"]]
+    same_vals = ok and all(floor3(r["first"]) == floor3(r["later"]) for r in rows)
+    verdict = {True: "达到", False: "未达到"}
+    which = "；".join(
+        f"{r['product']}" + (f"对{r['base']}的目标" if r["n_targets"] > 1 else "")
+        + f"在前一张表{verdict[r['first_met']]}（{floor3(r['first'])}），在这一栏{verdict[r['later_met']]}（{floor3(r['later'])}）"
+        for r in diff)
+    lead = "“重写冲刷”一栏与前一张目标表用的是同一套协议，却是另一次运行"
+    return C.choose("claim.gemm.lib.flush_rerun", None if not ok else (
+        "identical" if same_vals else "differ" if diff else "same"), {
+        "identical": lead + "；{n} 项目标的实测值与结论都和那张表相同",
+        "same": lead + "，所以实测值与那张表不全相同；{n} 项目标的结论倒是两次都一样",
+        "differ": lead + "，所以实测值与那张表不全相同，{n} 项目标里有 {k} 项结论也不同：{which}"},
+        n=len(rows), k=len(diff), which=which)
 
 
 def flush_claims(results: dict | None) -> list:
@@ -1132,6 +1231,7 @@ def library_values(results: dict | None) -> dict[str, str]:
     v["derived.gemm.lib.grp.table_x"] = _range(tab)
     v["derived.gemm.lib.grp.bound_x"] = _range(list(g["bound"].values()))
     v["derived.gemm.lib.grp.loop_spread_pct"] = _range([100 * s for s in g["spread"].values()], ".1f")
+    v["derived.gemm.lib.grp.loop_spread_all_pct"] = _range([100 * s for s in g["spread_all"]], ".1f")
     v["derived.gemm.lib.grp.target"] = f"{g['target']}" if g["target"] is not None else d
     v["derived.gemm.lib.grp.experts"] = str(len(g["sizes"])) if g["sizes"] else d
     v["derived.gemm.lib.grp.smallest"] = str(min(g["sizes"])) if g["sizes"] else d
@@ -1192,8 +1292,9 @@ GROUP_MIXES_ZH = {"uniform": "相同", "skewed": "悬殊"}
 
 def _grouped(results: dict | None) -> dict:
     """The grouped_ws records: speedup over the graph loop per (form, mix), the dense bound and the
-    graph loop's spread per mix, the target, the skewed routing's sizes."""
-    out: dict[str, Any] = {"x": {}, "bound": {}, "spread": {}, "target": None, "sizes": []}
+    graph loop's spread per mix (timed beside the padded form), the loop's spread beside every form (``spread_all``,
+    the table's column), the target, the skewed routing's sizes."""
+    out: dict[str, Any] = {"x": {}, "bound": {}, "spread": {}, "spread_all": [], "target": None, "sizes": []}
     for r in records(results, "gemm.grouped_ws", kind="bench"):
         m = re.match(r"grouped (ws padded|concat|ptr) G=\d+ (\w+) ", r.get("name", ""))
         if not m:
@@ -1202,6 +1303,9 @@ def _grouped(results: dict | None) -> dict:
         x = (r.get("speedup") or {}).get(GRAPH_LOOP)
         if x is not None:
             out["x"][(form, mix)] = x
+        sp_all = (r.get("baseline_spread") or {}).get(GRAPH_LOOP)
+        if sp_all is not None:
+            out["spread_all"].append(sp_all)  # the loop timed beside every form: the table's spread column
         if form == "padded":
             if r.get("speedup_bound"):
                 out["bound"][mix] = r["speedup_bound"]
@@ -1494,11 +1598,21 @@ def library_claims(results: dict | None) -> list:
         "faster": "在途字节的账算够了，带宽也跟上了：解码形状改用这个 kernel",
         "split": "在途字节的账只在一个形状上换来了速度；另一个形状上还有别的瓶颈"}))
     # batched
-    for key, name in (("qk", "batched ws scores 64x2048x2048x128"), ("pv", "batched ws context 64x2048x128x2048")):
+    # both attention products against their targets in one sentence (the page names PV first, then QK^T)
+    met, tgts = {}, {}
+    for key, name in (("pv", "batched ws context 64x2048x128x2048"), ("qk", "batched ws scores 64x2048x2048x128")):
         r = bench(results, name) or {}
-        tgt, _ = _target(r, "torch.bmm")
-        out.append(C.threshold(f"claim.gemm.lib.bmm.{key}", (r.get("speedup") or {}).get("torch.bmm"), tgt or 0.0,
-                               above="到了事先定的 {limit} 倍", below="离事先定的 {limit} 倍还差一点"))
+        tgts[key], _ = _target(r, "torch.bmm")
+        x = (r.get("speedup") or {}).get("torch.bmm")
+        met[key] = None if x is None or tgts[key] is None else x >= tgts[key]
+    same = tgts["pv"] == tgts["qk"]
+    out.append(C.choose("claim.gemm.lib.bmm.targets", None if None in met.values() else (
+        ("both" if met["pv"] else "neither") if met["pv"] == met["qk"] else ("pv" if met["pv"] else "qk")), {
+        "both": "两者都到了" + ("事先定的 {tp} 倍" if same else "各自事先定的 {tp} 倍与 {tq} 倍"),
+        "neither": "两者都离" + ("事先定的 {tp} 倍" if same else "各自事先定的 {tp} 倍与 {tq} 倍") + "还差一点",
+        "pv": "前者到了事先定的 {tp} 倍，后者离" + ("这个目标" if same else "它的 {tq} 倍") + "还差一点",
+        "qk": "后者到了事先定的 {tq} 倍，前者离" + ("这个目标" if same else "它的 {tp} 倍") + "还差一点"},
+        tp=tgts["pv"], tq=tgts["qk"]))
     new, old = _qk_store(results)
     out.append(C.compare("claim.gemm.lib.bmm.qk_store", new, old, tol=0.01,
                          lower="前者快约 {pct}%", tie="两者相差不到 1%", higher="前者反而慢约 {pct}%",
@@ -1564,6 +1678,7 @@ def library_claims(results: dict | None) -> list:
                                                 if (r.get("speedup") or {}).get("cuBLAS bf16") else None for r in bf],
                        all_="两个形状都与 cuBLAS 相差不到 3%", some="两个形状里只有一个与 cuBLAS 相差不到 3%",
                        none="两个形状都与 cuBLAS 差出 3% 以上"))
+    out.append(flush_rerun_claim(results))
     return out
 
 
@@ -1579,13 +1694,23 @@ def wave_rows(results: dict | None) -> list[dict]:
                         ("gemm.streamk_ws", "data-parallel")):
         for r in records(results, suite, kind="bench"):
             pred = r.get("predicted_speedup_vs_no_split", r.get("predicted_speedup_vs_dp"))
+            full_wave = suite == "gemm.streamk_ws" and r.get("name", "").startswith("full-wave")
+            if full_wave:  # the record carries no prediction: the page's (one wave each, weighed by tile area)
+                fw = _full_wave_prediction(r)
+                pred = fw and fw[0]
             meas = (r.get("speedup") or {}).get(base)
             if pred is None or meas is None:
                 continue
             m = re.search(r"(\d+)x(\d+)x(\d+)", r["name"])
-            w = r.get("waves") or {}
+            w = r.get("waves") if isinstance(r.get("waves"), dict) else {"last_wave_fill": r.get("last_wave_fill")}
             cfg = r.get("config") or {}
-            if suite == "gemm.streamk":
+            if full_wave:
+                from measure.suites.gemm.streamk_ws import NO_SPLIT
+
+                kind, split = "换块宽、一波正好满，手写流水", "—"
+                tile, base_tile = f"{cfg.get('block_M', 128)}×{cfg.get('block_N')}", f"128×{NO_SPLIT['block_N']}"
+                grid, waves = r.get("tiles"), f"{fw[1]} → {fw[2]:.2f}"
+            elif suite == "gemm.streamk":
                 kind, tile, split = "stream-K", f"{cfg.get('block_M', 128)}×{cfg.get('block_N', 128)}", "—"
                 ideal = w.get("ideal_waves")  # the tiles spread evenly over the SMs
                 base_tile, grid = tile, w.get("tiles")
@@ -1612,6 +1737,24 @@ def wave_rows(results: dict | None) -> list[dict]:
                              cub=(r.get("speedup") or {}).get("cuBLAS"),
                              holds_dir=(pred > 1 + WAVE_DIR_TOL) == (meas > 1.0), holds_size=abs(meas / pred - 1) <= WAVE_TOL))
     return rows
+
+
+def _full_wave_prediction(r: dict) -> tuple[float, int, float] | None:
+    """The wave model on a full-wave record (its own tile, one block per SM): the predicted speedup over the
+    128 x 256 data-parallel tiling, that tiling's waves, and the record's waves counted in 128 x 256 tiles (weighed
+    by the tile's area) -- as :func:`_skws_full_wave_values` words it."""
+    from kernels.common import SMS
+    from ledger.gemm import grid_waves
+    from measure.suites.gemm.streamk_ws import NO_SPLIT
+
+    cfg, shape = r.get("config") or {}, r.get("shape")
+    if not (shape and cfg.get("block_N")):
+        return None
+    sms = r.get("sms") or SMS
+    bn = NO_SPLIT["block_N"]
+    _, w, _ = grid_waves(shape[0], shape[1], cfg.get("block_M", 128), cfg["block_N"], sms=sms)
+    _, w_dp, _ = grid_waves(shape[0], shape[1], 128, bn, sms=sms)
+    return (w_dp * bn) / (w * cfg["block_N"]), w_dp, w * cfg["block_N"] / bn
 
 
 def wave_table(results: dict | None = None) -> str:

@@ -686,13 +686,55 @@ def test_the_full_wave_tile_beats_stream_k_in_every_recorded_run(results):
 
 
 @claims.guards("gemm.grouped.lost-to-loop")
-def test_both_grouped_forms_lost_to_the_loop(results):
+def test_both_grouped_forms_lost_to_the_loop_with_a_grid_of_many_waves(results):
+    """The sentence: both forms lost, and not for want of blocks -- the grid the kernels launch
+    (``T.Kernel(ceil(N / block_N), total M tiles)``) is more than one full wave of the SMs."""
+    import inspect
+
     from coursebook import tiles
     from coursebook.records import bench
+    from kernels.gemm import grouped
 
     for name in ("grouped concat G=8 N=4096 K=2048", "grouped ptr G=8 N=4096 K=2048"):
         assert bench(results, name)["speedup"]["torch.matmul loop"] < 1
-    assert int(tiles.variant_values(results)["derived.gemm.grouped.tiles"]) < 132
+    for factory in (grouped.grouped_concat, grouped.grouped_ptr):
+        assert "T.Kernel(T.ceildiv(N, block_N), total_tiles" in inspect.getsource(factory.func)
+    rec = bench(results, "grouped concat G=8 N=4096 K=2048")
+    g = tiles.grouped_grid(results)
+    assert g["m_tiles"] == grouped.tables(rec["sizes"], grouped.DEFAULT["block_M"])[3] == rec["tiles"]
+    assert g["blocks"] == -(-rec["N"] // grouped.DEFAULT["block_N"]) * rec["tiles"]
+    assert g["blocks"] > g["per_sm"] * g["sms"] and g["waves"] >= 2
+
+
+@claims.guards("gemm.grouped.block-efficiency")
+def test_the_tail_wave_and_padding_do_not_explain_the_loss(results):
+    """The sentence: the last wave's idle SMs (wave model) and the padded rows together come to less than the
+    extra time the concatenated form took over the loop."""
+    from coursebook import tiles
+    from coursebook.records import bench
+
+    g = tiles.grouped_grid(results)
+    x = bench(results, "grouped concat G=8 N=4096 K=2048")["speedup"]["torch.matmul loop"]
+    tail = g["waves"] / (g["waves"] - 1 + g["fill"]) - 1
+    assert tail + g["pad"] < 1 / x - 1
+
+
+def test_grouped_grid_counts_the_kernels_blocks_and_waves():
+    from coursebook import tiles
+
+    def res(sizes, n=4096):
+        tiles_m = sum(-(-s // 128) for s in sizes)
+        return {"provenance": {"sm_count": 132}, "suites": {"gemm.grouped": {"records": [
+            {"kind": "bench", "name": "grouped concat G=8 N=4096 K=2048", "ms": 1.0, "sizes": list(sizes), "N": n,
+             "tiles": tiles_m, "speedup": {"torch.matmul loop": 0.5}}]}}}
+
+    g = tiles.grouped_grid(res([128] * 4, n=512))  # 4 M tiles x 4 N tiles: less than one wave
+    assert (g["blocks"], g["waves"], g["pad"]) == (16, 1, 0)
+    g = tiles.grouped_grid(res([100, 300]))  # (1 + 3) M tiles x 32 N tiles; 512 rows for 400
+    assert g["blocks"] == 128 and abs(g["pad"] - (512 - 400) / 400) < 1e-12
+    v = tiles.variant_values(res([100, 300]))
+    assert v["derived.gemm.grouped.blocks"] == "128" and v["derived.gemm.grouped.slower_pct"] == "100"
+    assert tiles.grouped_grid({}) is None and tiles.variant_values({})["derived.gemm.grouped.blocks"] == "—"
 
 
 @claims.guards("gemm.batched.short-k-worse")
@@ -1621,3 +1663,122 @@ def test_tuned_winners_pipeline_said_once_when_alike(monkeypatch):
 
     assert words({"4096^3": "a_ws", "8192^3": "b_ws"}) == "在两个形状上都是手写流水"
     assert words({"4096^3": "a_ws", "8192^3": "b"}) == "在 4096³ 上是手写流水，在 8192³ 上是自动流水"
+
+
+def test_the_grouped_loop_spread_covers_every_row_of_the_table():
+    """The page gives the graph loop's spread over every row of the grouped table, and separately over the rows
+    timed beside the padded form (what the padded form's verdict is read against)."""
+    from coursebook import tiles
+
+    def rec(form, mix, spread):
+        return {"kind": "bench", "name": f"grouped {form} G=8 {mix} N=4096 K=2048", "ms": 0.2,
+                "speedup": {tiles.GRAPH_LOOP: 1.0}, "baseline_spread": {tiles.GRAPH_LOOP: spread}}
+
+    res = {"suites": {"gemm.grouped_ws": {"records": [
+        rec("ws padded", "skewed", 0.03), rec("concat", "skewed", 0.058), rec("ptr", "uniform", 0.016),
+        rec("ws padded", "uniform", 0.034)]}}}
+    v = tiles.library_values(res)
+    assert v["derived.gemm.lib.grp.loop_spread_all_pct"] == "1.6–5.8"
+    assert v["derived.gemm.lib.grp.loop_spread_pct"] == "3.0–3.4"
+    text = page_text("gemm/grouped.md")
+    assert "derived.gemm.lib.grp.loop_spread_all_pct" in text and "derived.gemm.lib.grp.loop_spread_pct" in text
+
+
+def test_the_batched_targets_are_said_once_for_both_products():
+    from coursebook import tiles
+
+    def res(pv, qk, tq=0.95):
+        def r(name, x, t):
+            return {"kind": "bench", "name": name, "ms": 1.0, "speedup": {"torch.bmm": x},
+                    "targets": {"speedup:torch.bmm": {"target": t, "value": x, "met": x >= t}}}
+        return {"suites": {"gemm.batched_ws": {"records": [r("batched ws context 64x2048x128x2048", pv, 0.95),
+                                                           r("batched ws scores 64x2048x2048x128", qk, tq)]}}}
+
+    pick = lambda r: next(c for c in tiles.library_claims(r) if c.key == "claim.gemm.lib.bmm.targets")  # noqa: E731
+    c = pick(res(1.03, 1.03))
+    assert c.case == "both" and c.text.count("0.95") == 1
+    assert pick(res(0.9, 0.9)).case == "neither"
+    assert pick(res(1.0, 0.9)).case == "pv" and pick(res(0.9, 1.0)).case == "qk"
+    assert "1.0" in pick(res(1.03, 1.03, tq=1.0)).text
+    text = page_text("gemm/grouped.md")
+    assert text.count("claim.gemm.lib.bmm.targets") == 1 and "claim.gemm.lib.bmm.pv" not in text
+
+
+def test_the_flush_table_is_said_to_be_another_run_naming_a_turned_verdict(results):
+    """The write-flush column is the verdict table's protocol in a later run: the page says so, and names the
+    products whose verdict differs between the two tables."""
+    from coursebook import tiles
+
+    def res(first, later):
+        def r(name, suite, x):
+            return {"kind": "bench", "name": name, "suite": suite, "ms": 1.0,
+                    "targets": {"speedup:cuBLAS fp16 weights": {"target": 2.5, "value": x, "met": x >= 2.5}}}
+        return {"suites": {"gemm.w4a16": {"records": [r("w4a16 16x8192x8192", "gemm.w4a16", first)]},
+                           "gemm.flush": {"records": [r("write flush: w4a16 16x8192x8192", "gemm.flush", later),
+                                                      r("clean flush: w4a16 16x8192x8192", "gemm.flush", 1.0)]}}}
+
+    c = tiles.flush_rerun_claim(res(2.502, 2.43))
+    assert c.case == "differ" and "16×8192×8192" in c.text and "2.502" in c.text and "2.430" in c.text
+    assert tiles.flush_rerun_claim(res(2.6, 2.55)).case == "same"
+    assert tiles.flush_rerun_claim(res(2.6, 2.6)).case == "identical"
+    assert tiles.flush_rerun_claim({}).case is None
+    # the recorded tables: every write-flush target has its counterpart in the verdict table
+    rows = tiles.flush_rerun(results)
+    from coursebook.records import records as recs
+
+    n_write = sum(len(r.get("targets") or {}) for r in recs(results, "gemm.flush", kind="bench")
+                  if r["name"].startswith("write flush: "))
+    assert rows and len(rows) == n_write
+    assert "claim.gemm.lib.flush_rerun" in page_text("gemm/ws.md") and "就是上表用的协议" not in page_text("gemm/ws.md")
+
+
+def test_the_wave_table_holds_every_record_with_a_prediction_the_page_quotes(results):
+    """Every split-K / stream-K record with a wave prediction, and the full-wave tiling the page predicts for,
+    is a row of the wave table (the count the direction sentence gives is the table's)."""
+    from coursebook import tiles
+    from coursebook.records import records as recs
+
+    rows = tiles.wave_rows(results)
+    kinds = [r["kind"] for r in rows]
+    assert any(k.startswith("换块宽") for k in kinds)
+    fw = next(r for r in rows if r["kind"].startswith("换块宽"))
+    v = tiles.streamk_ws_values(results)
+    assert f"{fw['pred']:.2f}" == v["calc.gemm.skws.fw.pred"] and f"{fw['meas']:.2f}" == v["derived.gemm.skws.fw.dp"]
+    n = 0
+    for suite in ("gemm.splitk", "gemm.splitk_ws", "gemm.streamk", "gemm.streamk_ws"):
+        for r in recs(results, suite, kind="bench"):
+            split = (r.get("config") or {}).get("splits") if suite == "gemm.splitk_ws" else r.get("split_k")
+            if r.get("name", "").startswith("full-wave") or (
+                    r.get("predicted_speedup_vs_no_split", r.get("predicted_speedup_vs_dp")) is not None
+                    and str(split or "") != "1"):
+                n += 1
+    assert len(rows) == n
+    c = next(c for c in tiles.wave_claims(results) if c.key == "claim.gemm.waves.direction")
+    assert c.values["n"] == len(rows)
+
+
+def test_the_ladder_page_orders_the_hopper_passes_as_tilelang_does():
+    """On the warp-specialised sm_90a path, tilelang runs ProducerConsumerWarpSpecialized before the two
+    software-pipeline passes and layout inference; the rung-3 paragraph names it first."""
+    import inspect
+
+    from tilelang.cuda import pipeline
+
+    src = inspect.getsource(pipeline.CUDAPassPipelineBodyPrologue)
+    order = [src.index(p) for p in ("ProducerConsumerWarpSpecialized()", "PipelinePlanning()",
+                                    "InjectSoftwarePipeline()", "LayoutInference()")]
+    assert order == sorted(order)
+    text = page_text("gemm/ladder.md")
+    para = text[text.index("(gemm-rung3)="):text.index("(gemm-rung4)=")]
+    assert para.index("ProducerConsumerWarpSpecialized") < para.index("流水规划") < para.index("布局推断")
+
+
+def test_visible_cells_import_what_they_use():
+    """A cell the reader sees that calls gemm_ladder starts with its import."""
+    for page in ("gemm/ladder.md", "gemm/ws.md"):
+        text = page_text(page)
+        for cell in re.findall(r"```\{code-cell\} ipython3\n(.*?)```", text, re.S):
+            lines = [x for x in cell.splitlines() if x and not x.startswith(":tags:")]
+            if "remove-cell" in cell or "remove-input" in cell or "gemm_ladder." not in cell:
+                continue
+            assert lines[0] == "from coursebook import gemm_ladder", (page, lines[:2])

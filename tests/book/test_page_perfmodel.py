@@ -52,6 +52,10 @@ def _self_glued() -> set[str]:
     from coursebook import roofline
 
     keys |= set(roofline.bound_values("perfmodel"))
+    keys |= set(roofline.ridge_gap_values())
+    from coursebook import budgets
+
+    keys |= set(budgets.case_onchip_values())
     keys |= {k for k in records.sincos_values() if k.startswith("calc.pytorch.sincos.")}
     return keys
 
@@ -409,3 +413,170 @@ def test_compiler_ii_agrees_with_the_teaching_model():
     ii = la.pipe_ii(*la.EXAMPLE, "fp16", la.latency_params())
     assert cube == ii.cube and abs(mte2 - ii.mte2) <= 1, "equal up to the rounding of each copy"
     assert cube > mte2, "bound on the Cube side"
+
+
+
+# ------------------------------------------------------------------ sentences the reviewer read against the data
+def _ridge_gaps() -> dict[str, float]:
+    from coursebook import roofline
+
+    return {k.rsplit(".", 1)[1]: float(v) for k, v in roofline.ridge_gap_values().items()}
+
+
+def test_the_ridge_gaps_are_the_lowest_ridge_over_the_intensity():
+    from ledger import case_study as cs
+
+    g = _ridge_gaps()
+    assert g["lowest_ridge"] == pytest.approx(min(_fig(f"perfmodel.m3.{k}") for k in
+                                                  ("tensor_core_fp8", "tensor_core_fp16", "cuda_core_fp32")), abs=0.01)
+    assert g["case"] == pytest.approx(g["lowest_ridge"] / cs.case_cost(cs.CASE).intensity, abs=0.05)
+    assert g["elementwise"] == pytest.approx(g["lowest_ridge"] / _fig("elementwise.fusion.ai_max"), abs=0.05)
+
+
+@claims.guards("perfmodel.flow-below-lowest-ridge")
+def test_the_small_operators_sit_several_times_below_the_lowest_ridge():
+    """flow: “算术强度只有个位数 FLOP/Byte，连最低的那块天花板……都够不着”, with the two factors glued;
+    summary: “远在平衡点之下的算子”. Several times, not an order of magnitude."""
+    g = _ridge_gaps()
+    assert _fig("perfmodel.case.ai") < 10 and _fig("elementwise.fusion.ai_max") < 10, "“个位数”"
+    assert 2 <= g["elementwise"] and 2 <= g["case"], "“远在平衡点之下”: at least twice below"
+    text = _text()
+    assert "一个数量级以上" not in text.split("(perfmodel-count)=")[0], "the case is not an order of magnitude below"
+
+
+@claims.guards("perfmodel.flow-readings-agree")
+def test_both_flop_readings_give_the_same_verdict_and_m2_moves_the_ridge_tenfold():
+    from ledger import case_study as cs
+
+    ridge = _ridge_gaps()["lowest_ridge"]
+    book, alt = cs.case_flops(cs.CASE), cs.case_flops(cs.CASE, "fused_absmax")
+    assert cs.case_cost(cs.CASE).intensity < ridge and cs.case_cost(cs.CASE, "fused_absmax").intensity < ridge
+    assert 0.05 < book / alt - 1 < 0.15, "“运算量差一成”"
+    assert _fig("perfmodel.m2.ratio") >= 10, "“把平衡点挪动一个数量级以上”"
+
+
+@claims.guards("perfmodel.carver-bk-blind")
+def test_block_k_leaves_the_carver_priority_unchanged():
+    from ledger.carver import evaluate_tile
+
+    a = evaluate_tile((128, 256), 4096, 4096, 4096, rstep=16)
+    b = evaluate_tile((128, 256), 4096, 4096, 4096, rstep=128)
+    assert a.priority == b.priority, "“block_K 取 16 与取 128 的优先级完全相同”"
+
+
+@claims.guards("perfmodel.carver-plain-falls-back")
+def test_the_plain_carver_call_uses_no_tensor_core_policy(carver_comparison):
+    hints = carver_comparison["plain_hints"]
+    assert hints and not any(h["use_tc"] for h in hints), "“返回的候选没有一条用上张量核策略”"
+
+
+def test_no_yes_no_value_is_glued_into_the_prose(registry):
+    """A glued ``yes``/``no``/``True`` reads as English in a Chinese sentence: say it in words instead."""
+    from coursebook import records
+
+    raw = {"yes", "no", "true", "false", "是", "否"}
+    texts = {k: str(f.text) for k, f in registry.items()}
+    texts.update(records.carver_values())
+    bad = sorted(k for k in set(GLUE.findall(_text())) if texts.get(k, "").strip().lower() in raw)
+    assert not bad, f"yes/no values glued into the prose: {bad}"
+
+
+def test_chapter_prose_uses_the_chinese_terms():
+    prose = _prose(_text())
+    for english in ("shared memory", "CUDA core", "rung"):
+        assert english not in prose, f"“{english}” in the prose: the earlier chapters say it in Chinese"
+    assert prose.count("payload") == 1 and "有效载荷（payload" in prose, "payload: once, beside 有效载荷"
+    for term, words in (("LSE", "log-sum-exp"), ("GM", "Global Memory"), ("Z3", "约束求解器")):
+        first = re.search(rf"(?<![A-Za-z]){term}(?![A-Za-z])", prose)
+        assert first and words in prose[max(0, first.start() - 40):first.start() + 80], \
+            f"{term} is not explained on first use"
+
+
+def test_the_fusion_questions_are_numbered_the_same_in_prose_and_table():
+    from coursebook import budgets
+    from ledger import decisions as ldec
+
+    assert set(budgets.QUESTION_ZH) == set(range(1, len(ldec.QUESTIONS) + 1))
+    text = _text()
+    fusion = text[text.index("(perfmodel-fusion)="):]
+    items = re.findall(r"^(\d)\. \*\*(.+?)\*\*", fusion, flags=re.M)[:len(ldec.QUESTIONS)]
+    for n, q in items:
+        key = budgets.QUESTION_ZH[int(n)]
+        assert key[:2] in q, f"question {n} reads “{q}”, the table calls it “{key}”"
+    nums = {"一": 1, "二": 2, "三": 3, "四": 4}
+    for n, words in re.findall(r"第([一二三四])个问题“([^”]+)”", fusion):
+        assert budgets.QUESTION_ZH[nums[n]] == words, f"第{n}个问题 is “{budgets.QUESTION_ZH[nums[n]]}”, not “{words}”"
+    table = budgets.decisions_table()
+    gemm = next(d for d in ldec.decisions() if "GELU" in d.name)
+    assert f"问题 {gemm.question}：{budgets.QUESTION_ZH[gemm.question]}" in table
+    assert f"第{'一二三四'[gemm.question - 1]}个问题“{budgets.QUESTION_ZH[gemm.question]}”" in fusion
+
+
+@claims.guards("perfmodel.case-onchip-vs-smem")
+def test_the_ledger_counts_more_on_chip_than_the_kernel_puts_in_shared_memory():
+    from coursebook import budgets
+    from ledger import case_study as cs
+
+    v = {k.rsplit(".", 1)[1]: float(x) for k, x in budgets.case_onchip_values().items()}
+    c = cs.book_designs()["C"]
+    assert v["smem_bytes"] < c.onchip_bytes, "“比预算表里的片上……少”"
+    assert c.onchip_bytes == c.rows_per_block * v["ledger_row_bytes"] + v["tables_bytes"]
+    assert v["smem_bytes"] == c.rows_per_block * v["smem_row_bytes"] + v["tables_bytes"] + v["weights_bytes"]
+    with pytest.raises(ValueError, match="declares"):
+        budgets.case_onchip_values(int(v["smem_bytes"]) + 4)
+
+
+@pytest.mark.slow
+def test_the_shared_memory_layout_is_what_the_kernel_declares():
+    pytest.importorskip("tilelang")
+    from coursebook import budgets
+    from kernels import case_study as kcs
+    from measure.ascend import quiet_tilelang
+
+    with quiet_tilelang():
+        for d in kcs.DESIGNS:
+            smem = kcs.launch_of(kcs.get_kernel(d, kcs.TOKENS))["shared_bytes"]
+            budgets.case_onchip_values(smem, d)  # raises if the layout described differs
+
+
+def test_the_models_page_carries_one_provenance_line():
+    from coursebook.pagecheck import page_text
+
+    models = page_text("perfmodel/models.md")
+    assert "records.carver_table(" in models, "the carver table states its record's device, date and versions"
+    assert "{glue:text}`rec.header`" not in models, "a second, chapter-wide stamp right above it"
+
+
+def test_the_ascend_tables_read_in_chinese():
+    from types import SimpleNamespace
+
+    from coursebook import ascend
+
+    cap = SimpleNamespace(kernel_kind="mix(1, 2)", tasks=[1, 2], buffer_versions={"a_l1": 2}, flags=[1],
+                          sync={"asc_sync_notify": 3}, stopped_at="tilelang.contrib.bisheng.compile_ascend")
+    table = ascend.lowering_table({"k": cap, "v": SimpleNamespace(**{**cap.__dict__, "kernel_kind": "vector"})})
+    for raw in ("True", "False", "mix(", "| vector"):
+        assert raw not in table
+    assert "Cube 与 Vector 混合（1∶2）" in table and "只用 Vector" in table
+    with pytest.raises(KeyError):
+        ascend.kind_words("simt")
+    found = [SimpleNamespace(item=p, expected="__ubuf__ (UB)", observed="__ubuf__", ok=True) for p in ascend.PROBES]
+    probe = ascend.probe_table(found)
+    assert "True" not in probe and "落在 UB 上" in probe
+    with pytest.raises(ValueError):
+        ascend.probe_table(found[:1])
+    assert ascend.surface_words("ValueError (1-D core grid)").startswith("报 ValueError：")
+    assert ascend.surface_words("missing") == "不存在"
+
+
+def test_the_ascend_page_points_back_for_the_adapter_names():
+    from coursebook.pagecheck import page_text
+
+    page = page_text("perfmodel/ascend.md")
+    assert "{ref}`elementwise-ascend`" in page
+    for adapter in ("T.alloc_ub", "TL_ASCEND_AUTO_SYNC", "T.Scope"):
+        assert adapter not in page, f"{adapter}: the elementwise chapter's table already shows it"
+
+
+def test_the_lab_link_says_it_is_the_lab():
+    assert re.search(r"\{ref\}`[^`<]*实验[^`<]*<appendix-labs-perfmodel>`", _text())

@@ -246,8 +246,16 @@ def test_page_values_match_the_lowerings(values):
     assert values["calc.primer.layout.xf_per_thread"] == "64" and values["calc.primer.layout.acc_replicate"] == "16"
     assert values["calc.primer.scale.npt8_load"] == "uint4" and values["calc.primer.scale.npt4_load"] == "uint2"
     assert int(values["calc.primer.big.smem"]) > 227 * 1024
+    assert abs(float(values["calc.primer.big.smem_kib"]) * 1024 - int(values["calc.primer.big.smem"])) < 52
+    assert values["calc.primer.big.stage_kib"] == "128"
     assert int(values["calc.primer.trace.changed"]) < int(values["calc.primer.trace.passes"])
     assert values["calc.primer.asc.x_versions"] == "2"
+
+
+def test_kib_keeps_the_half():
+    from coursebook import primer as C
+
+    assert C.kib(393728) == "384.5" and C.kib(131072) == "128" and C.kib(1536) == "1.5"
 
 
 # ------------------------------------------------------------------ the primer suite's record
@@ -270,7 +278,8 @@ def _fake_primer(copy_ms=0.6, torch_ms=0.3, scale_frac=0.97, gemm_ok=(True, Fals
         recs.append({"kind": "check", "name": "gemm_tile a_in=fragment b_in=shared no_ws", "shape": [256, 384],
                      "numel": 98304, "ok": no_ws, "max_abs_err": 1e-4 if no_ws else 40.0,
                      "mismatched": 0 if no_ws else 30000})
-    return {"runs": [{"file": "x.run1.json", "device": "NVIDIA H200", "date": "2027-01-02T00:00:00Z"}],
+    return {"runs": [{"file": "x.run1.json", "device": "NVIDIA H200", "date": "2027-01-02T00:00:00Z",
+                      "copy_bandwidth_gbps": 4260.4}],
             "suites": {"primer": {"run": "x.run1.json", "records": recs}}}
 
 
@@ -336,6 +345,16 @@ def test_record_values_from_the_record():
     assert v["calc.primer.rec.scale_target_pct"] == "95" and v["calc.primer.rec.rowsum_target_pct"] == "85"
     assert v["calc.primer.rec.long_speedup"] == "16.6" and v["calc.primer.rec.date"] == "2027-01-02"
     assert v["calc.primer.rec.device"] == "NVIDIA H200"
+    assert v["calc.primer.rec.copy_gbps"] == "4260", "the measured copy bandwidth is the run's, not the calibration's"
+
+
+def test_memory_page_separates_calibrated_and_measured_copy_rates():
+    """The page gives the model's calibrated pure-copy rate and the measured device copy bandwidth, each
+    glued and each named for what it is, and the two are different sources."""
+    t = (ROOT / "book" / "primer" / "memory.md").read_text(encoding="utf-8")
+    i, j = t.find("`primer.mem.hbm_copy_gbs`"), t.find("`calc.primer.rec.copy_gbps`")
+    assert 0 <= i < j, "both rates are glued in the scopes list"
+    assert "标定" in t[i - 40:i] and "实测" in t[i:j]
 
 
 @claims.guards("primer.gemm.rs-layout")

@@ -110,13 +110,40 @@ def _exercise_blocks(text: str) -> dict[str, str]:
     return {parts[i]: parts[i + 1] for i in range(1, len(parts) - 1, 2)}
 
 
-def test_thirteen_exercises_each_with_answer_and_lab_link():
-    blocks = _exercise_blocks(_text())
+def test_thirteen_exercises_each_with_answer_and_lab_check():
+    """Each exercise has a collapsible answer and a same-named check in the lab pytorch; the list's
+    introduction names the lab and links to the lab appendix once, for every exercise."""
+    from labs.pytorch.spec import SPEC
+
+    text = _text()
+    blocks = _exercise_blocks(text)
     assert sorted(blocks, key=lambda e: int(e[1:])) == [f"E{i}" for i in range(1, 14)]
     for name, block in blocks.items():
-        assert "{ref}`appendix-labs`" in block, f"{name} does not link to the lab appendix"
-        assert "实验 `pytorch`" in block, f"{name} does not name the lab pytorch"
         assert re.search(r"^````\{dropdown\} 参考答案$", block, flags=re.M), f"{name} has no collapsible answer"
+    intro = text[text.index("(pytorch-exercises)="):text.index("**E1（")]
+    assert "实验 `pytorch`" in intro and "{ref}`appendix-labs`" in intro and "同名的小题" in intro
+    assert SPEC.name == "pytorch"
+    checked = {p.exercise for p in SPEC.parts}
+    assert set(blocks) <= checked, f"exercises without a check in the lab: {sorted(set(blocks) - checked)}"
+
+
+
+def test_stack_cell_prints_what_exercise_e9_reads():
+    """E9 reads the stack section's cell: it must print the docstring lines the answer relies on (the
+    environment variables behind execution_backend and target, the target's accepted forms)."""
+    import contextlib
+    import io
+
+    page = (ROOT / "book" / "pytorch" / "stack.md").read_text(encoding="utf-8")
+    cells = re.findall(r"^```\{code-cell\} ipython3\n(.*?)^```", page, flags=re.M | re.S)
+    code = next(c for c in cells if "tilelang.compile" in c and "remove-cell" not in c)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code, "stack.md", "exec"), {})
+    printed = out.getvalue()
+    for needed in ("TILELANG_EXECUTION_BACKEND", "TILELANG_DEFAULT_TARGET", "out_idx :", "tvm.target.Target"):
+        assert needed in printed, f"the cell E9 reads does not print {needed!r}"
+    assert "文档字符串" in _exercise_blocks(_text())["E9"]
 
 
 LABELS = ("ch-pytorch-to-kernel", "pytorch-workloads", "pytorch-training-step", "pytorch-inference", "pytorch-stack",
