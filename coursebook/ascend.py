@@ -107,7 +107,7 @@ def kind_words(kind: str) -> str:
         return "只用 Vector"
     m = re.fullmatch(r"mix\((\d+), (\d+)\)", kind)
     if m:
-        return f"Cube 与 Vector 混合（{m.group(1)}∶{m.group(2)}）"
+        return f"Cube 与 Vector 混合（{m.group(1)}:{m.group(2)}）"
     raise KeyError(f"no Chinese words for the kernel kind {kind!r}")
 
 

@@ -557,7 +557,7 @@ def test_the_ascend_tables_read_in_chinese():
     table = ascend.lowering_table({"k": cap, "v": SimpleNamespace(**{**cap.__dict__, "kernel_kind": "vector"})})
     for raw in ("True", "False", "mix(", "| vector"):
         assert raw not in table
-    assert "Cube 与 Vector 混合（1∶2）" in table and "只用 Vector" in table
+    assert "Cube 与 Vector 混合（1:2）" in table and "只用 Vector" in table
     with pytest.raises(KeyError):
         ascend.kind_words("simt")
     found = [SimpleNamespace(item=p, expected="__ubuf__ (UB)", observed="__ubuf__", ok=True) for p in ascend.PROBES]
