@@ -1609,9 +1609,9 @@ def library_claims(results: dict | None) -> list:
     out.append(C.choose("claim.gemm.lib.bmm.targets", None if None in met.values() else (
         ("both" if met["pv"] else "neither") if met["pv"] == met["qk"] else ("pv" if met["pv"] else "qk")), {
         "both": "两者都到了" + ("事先定的 {tp} 倍" if same else "各自事先定的 {tp} 倍与 {tq} 倍"),
-        "neither": "两者都离" + ("事先定的 {tp} 倍" if same else "各自事先定的 {tp} 倍与 {tq} 倍") + "还差一点",
-        "pv": "前者到了事先定的 {tp} 倍，后者离" + ("这个目标" if same else "它的 {tq} 倍") + "还差一点",
-        "qk": "后者到了事先定的 {tq} 倍，前者离" + ("这个目标" if same else "它的 {tp} 倍") + "还差一点"},
+        "neither": "两者都还没有到" + ("事先定的 {tp} 倍" if same else "各自事先定的 {tp} 倍与 {tq} 倍"),
+        "pv": "前者到了事先定的 {tp} 倍，后者还没有到" + ("这个目标" if same else "它的 {tq} 倍"),
+        "qk": "后者到了事先定的 {tq} 倍，前者还没有到" + ("这个目标" if same else "它的 {tp} 倍")},
         tp=tgts["pv"], tq=tgts["qk"]))
     new, old = _qk_store(results)
     out.append(C.compare("claim.gemm.lib.bmm.qk_store", new, old, tol=0.01,
