@@ -51,8 +51,11 @@ W4A16_WINNERS: dict[tuple[int, int, int], dict[str, Any]] = {
 #: Kernels timed as one more baseline of a winner, in the same alternating rounds (the pages read the winners' rows
 #: only).  M = 64: ``kglob`` (two blocks split K for the same 128 weight rows and meet in a global workspace), on an
 #: H100 the fastest M = 64 kernel under the write flush (timing probes ``kglob`` and ``kgparts``: 1.2-1.8 us ahead of
-#: this suite's kernel) and 1.35-2.2 us behind it under the clean flush; not yet timed on the H200.
+#: this suite's kernel) and 1.35-2.2 us behind it under the clean flush; not yet timed on the H200.  M = 16: the
+#: four-consumer winner of suite gemm.w4a16's search on the H200 (2.50x cuBLAS there), which that search timed 0.3 us
+#: ahead of this suite's kernel; in this suite's two runs that kernel measured 2.43x.
 W4A16_CHALLENGERS: dict[tuple[int, int, int], dict[str, Any]] = {
+    (16, 8192, 8192): _c(16, 256, 12, wide=True, consumers=4, perm=True, fuse=True),
     (64, 8192, 8192): _c(64, 128, 8, "n", stages_w=8, wide=True, perm=True, lag=True, fuse=True, kglob=True),
 }
 #: The split-K winner at 1024 x 1024 x 16384 (four slices, a 32-row reduction launched as a programmatic
