@@ -26,3 +26,17 @@ def test_the_suite_builds_each_challenger_under_its_own_name():
     th = flush.build_thunks(132)
     for (M, N, K) in flush.W4A16_CHALLENGERS:
         assert f"w4a16 {M}x{N}x{K} challenger" in th and f"w4a16 {M}x{N}x{K}" in th
+
+
+def test_the_m16_challenger_is_the_recorded_search_winner():
+    """The comment on W4A16_CHALLENGERS says the M = 16 challenger won suite gemm.w4a16's search on the H200, ahead of
+    this suite's kernel: the records say so, or this fails (a new search run with another winner moves the challenger)."""
+    from kernels.gemm.w4a16 import label
+    from measure.results import load_results, records
+
+    shape = (16, 8192, 8192)
+    search = next(r for r in records(load_results("nvidia-h200"), kind="search")
+                  if r.get("suite") == "gemm.w4a16" and r["name"] == "w4a16 16x8192x8192")
+    challenger, kernel = label(flush.W4A16_CHALLENGERS[shape]), label(flush.W4A16_WINNERS[shape])
+    assert search["best"] == challenger
+    assert search["ms"][challenger] < search["ms"][kernel]
